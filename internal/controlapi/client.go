@@ -1,0 +1,131 @@
+package controlapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-companion/companion/internal/locations"
+)
+
+// ErrNotRunning means no service answers: no address file, or nothing listens.
+var ErrNotRunning = errors.New("the Strata Companion service is not running")
+
+// Client talks to the service's control API.
+type Client struct {
+	BaseURL string // http://127.0.0.1:PORT
+	Token   string
+	HTTP    *http.Client
+}
+
+// NewClient reads the address and token files the running service wrote.
+func NewClient() (*Client, error) {
+	addr, err := os.ReadFile(locations.ControlAddrFile())
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, ErrNotRunning
+		}
+		return nil, fmt.Errorf("reading the control API address: %w", err)
+	}
+	tok, err := os.ReadFile(locations.ControlTokenFile())
+	if err != nil {
+		return nil, fmt.Errorf("reading the control API token %s (are you a user of this machine?): %w", locations.ControlTokenFile(), err)
+	}
+	return &Client{
+		BaseURL: "http://" + strings.TrimSpace(string(addr)),
+		Token:   strings.TrimSpace(string(tok)),
+		HTTP:    &http.Client{},
+	}, nil
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.BaseURL+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("%w (%v)", ErrNotRunning, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		var e Error
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			return &StatusError{Code: resp.StatusCode, Message: e.Error}
+		}
+		return &StatusError{Code: resp.StatusCode, Message: strings.TrimSpace(string(b))}
+	}
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// StatusError is a non-2xx answer.
+type StatusError struct {
+	Code    int
+	Message string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("the service answered %d: %s", e.Code, e.Message)
+}
+
+// State reads GET /v1/state.
+func (c *Client) State(ctx context.Context) (*State, error) {
+	var s State
+	return &s, c.do(ctx, http.MethodGet, "/v1/state", nil, &s)
+}
+
+// Events long-polls GET /v1/events for events after since, waiting up to wait.
+func (c *Client) Events(ctx context.Context, since uint64, wait time.Duration) (*EventsResponse, error) {
+	var r EventsResponse
+	q := url.Values{"since": {strconv.FormatUint(since, 10)}, "wait": {strconv.Itoa(int(wait / time.Second))}}
+	return &r, c.do(ctx, http.MethodGet, "/v1/events?"+q.Encode(), nil, &r)
+}
+
+// SetVision posts POST /v1/vision.
+func (c *Client) SetVision(ctx context.Context, req VisionRequest) (*VisionResponse, error) {
+	var r VisionResponse
+	return &r, c.do(ctx, http.MethodPost, "/v1/vision", req, &r)
+}
+
+// Server posts POST /v1/server/{start,stop,restart}.
+func (c *Client) Server(ctx context.Context, action string) error {
+	return c.do(ctx, http.MethodPost, "/v1/server/"+url.PathEscape(action), nil, nil)
+}
+
+// Logs reads GET /v1/logs?tail=N.
+func (c *Client) Logs(ctx context.Context, tail int) (*LogsResponse, error) {
+	var r LogsResponse
+	return &r, c.do(ctx, http.MethodGet, "/v1/logs?tail="+strconv.Itoa(tail), nil, &r)
+}

@@ -1,0 +1,136 @@
+// Package controlapi is the contract between strata-service (the server side
+// lives in service/) and its clients, the tray and the wizard: the JSON types
+// and a small client. See docs/control-api.md.
+package controlapi
+
+import (
+	"time"
+
+	"github.com/strata-companion/companion/internal/events"
+)
+
+// Server phases.
+const (
+	PhaseStopped    = "stopped"
+	PhaseStarting   = "starting"
+	PhaseReady      = "ready"
+	PhaseRestarting = "restarting"
+	PhaseFailed     = "failed"
+)
+
+// Encoder states.
+const (
+	EncoderUnknown  = "unknown"
+	EncoderOff      = "off"      // vision not configured
+	EncoderStarting = "starting" // being started / warming up
+	EncoderReady    = "ready"
+	EncoderIdle     = "idle" // stopped after idle; wakes on the next picture
+	EncoderWaking   = "waking"
+	EncoderFailed   = "failed"
+)
+
+// State is a snapshot of everything the service knows. Seq is the sequence
+// number of the newest event folded into it: a client reads the state, then
+// follows /v1/events?since=Seq and misses nothing.
+type State struct {
+	Seq     uint64      `json:"seq"`
+	Service ServiceInfo `json:"service"`
+	Server  ServerState `json:"server"`
+	Vision  VisionState `json:"vision"`
+	Remote  *RemoteInfo `json:"remote,omitempty"`
+	Config  ConfigInfo  `json:"config"`
+}
+
+// ServiceInfo describes strata-service itself.
+type ServiceInfo struct {
+	Version string    `json:"version"`
+	Started time.Time `json:"started"`
+	PID     int       `json:"pid"`
+}
+
+// ServerState is the supervised Strata server.
+type ServerState struct {
+	Phase string `json:"phase"`
+	// Detail is the current start phase or the failure, in words.
+	Detail    string    `json:"detail,omitempty"`
+	Since     time.Time `json:"since"`
+	PID       int       `json:"pid,omitempty"`
+	Port      int       `json:"port,omitempty"`
+	URL       string    `json:"url,omitempty"` // e.g. http://127.0.0.1:8080/v1
+	Model     string    `json:"model,omitempty"`
+	Context   int       `json:"context,omitempty"`
+	Restarts  int       `json:"restarts"` // restarts after crashes since the service started
+	LastError string    `json:"last_error,omitempty"`
+	// ExpertCache from the engine's startup lines.
+	Experts        int     `json:"experts,omitempty"`
+	ExpertCacheGiB float64 `json:"expert_cache_gib,omitempty"`
+}
+
+// VisionState is where pictures are read and how the encoder is.
+type VisionState struct {
+	Placement string `json:"placement"` // gpu, cpu, remote, off
+	Encoder   string `json:"encoder"`   // one of the Encoder* constants
+	Error     string `json:"error,omitempty"`
+	// LastPictureMS is the last picture's encode time as the encoder reported it.
+	LastPictureMS int       `json:"last_picture_ms,omitempty"`
+	LastPicture   time.Time `json:"last_picture,omitempty"`
+	LastWakeMS    int       `json:"last_wake_ms,omitempty"`
+}
+
+// RemoteInfo is the second PC, when vision runs there.
+type RemoteInfo struct {
+	Host        string    `json:"host"`
+	Reachable   bool      `json:"reachable"`
+	Reason      string    `json:"reason,omitempty"` // why not reachable
+	RTTms       float64   `json:"rtt_ms,omitempty"`
+	FreeVRAMMiB int       `json:"free_vram_mib,omitempty"`
+	GPU         string    `json:"gpu,omitempty"`
+	Since       time.Time `json:"since"`
+}
+
+// ConfigInfo names the Strata install and config in use.
+type ConfigInfo struct {
+	StrataRoot string `json:"strata_root,omitempty"`
+	Path       string `json:"path,omitempty"`
+	Valid      bool   `json:"valid"`
+	Problem    string `json:"problem,omitempty"`
+}
+
+// EventsResponse is one answer of GET /v1/events?since=N&wait=S.
+type EventsResponse struct {
+	Events []events.Event `json:"events"`
+	// Next is the since= value for the following request.
+	Next uint64 `json:"next"`
+	// Gap is true when events after since were already dropped: re-read /v1/state.
+	Gap bool `json:"gap,omitempty"`
+}
+
+// VisionRequest is POST /v1/vision.
+type VisionRequest struct {
+	Placement string `json:"placement"` // gpu, cpu, remote, off
+	Device    *int   `json:"device,omitempty"`
+	Threads   int    `json:"threads,omitempty"`
+	Host      string `json:"host,omitempty"` // [user@]host[:port], for remote
+	DryRun    bool   `json:"dry_run,omitempty"`
+	// Restart the server after writing (default true in the server when nil).
+	Restart *bool `json:"restart,omitempty"`
+}
+
+// VisionResponse answers POST /v1/vision.
+type VisionResponse struct {
+	Diff      string `json:"diff"`
+	Written   bool   `json:"written"`
+	Backup    string `json:"backup,omitempty"`
+	Restarted bool   `json:"restarted"`
+}
+
+// LogsResponse answers GET /v1/logs?tail=N.
+type LogsResponse struct {
+	File  string   `json:"file"`
+	Lines []string `json:"lines"`
+}
+
+// Error is the body of every non-2xx answer.
+type Error struct {
+	Error string `json:"error"`
+}

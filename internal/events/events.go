@@ -1,0 +1,159 @@
+// Package events defines the companion's typed events and a bus that numbers
+// them, keeps the recent ones, and lets a client that reconnects ask for
+// everything after the last sequence number it saw (as Syncthing's event API
+// does), so nothing is missed.
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Kind is an event's type. The dotted prefix groups them.
+type Kind string
+
+const (
+	ServerStarting   Kind = "server.starting"   // the supervisor launched the server; Details: pid
+	ServerProgress   Kind = "server.progress"   // a start phase (filling the expert cache, loading the encoder...)
+	ServerReady      Kind = "server.ready"      // the `ready:` line or /health answered; Details: url, model, context
+	ServerExited     Kind = "server.exited"     // the process ended; Details: code, expected, last_lines
+	ServerRestarting Kind = "server.restarting" // a restart after an exit; Details: attempt, delay_s
+	ServerFailed     Kind = "server.failed"     // given up (crash loop, port in use, missing files); Message says why
+	ServerStopped    Kind = "server.stopped"    // stopped on request
+
+	EngineRestarted Kind = "engine.restarted"    // Strata restarted its engine by itself
+	ExpertCache     Kind = "engine.expert_cache" // Details: experts, gib
+
+	EncoderStarting    Kind = "vision.starting"     // the server is starting its encoder
+	EncoderReady       Kind = "vision.ready"        // the encoder warmed up / is available
+	EncoderWoke        Kind = "vision.woke"         // elastic/remote encoder woke; Details: start_ms, encode_ms, ...
+	EncoderIdleStopped Kind = "vision.idle_stopped" // stopped after idle; Details: idle_s
+	EncoderFailed      Kind = "vision.failed"       // did not start or stopped; Message says why
+	PictureEncoded     Kind = "vision.picture"      // one picture read; Details: ms, tokens, where
+
+	RemoteConnected    Kind = "remote.connected"    // relay has an ssh connection; Details: host, rtt_ms
+	RemoteDisconnected Kind = "remote.disconnected" // relay lost it; Message: reason
+	RemoteReachable    Kind = "remote.reachable"    // the second PC answers
+	RemoteUnreachable  Kind = "remote.unreachable"  // it does not; Message: reason
+
+	ConfigChanged Kind = "config.changed" // Details: path, placement, backup
+)
+
+// Event is one thing that happened.
+type Event struct {
+	Seq     uint64         `json:"seq"`
+	Time    time.Time      `json:"time"`
+	Kind    Kind           `json:"kind"`
+	Message string         `json:"message,omitempty"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// Bus numbers events and keeps the last Capacity of them.
+type Bus struct {
+	mu       sync.Mutex
+	capacity int
+	buf      []Event
+	next     uint64
+	changed  chan struct{} // closed and replaced on every publish
+	now      func() time.Time
+}
+
+// NewBus keeps the last capacity events (at least 1).
+func NewBus(capacity int) *Bus {
+	if capacity < 1 {
+		capacity = 1
+	}
+	return &Bus{capacity: capacity, next: 1, changed: make(chan struct{}), now: time.Now}
+}
+
+// Publish stamps e with the next sequence number (and the time, if unset) and
+// wakes every waiter. It returns the stamped event.
+func (b *Bus) Publish(e Event) Event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e.Seq = b.next
+	b.next++
+	if e.Time.IsZero() {
+		e.Time = b.now()
+	}
+	b.buf = append(b.buf, e)
+	if len(b.buf) > b.capacity {
+		b.buf = append(b.buf[:0:0], b.buf[len(b.buf)-b.capacity:]...)
+	}
+	close(b.changed)
+	b.changed = make(chan struct{})
+	return e
+}
+
+// Last returns the sequence number of the newest event (0 if none).
+func (b *Bus) Last() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.next - 1
+}
+
+// Since returns the kept events with Seq > since, oldest first. gap is true
+// when events after since were already dropped from the buffer (the client
+// should re-read the whole state).
+func (b *Bus) Since(since uint64) (evs []Event, gap bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sinceLocked(since)
+}
+
+func (b *Bus) sinceLocked(since uint64) ([]Event, bool) {
+	var out []Event
+	for _, e := range b.buf {
+		if e.Seq > since {
+			out = append(out, e)
+		}
+	}
+	gap := len(b.buf) > 0 && b.buf[0].Seq > since+1
+	return out, gap
+}
+
+// Wait returns the events after since, waiting until there is at least one or
+// ctx ends (then it returns what there is, possibly none, and ctx's error).
+func (b *Bus) Wait(ctx context.Context, since uint64) ([]Event, bool, error) {
+	for {
+		b.mu.Lock()
+		evs, gap := b.sinceLocked(since)
+		ch := b.changed
+		b.mu.Unlock()
+		if len(evs) > 0 {
+			return evs, gap, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+}
+
+// LinePrefix starts a line by which a process the companion does not
+// supervise directly (the relay, whose stderr Strata appends to its engine
+// log) reports an event; the service follows that log and picks them up.
+const LinePrefix = "strata-companion-event: "
+
+// FormatLine renders e as one log line with LinePrefix (Seq is not sent).
+func FormatLine(e Event) string {
+	e.Seq = 0
+	b, _ := json.Marshal(e)
+	return LinePrefix + string(b)
+}
+
+// ParseLine reads a line written by FormatLine; ok is false for any other line.
+func ParseLine(line string) (e Event, ok bool) {
+	i := strings.Index(line, LinePrefix)
+	if i < 0 {
+		return Event{}, false
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(line[i+len(LinePrefix):])), &e); err != nil || e.Kind == "" {
+		return Event{}, false
+	}
+	return e, true
+}

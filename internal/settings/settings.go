@@ -1,0 +1,134 @@
+// Package settings is the companion's own settings file: which Strata install
+// and config it manages, where vision runs, and the second PC. It holds no
+// secrets: the relay's key is a path to a file in the secrets folder.
+package settings
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/strata-companion/companion/internal/atomicfile"
+	"github.com/strata-companion/companion/internal/locations"
+)
+
+// Placement is where Strata's image encoder runs.
+type Placement string
+
+const (
+	PlacementGPU    Placement = "gpu"
+	PlacementCPU    Placement = "cpu"
+	PlacementRemote Placement = "remote"
+	PlacementOff    Placement = "off"
+)
+
+// Valid reports whether p is one of the four placements.
+func (p Placement) Valid() bool {
+	switch p {
+	case PlacementGPU, PlacementCPU, PlacementRemote, PlacementOff:
+		return true
+	}
+	return false
+}
+
+// Remote is the second PC that reads pictures.
+type Remote struct {
+	// Host, Port, User: where to reach it over ssh.
+	Host string `json:"host"`
+	Port int    `json:"port,omitempty"`
+	User string `json:"user,omitempty"`
+	// HostKey is the pinned host key in authorized_keys form
+	// ("ssh-ed25519 AAAA..."); the companion's known_hosts holds it too.
+	HostKey string `json:"host_key,omitempty"`
+	// KeyFile is the companion's own private key for this PC (in the
+	// secrets folder).
+	KeyFile string `json:"key_file,omitempty"`
+	// RemoteDir is the folder on the second PC holding the agent, the
+	// mmproj, the vocabulary stub and strata-vision.
+	RemoteDir string `json:"remote_dir,omitempty"`
+	// OS and Arch of the second PC as last probed ("linux"/"windows", "amd64"/"arm64").
+	OS   string `json:"os,omitempty"`
+	Arch string `json:"arch,omitempty"`
+	// EncoderPath is strata-vision on the second PC (absolute, or relative to RemoteDir).
+	EncoderPath string `json:"encoder_path,omitempty"`
+	// IdleStopS stops the remote encoder after this many seconds without a
+	// picture, giving that PC its VRAM back; 0 keeps it running.
+	IdleStopS int `json:"idle_stop_s,omitempty"`
+	// NEmbd is the last n_embd the agent reported (the relay's READY fallback).
+	NEmbd int `json:"n_embd,omitempty"`
+}
+
+// Settings is the file's content. Unknown keys (from a newer companion) are
+// kept in Extra and written back unchanged.
+type Settings struct {
+	StrataRoot string    `json:"strata_root,omitempty"`
+	ConfigPath string    `json:"config_path,omitempty"`
+	Port       int       `json:"port,omitempty"`
+	Vision     Placement `json:"vision,omitempty"`
+	Remote     *Remote   `json:"remote,omitempty"`
+	// Notifications turns the tray's notifications off when false.
+	Notifications *bool `json:"notifications,omitempty"`
+
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// NotificationsOn defaults to true.
+func (s *Settings) NotificationsOn() bool { return s.Notifications == nil || *s.Notifications }
+
+// Load reads path; a missing file gives empty settings and no error.
+func Load(path string) (*Settings, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Settings{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the companion settings %s: %w", path, err)
+	}
+	var s Settings
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("the companion settings %s are not valid JSON (%v); fix or delete the file and run setup again", path, err)
+	}
+	var all map[string]json.RawMessage
+	_ = json.Unmarshal(b, &all)
+	for _, k := range knownKeys {
+		delete(all, k)
+	}
+	if len(all) > 0 {
+		s.Extra = all
+	}
+	return &s, nil
+}
+
+// LoadDefault reads the settings from their usual place.
+func LoadDefault() (*Settings, error) { return Load(locations.SettingsFile()) }
+
+var knownKeys = []string{"strata_root", "config_path", "port", "vision", "remote", "notifications"}
+
+// Save writes s to path atomically, creating the folder.
+func (s *Settings) Save(path string) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(b, &m)
+	for k, v := range s.Extra {
+		if _, ours := m[k]; !ours {
+			m[k] = v
+		}
+	}
+	out, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
+	}
+	return atomicfile.Write(path, append(out, '\n'), 0o644)
+}
+
+// SaveDefault writes the settings to their usual place.
+func (s *Settings) SaveDefault() error { return s.Save(locations.SettingsFile()) }

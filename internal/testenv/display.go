@@ -1,0 +1,81 @@
+//go:build linux
+
+package testenv
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Display is a private X server with a session bus, for GUI tests.
+type Display struct {
+	Name       string   // ":N"
+	RuntimeDir string   // private XDG_RUNTIME_DIR (mode 0700)
+	BusAddress string   // DBUS_SESSION_BUS_ADDRESS
+	Env        []string // os.Environ() with DISPLAY, XDG_RUNTIME_DIR and the bus set
+}
+
+// StartDisplay starts Xvfb (picking a free display number itself) and a
+// dbus session bus, both stopped when t ends.
+func StartDisplay(t testing.TB, width, height int) *Display {
+	t.Helper()
+	bins := LookPath(t, "Xvfb", "dbus-daemon")
+	rd := t.TempDir()
+	os.Chmod(rd, 0o700)
+
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := exec.Command(bins[0], "-displayfd", "3", "-screen", "0", fmt.Sprintf("%dx%dx24", width, height), "-nolisten", "tcp")
+	x.ExtraFiles = []*os.File{w}
+	if err := x.Start(); err != nil {
+		t.Fatalf("starting Xvfb: %v", err)
+	}
+	w.Close()
+	t.Cleanup(func() { x.Process.Kill(); x.Wait() })
+	num := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(r).ReadString('\n')
+		num <- strings.TrimSpace(line)
+	}()
+	var name string
+	select {
+	case n := <-num:
+		if n == "" {
+			t.Fatal("Xvfb did not report a display number")
+		}
+		name = ":" + n
+	case <-time.After(20 * time.Second):
+		t.Fatal("Xvfb did not start within 20 s")
+	}
+
+	sock := filepath.Join(rd, "bus")
+	d := exec.Command(bins[1], "--session", "--nofork", "--address=unix:path="+sock)
+	if err := d.Start(); err != nil {
+		t.Fatalf("starting dbus-daemon: %v", err)
+	}
+	t.Cleanup(func() { d.Process.Kill(); d.Wait() })
+	for i := 0; i < 200; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	disp := &Display{Name: name, RuntimeDir: rd, BusAddress: "unix:path=" + sock}
+	for _, kv := range os.Environ() {
+		k := kv[:strings.IndexByte(kv, '=')+1]
+		if k == "DISPLAY=" || k == "XDG_RUNTIME_DIR=" || k == "DBUS_SESSION_BUS_ADDRESS=" {
+			continue
+		}
+		disp.Env = append(disp.Env, kv)
+	}
+	disp.Env = append(disp.Env, "DISPLAY="+name, "XDG_RUNTIME_DIR="+rd, "DBUS_SESSION_BUS_ADDRESS="+disp.BusAddress)
+	return disp
+}

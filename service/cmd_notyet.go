@@ -1,0 +1,36 @@
+package main
+
+import (
+	"context"
+	"fmt"
+)
+
+// notYet registers commands whose feature has not landed yet: they say so
+// honestly instead of pretending. Each is removed from this list by the
+// change that implements it in its own cmd_<name>.go file.
+var notYet = map[string]string{
+	"run":       "run the Strata server in the foreground, supervised (the service's main loop)",
+	"install":   "install strata-service as an OS service (administrator/root)",
+	"uninstall": "remove the OS service",
+	"start":     "start the OS service",
+	"stop":      "stop the OS service",
+	"status":    "show the Strata install, the config in use, and the service's state",
+	"probe":     "probe this PC's GPUs, VRAM, CPU and RAM (or a second PC with --ssh)",
+	"vision":    "change where Strata's image encoder runs: gpu | cpu | remote | off | restore",
+	"remote":    "pair, unpair or prepare the second PC that reads pictures",
+	"setup":     "the first-run setup (--cli for a terminal)",
+}
+
+func init() {
+	for name, summary := range notYet {
+		name := name
+		register(&command{
+			name:    name,
+			summary: summary + " [not yet available]",
+			usage:   "strata-service " + name,
+			run: func(context.Context, *cliEnv, []string) error {
+				return fmt.Errorf("%q is not yet available in this build of Strata Companion", name)
+			},
+		})
+	}
+}
