@@ -17,7 +17,6 @@ var notYet = map[string]string{
 	"status":    "show the Strata install, the config in use, and the service's state",
 	"probe":     "probe this PC's GPUs, VRAM, CPU and RAM (or a second PC with --ssh)",
 	"vision":    "change where Strata's image encoder runs: gpu | cpu | remote | off | restore",
-	"remote":    "pair, unpair or prepare the second PC that reads pictures",
 	"setup":     "the first-run setup (--cli for a terminal)",
 }
 
