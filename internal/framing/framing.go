@@ -1,0 +1,244 @@
+// Package framing is the binary protocol between the relay (on the Strata
+// server's PC) and its agent (on the second PC), spoken over the stdin/stdout
+// of one ssh session. Each frame is a 1-byte type, a 4-byte big-endian
+// payload length and the payload: pictures and results travel as raw bytes
+// (no base64, no shell quoting), and one session carries any number of
+// pictures (no process start per picture).
+package framing
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Type says what a frame carries.
+type Type byte
+
+// Frame types. Relay -> agent: Encode, AskStatus, Wake, PutBegin, PutData,
+// PutEnd, Stat, Ping. Agent -> relay: Hello, Result, Error, Event,
+// StatusReply, PutReply, StatReply, Pong.
+const (
+	Hello       Type = 'H' // JSON Info, the agent's first frame
+	Encode      Type = 'E' // uint32 id + picture bytes
+	Result      Type = 'R' // uint32 id + uint16 line length + encoder's "OK ..." line + .sve bytes
+	Error       Type = 'X' // uint32 id + a message for a person (id 0: not about a picture)
+	Event       Type = 'V' // JSON AgentEvent (encoder woke, idle stop, failed)
+	AskStatus   Type = 'S' // empty: ask for StatusReply
+	StatusReply Type = 's' // JSON StatusInfo
+	Wake        Type = 'W' // empty: start the encoder now; answered by StatusReply
+	PutBegin    Type = 'P' // JSON PutHeader: receive a file into the agent's folder
+	PutData     Type = 'D' // raw file bytes
+	PutEnd      Type = 'F' // empty: the file is complete; answered by PutReply
+	PutReply    Type = 'p' // JSON FileInfo (or Error)
+	Stat        Type = 'T' // JSON {"name": ...}: size and sha256 of a file (and of its partial upload)
+	StatReply   Type = 't' // JSON FileInfo
+	Ping        Type = 'I' // any payload, echoed by Pong
+	Pong        Type = 'O'
+)
+
+// Version is the protocol version the agent announces in Hello.
+const Version = 1
+
+// MaxPicture is the largest picture the relay sends (Strata's pictures are
+// 0.1-0.4 MB; 32 MiB leaves room for a huge PNG).
+const MaxPicture = 32 << 20
+
+// MaxPayload bounds any frame: a picture, or a .sve (1024 tokens x n_embd
+// 2560 x 4 bytes = 10 MB; 64 MiB leaves room for 4096 tokens at n_embd 4096).
+const MaxPayload = 64 << 20
+
+// ErrTooLarge is returned for a frame whose announced length exceeds the bound.
+var ErrTooLarge = errors.New("frame larger than the protocol allows")
+
+// Writer writes frames; safe for concurrent use (the agent's encoder loop and
+// its event reports share one stream).
+type Writer struct {
+	mu sync.Mutex
+	w  io.Writer
+	hd [5]byte
+}
+
+// NewWriter writes frames to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Write sends one frame whose payload is the concatenation of parts (so a
+// header and a large body go out without copying them together).
+func (fw *Writer) Write(t Type, parts ...[]byte) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	if n > MaxPayload {
+		return fmt.Errorf("%w (%d bytes)", ErrTooLarge, n)
+	}
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	fw.hd[0] = byte(t)
+	binary.BigEndian.PutUint32(fw.hd[1:], uint32(n))
+	if _, err := fw.w.Write(fw.hd[:]); err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if len(p) == 0 {
+			continue
+		}
+		if _, err := fw.w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteJSON sends v as a JSON payload.
+func (fw *Writer) WriteJSON(t Type, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return fw.Write(t, b)
+}
+
+// Reader reads frames.
+type Reader struct {
+	r   *bufio.Reader
+	max int
+}
+
+// NewReader reads frames from r, refusing payloads over MaxPayload.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{r: bufio.NewReaderSize(r, 64<<10), max: MaxPayload}
+}
+
+// Next returns the next frame. The payload is freshly allocated (the caller
+// may keep it). io.EOF means the stream ended cleanly between frames;
+// io.ErrUnexpectedEOF that it ended inside one.
+func (fr *Reader) Next() (Type, []byte, error) {
+	var hd [5]byte
+	if _, err := io.ReadFull(fr.r, hd[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(hd[1:])
+	if int64(n) > int64(fr.max) {
+		return 0, nil, fmt.Errorf("%w: type %q announces %d bytes", ErrTooLarge, hd[0], n)
+	}
+	p := make([]byte, n)
+	if _, err := io.ReadFull(fr.r, p); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	return Type(hd[0]), p, nil
+}
+
+// Info is the agent's Hello.
+type Info struct {
+	Proto   int    `json:"proto"`
+	Version string `json:"version"`
+	OS      string `json:"os"`
+	Arch    string `json:"arch"`
+	PID     int    `json:"pid"`
+	// SelfSHA256 is the sha256 of the agent's own executable: prepare
+	// compares it with the build it would upload.
+	SelfSHA256 string `json:"self_sha256,omitempty"`
+	// Dir is the agent's folder (where Put files land).
+	Dir string `json:"dir"`
+	// NEmbd from the second PC's mmproj metadata (0 if unknown).
+	NEmbd int `json:"n_embd,omitempty"`
+}
+
+// StatusInfo is the agent's state, answered to Status and Wake.
+type StatusInfo struct {
+	Encoder  string `json:"encoder"` // stopped, starting, running, failed
+	PID      int    `json:"pid,omitempty"`
+	NEmbd    int    `json:"n_embd,omitempty"`
+	Pictures int    `json:"pictures"`
+	Error    string `json:"error,omitempty"`
+	// IdleStopS is the idle time after which the encoder is stopped (0: never).
+	IdleStopS int   `json:"idle_stop_s"`
+	GPUs      []GPU `json:"gpus,omitempty"`
+	// ScratchFiles counts files in the private scratch folder (0 between pictures).
+	ScratchFiles int `json:"scratch_files"`
+}
+
+// GPU is one line of nvidia-smi on the second PC.
+type GPU struct {
+	Index    int    `json:"index"`
+	Name     string `json:"name"`
+	TotalMiB int    `json:"total_mib"`
+	UsedMiB  int    `json:"used_mib"`
+	FreeMiB  int    `json:"free_mib"`
+	Driver   string `json:"driver,omitempty"`
+}
+
+// AgentEvent reports something the agent did on its own.
+type AgentEvent struct {
+	Kind    string `json:"kind"` // woke, idle_stopped, failed, stopped
+	StartMS int64  `json:"start_ms,omitempty"`
+	IdleS   int    `json:"idle_s,omitempty"`
+	NEmbd   int    `json:"n_embd,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// PutHeader starts a file upload. Name is a plain file name (no folders);
+// Offset is where this upload resumes (the size of the partial file the
+// agent reported by Stat).
+type PutHeader struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	Offset int64  `json:"offset"`
+	Mode   uint32 `json:"mode,omitempty"`
+}
+
+// FileInfo describes a file in the agent's folder.
+type FileInfo struct {
+	Name        string `json:"name"`
+	Exists      bool   `json:"exists"`
+	Size        int64  `json:"size"`
+	SHA256      string `json:"sha256,omitempty"`
+	PartialSize int64  `json:"partial_size,omitempty"`
+	Path        string `json:"path,omitempty"`
+}
+
+// PutID packs a picture id in front of a payload.
+func PutID(id uint32) []byte {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], id)
+	return b[:]
+}
+
+// SplitID reads the picture id in front of a payload.
+func SplitID(p []byte) (uint32, []byte, error) {
+	if len(p) < 4 {
+		return 0, nil, errors.New("frame too short for an id")
+	}
+	return binary.BigEndian.Uint32(p), p[4:], nil
+}
+
+// ResultHeader builds the part of a Result frame before the .sve bytes.
+func ResultHeader(id uint32, line string) []byte {
+	b := make([]byte, 6+len(line))
+	binary.BigEndian.PutUint32(b, id)
+	binary.BigEndian.PutUint16(b[4:], uint16(len(line)))
+	copy(b[6:], line)
+	return b
+}
+
+// SplitResult reads a Result payload.
+func SplitResult(p []byte) (id uint32, line string, sve []byte, err error) {
+	if len(p) < 6 {
+		return 0, "", nil, errors.New("result frame too short")
+	}
+	id = binary.BigEndian.Uint32(p)
+	n := int(binary.BigEndian.Uint16(p[4:]))
+	if len(p) < 6+n {
+		return 0, "", nil, errors.New("result frame shorter than its line")
+	}
+	return id, string(p[6 : 6+n]), p[6+n:], nil
+}

@@ -1,0 +1,81 @@
+package framing
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+)
+
+func TestRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	big := bytes.Repeat([]byte{0, 1, 2, '\n', '\'', '"'}, 100000) // bytes a shell or a line protocol would mangle
+	if err := w.Write(Encode, PutID(7), big); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(Ping); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(Result, ResultHeader(7, "OK 1024 32 32 12"), []byte("SVE")); err != nil {
+		t.Fatal(err)
+	}
+	r := NewReader(&buf)
+	typ, p, err := r.Next()
+	if err != nil || typ != Encode {
+		t.Fatalf("first frame: %q %v", typ, err)
+	}
+	id, body, err := SplitID(p)
+	if err != nil || id != 7 || !bytes.Equal(body, big) {
+		t.Fatalf("encode payload changed: id %d, %d bytes, %v", id, len(body), err)
+	}
+	typ, p, err = r.Next()
+	if err != nil || typ != Ping || len(p) != 0 {
+		t.Fatalf("ping: %q %d %v", typ, len(p), err)
+	}
+	typ, p, err = r.Next()
+	if err != nil || typ != Result {
+		t.Fatalf("result: %q %v", typ, err)
+	}
+	id, line, sve, err := SplitResult(p)
+	if err != nil || id != 7 || line != "OK 1024 32 32 12" || string(sve) != "SVE" {
+		t.Fatalf("result = %d %q %q %v", id, line, sve, err)
+	}
+	if _, _, err := r.Next(); err != io.EOF {
+		t.Fatalf("end of stream = %v, want io.EOF", err)
+	}
+}
+
+func TestTruncatedAndOversized(t *testing.T) {
+	var buf bytes.Buffer
+	NewWriter(&buf).Write(Encode, []byte("12345678"))
+	b := buf.Bytes()[:buf.Len()-3]
+	if _, _, err := NewReader(bytes.NewReader(b)).Next(); err != io.ErrUnexpectedEOF {
+		t.Fatalf("truncated frame: %v, want io.ErrUnexpectedEOF", err)
+	}
+	huge := []byte{byte(Encode), 0xff, 0xff, 0xff, 0xff}
+	if _, _, err := NewReader(bytes.NewReader(huge)).Next(); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("4 GiB announcement: %v, want ErrTooLarge", err)
+	}
+	if err := NewWriter(io.Discard).Write(Encode, make([]byte, MaxPayload+1)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("writing too much: %v", err)
+	}
+}
+
+func FuzzReader(f *testing.F) {
+	f.Add([]byte{'E', 0, 0, 0, 2, 1, 2})
+	f.Add([]byte{'R', 0, 0, 0, 6, 0, 0, 0, 1, 0, 9})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r := NewReader(bytes.NewReader(b))
+		for {
+			typ, p, err := r.Next()
+			if err != nil {
+				return
+			}
+			if typ == Result {
+				SplitResult(p)
+			}
+			SplitID(p)
+		}
+	})
+}
