@@ -1,0 +1,158 @@
+package loglines
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-companion/companion/internal/events"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name    string
+		src     Source
+		line    string
+		kind    events.Kind // "" = not recognised
+		details map[string]any
+		msgHas  string
+	}{
+		{"ready with everything", Stdout,
+			"ready: http://127.0.0.1:8080/v1  (OpenAI: http://127.0.0.1:8080/v1, Anthropic: http://127.0.0.1:8080, context 32768 tokens, images on, API key required)",
+			events.ServerReady, map[string]any{"url": "http://127.0.0.1:8080/v1", "port": 8080, "context": 32768, "images": true, "api_key": true}, "127.0.0.1:8080"},
+		{"ready, no images, no key, thousands separator", Stdout,
+			"ready: http://127.0.0.1:8095/v1  (OpenAI: ..., context 131,072 tokens, images off, no API key)",
+			events.ServerReady, map[string]any{"url": "http://127.0.0.1:8095/v1", "port": 8095, "context": 131072, "images": false, "api_key": false}, ""},
+		{"ready with a timestamp prefix and no tail", Stdout,
+			"12:00:01 ready: http://0.0.0.0:9000/v1",
+			events.ServerReady, map[string]any{"url": "http://0.0.0.0:9000/v1", "port": 9000}, ""},
+		{"ready in the engine log is not the server", EngineLog,
+			"ready: http://127.0.0.1:8080/v1", "", nil, ""},
+		{"the word ready inside a sentence", Stdout, "[strata] already: nothing", events.ServerProgress, nil, "already: nothing"},
+		{"expert cache fill", Stdout,
+			"[strata] filling the GPU's expert cache (3112 experts, 5.96 GiB of VRAM) ...",
+			events.ExpertCache, map[string]any{"experts": 3112, "gib": 5.96}, "3112 experts"},
+		{"expert cache in the engine log", EngineLog,
+			"strata generate: expert cache 3703 slots, 6.04 GiB of VRAM; policy is lfu-decay",
+			events.ExpertCache, map[string]any{"experts": 3703, "gib": 6.04}, ""},
+		{"starting the encoder", Stdout, "[strata] starting the vision encoder ...",
+			events.EncoderStarting, map[string]any{"phase": "starting"}, ""},
+		{"loading the encoder", Stdout, "[strata] loading the vision encoder ...",
+			events.EncoderStarting, map[string]any{"phase": "loading"}, ""},
+		{"encoder warmed up on the GPU", EngineLog, "strata-vision: warmed up at 1024 image tokens",
+			events.EncoderReady, map[string]any{"gpu": true, "max_tokens": 1024}, ""},
+		{"encoder on the CPU", EngineLog, "strata-vision: on the CPU, 8 threads, no warm-up",
+			events.EncoderReady, map[string]any{"gpu": false, "threads": 8}, ""},
+		{"engine stopped", Stdout, "[strata] the engine had stopped (exit code -11); starting it again ...",
+			events.EngineRestarted, map[string]any{"running": false, "exit_code": -11}, "exit code -11"},
+		{"engine running again", Stdout, "[strata] the engine is running again",
+			events.EngineRestarted, map[string]any{"running": true}, ""},
+		{"model unloaded", Stdout, "[strata] model unloaded after 600 s idle; the next request loads it again",
+			ModelUnloaded, map[string]any{"idle_s": 600.0}, ""},
+		{"fork hot wake", Stdout, "[strata] vision hot: shrink 120 ms, start 850 ms, encode 640 ms",
+			events.EncoderWoke, map[string]any{"shrink_ms": 120, "start_ms": 850, "encode_ms": 640, "wake_ms": 970}, ""},
+		{"fork hot idle stop", Stdout, "[strata] vision hot: encoder stopped after 300 s without images (stop 40 ms, grow 210 ms)",
+			events.EncoderIdleStopped, map[string]any{"idle_s": 300.0, "stop_ms": 40, "grow_ms": 210}, "300 s"},
+		{"main encoder failure", Stdout, "the vision encoder did not start: error: cannot open mmproj.gguf",
+			events.EncoderFailed, map[string]any{"fatal": true, "reason": "error: cannot open mmproj.gguf"}, "cannot open"},
+		{"fork encoder failure", Stdout,
+			"[strata] the vision encoder did not start (no READY within 300 s); serving text only, an image will ask for it again",
+			events.EncoderFailed, map[string]any{"fatal": false, "reason": "no READY within 300 s"}, "text only"},
+		{"other strata line is progress", Stdout, "[strata] locking experts into RAM ...",
+			events.ServerProgress, nil, "locking experts into RAM"},
+		{"other strata line in the engine log is nothing", EngineLog, "[strata] something", "", nil, ""},
+		{"unrelated", Stdout, "INFO: 127.0.0.1 - GET /health 200", "", nil, ""},
+		{"empty", Stdout, "", "", nil, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, ok := Parse(tc.src, tc.line)
+			if tc.kind == "" {
+				if ok {
+					t.Fatalf("Parse(%q) = %+v, want nothing", tc.line, e)
+				}
+				return
+			}
+			if !ok || e.Kind != tc.kind {
+				t.Fatalf("Parse(%q) = %v %+v, want kind %s", tc.line, ok, e, tc.kind)
+			}
+			for k, want := range tc.details {
+				if got := e.Details[k]; !reflect.DeepEqual(got, want) {
+					t.Errorf("details[%s] = %#v, want %#v", k, got, want)
+				}
+			}
+			if tc.msgHas != "" && !strings.Contains(e.Message, tc.msgHas) {
+				t.Errorf("message %q does not mention %q", e.Message, tc.msgHas)
+			}
+		})
+	}
+}
+
+func TestRelayLines(t *testing.T) {
+	in := events.Event{Kind: events.RemoteUnreachable, Message: "pc2 does not answer on port 22",
+		Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Details: map[string]any{"host": "pc2"}}
+	line := "2026-01-02 03:04:05 " + events.FormatLine(in)
+	for _, src := range []Source{EngineLog, Stdout} {
+		e, ok := Parse(src, line)
+		if !ok || e.Kind != in.Kind || e.Message != in.Message || e.Details["host"] != "pc2" || !e.Time.Equal(in.Time) {
+			t.Fatalf("%v: Parse(relay line) = %v %+v", src, ok, e)
+		}
+	}
+	if _, ok := Parse(EngineLog, events.LinePrefix+"{not json"); ok {
+		t.Fatal("a broken relay line was accepted")
+	}
+}
+
+func TestIsPortInUse(t *testing.T) {
+	yes := []string{
+		"[strata] port 8080 is already in use (is another Strata running?)",
+		"OSError: [Errno 98] Address already in use",
+		"error: the port 8095 is in use",
+		"OSError: [WinError 10048] Only one usage of each socket address (protocol/network address/port) is normally permitted",
+	}
+	no := []string{
+		"[strata] filling the GPU's expert cache (3112 experts, 5.96 GiB of VRAM) ...",
+		"ready: http://127.0.0.1:8080/v1  (images on, API key required)",
+		"the GPU is in use by another program",
+		"",
+	}
+	for _, l := range yes {
+		if !IsPortInUse(l) {
+			t.Errorf("IsPortInUse(%q) = false", l)
+		}
+	}
+	for _, l := range no {
+		if IsPortInUse(l) {
+			t.Errorf("IsPortInUse(%q) = true", l)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"ready: http://127.0.0.1:8080/v1  (OpenAI: ..., context 32768 tokens, images on, API key required)",
+		"[strata] filling the GPU's expert cache (3112 experts, 5.96 GiB of VRAM) ...",
+		"strata generate: expert cache 3703 slots, 6.04 GiB of VRAM; policy is x",
+		"[strata] vision hot: shrink 1 ms, start 2 ms, encode 3 ms",
+		"[strata] vision hot: encoder stopped after 3 s without images (stop 1 ms, grow 2 ms)",
+		"the vision encoder did not start: x",
+		events.LinePrefix + `{"kind":"remote.connected"}`,
+	} {
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, line string, engine bool) {
+		src := Stdout
+		if engine {
+			src = EngineLog
+		}
+		e, ok := Parse(src, line)
+		if ok && e.Kind == "" {
+			t.Fatalf("recognised %q without a kind", line)
+		}
+		if !ok && (e.Kind != "" || e.Message != "") {
+			t.Fatalf("unrecognised %q but returned %+v", line, e)
+		}
+		_ = IsPortInUse(line)
+	})
+}
