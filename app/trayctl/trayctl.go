@@ -1,0 +1,394 @@
+// Package trayctl is the tray's controller, without any GUI toolkit: it takes
+// the watcher's updates and the user's clicks, keeps the few things the tray
+// itself knows (an action in progress, the last state for notifications),
+// computes the menu with traymodel and hands it to a View, raises notices
+// through a Notifier, and carries out clicks through the control API and the
+// desktop. Everything runs on one goroutine (Run); other goroutines post work
+// to it, so no state here needs a lock. app/ wires it to systray.
+package trayctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/strata-companion/companion/app/traymodel"
+	"github.com/strata-companion/companion/app/watch"
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/settings"
+)
+
+// View shows a menu (the systray adapter in app/, a recorder in tests).
+type View interface {
+	Show(m traymodel.Menu)
+}
+
+// Notifier raises a desktop notification.
+type Notifier interface {
+	Notify(ctx context.Context, n traymodel.Notice) error
+}
+
+// Desktop is what the tray asks of the desktop session.
+type Desktop interface {
+	// Confirm asks a yes/no question; asked is false when no dialog could be
+	// shown (then the caller decides, and tells the user by a notice).
+	Confirm(ctx context.Context, title, question string) (yes, asked bool)
+	// Open opens a URL, a folder or a file with the user's default program.
+	Open(target string) error
+	// OpenSetup starts strata-setup, on page when not "".
+	OpenSetup(page string) error
+}
+
+// Autostart is the "Start tray at login" switch.
+type Autostart interface {
+	Enabled() (bool, error)
+	Set(on bool) error
+}
+
+// Controller is the tray's brain. Set the fields, then Run.
+type Controller struct {
+	View      View
+	Notifier  Notifier
+	Desktop   Desktop
+	Autostart Autostart
+	// Connect makes a control API client for actions (default controlapi.NewClient).
+	Connect func() (*controlapi.Client, error)
+	// LoadSettings reads the companion settings (default settings.LoadDefault).
+	LoadSettings func() (*settings.Settings, error)
+	// Quit ends the tray (systray.Quit); the service keeps running.
+	Quit func()
+	Now  func() time.Time
+	Logf func(format string, args ...any)
+	// Refresh redraws the menu this often so uptimes move (default 30 s).
+	Refresh time.Duration
+
+	work chan func()
+	stop chan struct{} // closed when Run returns
+
+	// Owned by Run's goroutine.
+	ctx        context.Context
+	in         traymodel.Input
+	rules      traymodel.Rules
+	seen       bool // a state was shown once (the first one raises no notices)
+	prev       *controlapi.State
+	busy       bool // a click is being carried out (a dialog is open, a request runs)
+	remoteAddr string
+}
+
+// New returns a controller with its work queue; fill in the fields before Run.
+func New() *Controller {
+	return &Controller{work: make(chan func(), 64), stop: make(chan struct{})}
+}
+
+func (c *Controller) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func (c *Controller) logf(format string, args ...any) {
+	if c.Logf != nil {
+		c.Logf(format, args...)
+	}
+}
+
+// post runs f on the controller's goroutine.
+func (c *Controller) post(f func()) {
+	select {
+	case c.work <- f:
+	case <-c.stop:
+	}
+}
+
+// Update hands the controller a watcher update (from any goroutine).
+func (c *Controller) Update(u watch.Update) { c.post(func() { c.update(u) }) }
+
+// Click hands the controller a click on item id (from any goroutine).
+func (c *Controller) Click(id traymodel.ItemID) { c.post(func() { c.click(id) }) }
+
+// Run processes updates and clicks until ctx ends.
+func (c *Controller) Run(ctx context.Context) {
+	c.ctx = ctx
+	defer close(c.stop)
+	c.in.Reach = traymodel.Unreachable
+	c.in.Problem = "  connecting to the Strata Companion service..."
+	c.loadLocal()
+	c.show()
+	every := c.Refresh
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case f := <-c.work:
+			f()
+		case <-tick.C:
+			c.loadLocal()
+			c.resolvePending()
+			c.show()
+		}
+	}
+}
+
+// loadLocal re-reads what the tray knows besides the service: the paired
+// second PC, the notification setting, the autostart switch.
+func (c *Controller) loadLocal() {
+	load := c.LoadSettings
+	if load == nil {
+		load = settings.LoadDefault
+	}
+	s, err := load()
+	if err != nil {
+		c.logf("%v", err)
+		s = &settings.Settings{}
+	}
+	c.rules.Off = !s.NotificationsOn()
+	c.in.RemoteName, c.remoteAddr = "", ""
+	if s.Remote != nil && s.Remote.Host != "" {
+		c.in.RemoteName = s.Remote.Host
+		c.remoteAddr = s.Remote.Host
+		if s.Remote.User != "" {
+			c.remoteAddr = s.Remote.User + "@" + c.remoteAddr
+		}
+		if s.Remote.Port != 0 && s.Remote.Port != 22 {
+			c.remoteAddr = fmt.Sprintf("%s:%d", c.remoteAddr, s.Remote.Port)
+		}
+	}
+	if c.Autostart != nil {
+		on, err := c.Autostart.Enabled()
+		if err != nil {
+			c.logf("reading the autostart setting: %v", err)
+		}
+		c.in.Autostart = on
+	}
+}
+
+func (c *Controller) show() {
+	c.in.Now = c.now()
+	if c.View != nil {
+		c.View.Show(traymodel.Build(c.in))
+	}
+}
+
+func (c *Controller) update(u watch.Update) {
+	now := c.now()
+	if u.State == nil {
+		c.in.State = nil
+		c.in.Reach, c.in.Problem = describe(u.Err)
+	} else {
+		c.in.State = u.State
+		c.in.Reach, c.in.Problem = traymodel.Connected, ""
+		if c.seen {
+			for _, n := range c.rules.Observe(c.prev, u.State, u.Events, now) {
+				c.notify(n)
+			}
+		} else {
+			c.rules.Observe(nil, u.State, nil, now)
+		}
+		c.seen = true
+		c.prev = u.State
+	}
+	c.resolvePending()
+	c.show()
+}
+
+// resolvePending ends the progress line once the server is ready again (or
+// turns it into the failure).
+func (c *Controller) resolvePending() {
+	if c.in.Pending == nil {
+		return
+	}
+	done, failure := c.in.Pending.Resolve(c.in.State, c.now())
+	switch {
+	case failure != "":
+		c.in.Pending.Err = failure
+	case done:
+		c.in.Pending = nil
+	}
+}
+
+// describe turns a watcher error into the reach and a line for the menu that
+// says what to do.
+func describe(err error) (traymodel.Reach, string) {
+	switch {
+	case err == nil:
+		return traymodel.Unreachable, ""
+	case watch.IsUnauthorized(err):
+		return traymodel.Unauthorized, "  the token in " + locations.ControlTokenFile() + " was refused; restart the tray"
+	case errors.Is(err, controlapi.ErrNotRunning) && !fileExists(locations.ControlAddrFile()):
+		return traymodel.NotRunning, "  install or start it: strata-service install, then strata-service start"
+	case errors.Is(err, controlapi.ErrNotRunning):
+		return traymodel.Unreachable, "  it is stopped or restarting; start it with: strata-service start"
+	}
+	return traymodel.Unreachable, "  " + err.Error()
+}
+
+func (c *Controller) notify(n traymodel.Notice) {
+	if c.Notifier == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	if err := c.Notifier.Notify(ctx, n); err != nil {
+		c.logf("notification %q not shown: %v", n.Title, err)
+	}
+}
+
+func (c *Controller) click(id traymodel.ItemID) {
+	now := c.now()
+	switch id {
+	case traymodel.ItemVisionGPU, traymodel.ItemVisionCPU, traymodel.ItemVisionRemote, traymodel.ItemVisionOff:
+		target := id.Placement()
+		d := traymodel.DecideVision(c.in.State, target, c.in.RemoteName, now)
+		switch {
+		case d.Noop || c.busy:
+		case d.OpenSetupPage != "":
+			c.desktop(func(dk Desktop) error { return dk.OpenSetup(d.OpenSetupPage) })
+		case c.in.State == nil:
+		default:
+			req := controlapi.VisionRequest{Placement: target}
+			if target == "remote" {
+				req.Host = c.remoteAddr
+			}
+			c.act(d, "Switch vision to "+traymodel.PlacementName(target, c.in.RemoteName),
+				&traymodel.Pending{Action: "vision", Placement: target},
+				func(ctx context.Context, cl *controlapi.Client) error {
+					_, err := cl.SetVision(ctx, req)
+					return err
+				})
+		}
+	case traymodel.ItemRestart:
+		if c.busy || c.in.State == nil {
+			break
+		}
+		action := "restart"
+		if c.in.State.Server.Phase == controlapi.PhaseStopped {
+			action = "start"
+		}
+		c.act(traymodel.DecideRestart(c.in.State, now), "Restart Strata", &traymodel.Pending{Action: "restart"},
+			func(ctx context.Context, cl *controlapi.Client) error { return cl.Server(ctx, action) })
+	case traymodel.ItemOpenBrowser:
+		if u := traymodel.BrowserURL(c.in.State); u != "" {
+			c.desktop(func(dk Desktop) error { return dk.Open(u) })
+		}
+	case traymodel.ItemViewLogs:
+		c.viewLogs()
+	case traymodel.ItemSetup:
+		c.desktop(func(dk Desktop) error { return dk.OpenSetup("") })
+	case traymodel.ItemAutostart:
+		if c.Autostart != nil {
+			// Only ever changed here, by the user's click.
+			want := !c.in.Autostart
+			if err := c.Autostart.Set(want); err != nil {
+				c.logf("changing the autostart setting: %v", err)
+				c.notify(traymodel.Notice{Topic: "tray", Title: "Could not change Start tray at login", Body: err.Error()})
+			} else {
+				c.in.Autostart = want
+			}
+		}
+	case traymodel.ItemQuit:
+		if c.Quit != nil {
+			c.Quit()
+		}
+		return
+	}
+	// A click on a check box toggles its mark in the toolkit: show the
+	// model's truth again.
+	c.show()
+}
+
+// act carries out a state-changing click off the controller's goroutine:
+// confirm if the decision says so, call the API, then show progress (the
+// pending line) until the server is ready again.
+func (c *Controller) act(d traymodel.Decision, title string, p *traymodel.Pending, call func(context.Context, *controlapi.Client) error) {
+	c.busy = true
+	ctx := c.ctx
+	go func() {
+		if d.Confirm && c.Desktop != nil {
+			yes, asked := c.Desktop.Confirm(ctx, title, d.Question)
+			if asked && !yes {
+				c.post(func() { c.busy = false; c.show() })
+				return
+			}
+			if !asked {
+				// No dialog program: go ahead, and say what is happening.
+				c.post(func() {
+					c.notify(traymodel.Notice{Topic: "tray.action", Title: title, Body: d.Explain + " Going ahead: there is no dialog program (zenity) to ask with."})
+				})
+			}
+		}
+		connect := c.Connect
+		if connect == nil {
+			connect = controlapi.NewClient
+		}
+		started := c.now()
+		err := func() error {
+			cl, err := connect()
+			if err != nil {
+				return err
+			}
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			defer cancel()
+			return call(rctx, cl)
+		}()
+		c.post(func() {
+			c.busy = false
+			p.Started = started
+			if err != nil {
+				c.logf("%s: %v", title, err)
+				p.Err = err.Error()
+			}
+			c.in.Pending = p
+			c.show()
+		})
+	}()
+	c.show()
+}
+
+func (c *Controller) desktop(f func(Desktop) error) {
+	if c.Desktop == nil {
+		return
+	}
+	if err := f(c.Desktop); err != nil {
+		c.logf("%v", err)
+		c.notify(traymodel.Notice{Topic: "tray", Title: "Could not open it", Body: err.Error()})
+	}
+}
+
+// viewLogs opens the server's log file as the service names it (the service
+// may log elsewhere than this user's default folders), else the log folder.
+func (c *Controller) viewLogs() {
+	target := locations.Path(locations.LogDir)
+	ctx := c.ctx
+	go func() {
+		if cl, err := c.connectOrDefault(); err == nil {
+			lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			r, err := cl.Logs(lctx, 0)
+			cancel()
+			if err == nil && r.File != "" && fileExists(r.File) {
+				target = r.File
+			}
+		}
+		c.post(func() { c.desktop(func(dk Desktop) error { return dk.Open(target) }) })
+	}()
+}
+
+func (c *Controller) connectOrDefault() (*controlapi.Client, error) {
+	if c.Connect != nil {
+		return c.Connect()
+	}
+	return controlapi.NewClient()
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

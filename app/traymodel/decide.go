@@ -1,0 +1,107 @@
+package traymodel
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/strata-companion/companion/internal/controlapi"
+)
+
+// Decision is what a click on a vision choice or on Restart Strata leads to.
+type Decision struct {
+	// Nothing to do (the choice is already in effect).
+	Noop bool
+	// OpenSetupPage: instead of switching, open setup on this page (the
+	// second PC is not paired yet).
+	OpenSetupPage string
+	// Confirm: ask Question first, because the restart interrupts work.
+	Confirm  bool
+	Question string
+	// Explain is the question's statement without "Continue?", for a
+	// notice when no dialog can ask.
+	Explain string
+}
+
+// RecentPicture is how recent a picture must be to count as "work in progress"
+// worth naming in the question.
+const RecentPicture = 2 * time.Minute
+
+// DecideVision decides what choosing placement target does, given the state.
+func DecideVision(st *controlapi.State, target, remoteName string, now time.Time) Decision {
+	if st != nil && st.Vision.Placement == target {
+		return Decision{Noop: true}
+	}
+	if target == "remote" && remoteName == "" {
+		return Decision{OpenSetupPage: "remote"}
+	}
+	return confirmRestart(st, "Switching vision to "+PlacementName(target, remoteName), now)
+}
+
+// DecideRestart decides whether Restart Strata needs confirming.
+func DecideRestart(st *controlapi.State, now time.Time) Decision {
+	return confirmRestart(st, "Restarting Strata", now)
+}
+
+// confirmRestart asks when a restart would interrupt a running (or loading)
+// server: requests in progress are cut off and Strata is away for a minute or
+// two. A stopped or failed server has nothing to interrupt.
+func confirmRestart(st *controlapi.State, what string, now time.Time) Decision {
+	if st == nil {
+		return Decision{}
+	}
+	switch st.Server.Phase {
+	case controlapi.PhaseReady:
+		q := what + " restarts Strata: it stops answering for 1-3 minutes while the model loads again, and requests in progress are cut off."
+		if lp := st.Vision.LastPicture; !lp.IsZero() && now.Sub(lp) < RecentPicture && now.Sub(lp) >= 0 {
+			q += fmt.Sprintf(" A picture was read %s ago.", Duration(now.Sub(lp)))
+		}
+		return Decision{Confirm: true, Question: q + " Continue?", Explain: q}
+	case controlapi.PhaseStarting, controlapi.PhaseRestarting:
+		q := what + " interrupts the start in progress and begins it again."
+		return Decision{Confirm: true, Question: q + " Continue?", Explain: q}
+	}
+	return Decision{}
+}
+
+// Resolve says whether a pending action is over, given the newest state:
+// done when the server is ready again (with the new placement) after the
+// action started; failed (with the reason) when the server failed since.
+func (p *Pending) Resolve(st *controlapi.State, now time.Time) (done bool, failure string) {
+	if p == nil {
+		return true, ""
+	}
+	if p.Err != "" {
+		// The error stays on screen for a while, then the line goes away.
+		return now.Sub(p.Started) > 30*time.Second, ""
+	}
+	if st == nil {
+		return false, ""
+	}
+	// The service and the tray share the clock of this PC; a phase that
+	// changed before the click belongs to the old state.
+	changedSince := !st.Server.Since.Before(p.Started.Add(-2 * time.Second))
+	switch st.Server.Phase {
+	case controlapi.PhaseReady:
+		if changedSince && (p.Action != "vision" || st.Vision.Placement == p.Placement) {
+			return true, ""
+		}
+	case controlapi.PhaseFailed:
+		if changedSince {
+			msg := st.Server.LastError
+			if msg == "" {
+				msg = "the server failed to start"
+			}
+			return true, msg
+		}
+	case controlapi.PhaseStopped:
+		// Applied without a restart (the server was stopped): nothing to wait for.
+		if p.Action == "vision" && st.Vision.Placement == p.Placement {
+			return true, ""
+		}
+	}
+	// Give up showing progress after a long time: the status lines say the rest.
+	if now.Sub(p.Started) > 15*time.Minute {
+		return true, ""
+	}
+	return false, ""
+}

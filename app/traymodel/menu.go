@@ -1,0 +1,515 @@
+// Package traymodel is what the tray shows, as pure functions of the control
+// API's state: the menu (titles, visibility, check marks), the icon, the
+// tooltip, the notifications over state transitions and the decision whether
+// an action needs confirming. It imports no GUI toolkit, so all of it is
+// table-tested without a display; app/ only copies the result onto systray.
+package traymodel
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/strata-companion/companion/assets"
+	"github.com/strata-companion/companion/internal/controlapi"
+)
+
+// ItemID names one entry of the tray menu. systray cannot remove items, so
+// the tray builds all of them once, in this order, and only retitles, shows
+// and hides them.
+type ItemID int
+
+const (
+	ItemServer       ItemID = iota // status: the server's state, model, uptime
+	ItemServerDetail               // status: why it failed / what to do (hidden when empty)
+	ItemVision                     // status: where vision runs, the encoder, the last picture
+	ItemRemote                     // status: the second PC (hidden unless vision runs there)
+	ItemProgress                   // status: an action in progress (hidden when none)
+	ItemVisionGPU                  // choice: vision on this PC's GPU
+	ItemVisionCPU                  // choice: vision on this PC's CPU
+	ItemVisionRemote               // choice: vision on the second PC
+	ItemVisionOff                  // choice: no vision
+	ItemRestart                    // Restart Strata
+	ItemOpenBrowser                // Open Strata in the browser
+	ItemViewLogs                   // View logs
+	ItemSetup                      // Open setup...
+	ItemAutostart                  // Start tray at login (checkbox)
+	ItemQuit                       // Quit tray
+	NumItems
+)
+
+// SeparatorAfter lists the items followed by a separator line.
+var SeparatorAfter = map[ItemID]bool{ItemProgress: true, ItemVisionOff: true, ItemSetup: true}
+
+// Checkable reports whether id has a check box (the vision choices and the
+// autostart switch).
+func (id ItemID) Checkable() bool {
+	switch id {
+	case ItemVisionGPU, ItemVisionCPU, ItemVisionRemote, ItemVisionOff, ItemAutostart:
+		return true
+	}
+	return false
+}
+
+// VisionItem maps a vision choice item to its placement ("" for other items).
+func (id ItemID) Placement() string {
+	switch id {
+	case ItemVisionGPU:
+		return "gpu"
+	case ItemVisionCPU:
+		return "cpu"
+	case ItemVisionRemote:
+		return "remote"
+	case ItemVisionOff:
+		return "off"
+	}
+	return ""
+}
+
+// Item is one menu entry as it should look.
+type Item struct {
+	Title   string
+	Visible bool
+	Enabled bool
+	Checked bool
+}
+
+// Menu is everything the tray shows.
+type Menu struct {
+	Icon    string // an assets.Tray* name
+	Tooltip string
+	Items   [NumItems]Item
+}
+
+// Reach says whether the tray can talk to the service.
+type Reach int
+
+const (
+	Connected    Reach = iota
+	NotRunning         // no address file: not installed or never started
+	Unreachable        // an address file, but nothing answers (stopped, crashed, restarting)
+	Unauthorized       // it answers, but refuses our token (the token file is not readable, or stale)
+)
+
+// Input is what the menu is a function of.
+type Input struct {
+	Now time.Time
+	// State is the service's snapshot; nil when Reach != Connected.
+	State *controlapi.State
+	Reach Reach
+	// Problem is the reason in words when the service is not reachable.
+	Problem string
+	// RemoteName is the paired second PC from the settings ("" when none).
+	RemoteName string
+	// Pending is an action the user started that is not finished yet.
+	Pending *Pending
+	// Autostart: the tray starts at login (the user turned it on).
+	Autostart bool
+}
+
+// Pending is an action in progress, shown until the server is ready again.
+type Pending struct {
+	Action    string // "vision" or "restart"
+	Placement string // for "vision"
+	Started   time.Time
+	// Err is set when the request failed: shown once in the progress line.
+	Err string
+}
+
+// Build computes the whole menu from in. It is pure: same input, same menu.
+func Build(in Input) Menu {
+	var m Menu
+	for i := range m.Items {
+		m.Items[i] = Item{Visible: true, Enabled: true}
+	}
+	status := func(id ItemID, title string) {
+		m.Items[id] = Item{Title: title, Visible: title != "", Enabled: false}
+	}
+	st := in.State
+	if in.Reach != Connected || st == nil {
+		status(ItemServer, serviceDown(in.Reach))
+		status(ItemServerDetail, in.Problem)
+		status(ItemVision, "")
+		status(ItemRemote, "")
+		m.Icon = assets.TrayOffline
+		m.Tooltip = clip("Strata Companion: " + serviceDown(in.Reach))
+	} else {
+		status(ItemServer, serverLine(st, in.Now))
+		status(ItemServerDetail, serverDetail(st))
+		status(ItemVision, visionLine(st, in.Now))
+		status(ItemRemote, remoteLine(st, in.Now))
+		m.Icon = Icon(st)
+		m.Tooltip = Tooltip(st)
+	}
+	status(ItemProgress, progressLine(in))
+	if in.Pending != nil && in.Pending.Err == "" {
+		m.Icon = assets.TrayBusy
+	}
+
+	// The vision choices: a check mark on the configured one.
+	current := ""
+	if st != nil {
+		current = st.Vision.Placement
+	}
+	remoteTitle := "Vision: second PC"
+	if in.RemoteName != "" {
+		remoteTitle = fmt.Sprintf("Vision: second PC (%s)", in.RemoteName)
+	}
+	choices := []struct {
+		id    ItemID
+		title string
+	}{
+		{ItemVisionGPU, "Vision: this GPU"},
+		{ItemVisionCPU, "Vision: CPU"},
+		{ItemVisionRemote, remoteTitle},
+		{ItemVisionOff, "Vision: off"},
+	}
+	why := ""
+	switch {
+	case in.Reach != Connected || st == nil:
+		why = "service not running"
+	case in.Pending != nil && in.Pending.Err == "":
+		why = "switching"
+	case st.Server.Phase == controlapi.PhaseStarting || st.Server.Phase == controlapi.PhaseRestarting:
+		why = "wait until Strata is ready"
+	}
+	for _, c := range choices {
+		it := Item{Title: c.title, Visible: true, Enabled: why == "", Checked: c.id.Placement() == current}
+		if why != "" && !it.Checked {
+			it.Title += " (" + why + ")"
+		}
+		if c.id == ItemVisionRemote && in.RemoteName == "" && why != "service not running" {
+			// Not paired yet: the item stays clickable and opens setup on
+			// the second-PC page instead of switching.
+			it.Title = "Vision: second PC (not set up: set up...)"
+			it.Enabled = why == "" || why == "wait until Strata is ready"
+		}
+		m.Items[c.id] = it
+	}
+
+	connected := in.Reach == Connected && st != nil
+	m.Items[ItemRestart] = Item{Title: "Restart Strata", Visible: true, Enabled: connected && (in.Pending == nil || in.Pending.Err != "")}
+	if connected && st.Server.Phase == controlapi.PhaseStopped {
+		m.Items[ItemRestart].Title = "Start Strata"
+	}
+	m.Items[ItemOpenBrowser] = Item{Title: "Open Strata in the browser", Visible: true, Enabled: connected && BrowserURL(st) != "" && st.Server.Phase == controlapi.PhaseReady}
+	m.Items[ItemViewLogs] = Item{Title: "View logs", Visible: true, Enabled: true}
+	m.Items[ItemSetup] = Item{Title: "Open setup...", Visible: true, Enabled: true}
+	m.Items[ItemAutostart] = Item{Title: "Start tray at login", Visible: true, Enabled: true, Checked: in.Autostart}
+	m.Items[ItemQuit] = Item{Title: "Quit tray", Visible: true, Enabled: true}
+	return m
+}
+
+func serviceDown(r Reach) string {
+	switch r {
+	case NotRunning:
+		return "service not installed or not running"
+	case Unauthorized:
+		return "service refuses this user"
+	default:
+		return "service not reachable"
+	}
+}
+
+// Icon picks the tray icon for a reachable service.
+func Icon(st *controlapi.State) string {
+	switch st.Server.Phase {
+	case controlapi.PhaseReady:
+		if Degraded(st) != "" {
+			return assets.TrayDegraded
+		}
+		return assets.TrayReady
+	case controlapi.PhaseStarting, controlapi.PhaseRestarting:
+		return assets.TrayBusy
+	case controlapi.PhaseFailed:
+		return assets.TrayError
+	default: // stopped, or a phase this tray does not know yet
+		return assets.TrayOffline
+	}
+}
+
+// Degraded says, in words, why pictures do not work while text does ("" when
+// everything configured works).
+func Degraded(st *controlapi.State) string {
+	if st.Vision.Placement == "" || st.Vision.Placement == "off" {
+		return ""
+	}
+	if st.Vision.Placement == "remote" && st.Remote != nil && !st.Remote.Reachable {
+		return "pictures unavailable: the second PC is not reachable"
+	}
+	if st.Vision.Encoder == controlapi.EncoderFailed {
+		return "pictures unavailable: the encoder failed"
+	}
+	return ""
+}
+
+// Tooltip says the state, the model, where vision runs and its state.
+func Tooltip(st *controlapi.State) string {
+	parts := []string{"Strata: " + phaseWord(st.Server)}
+	if st.Server.Model != "" {
+		parts = append(parts, st.Server.Model)
+	}
+	v := "vision " + placementWords(st)
+	if st.Vision.Placement != "off" && st.Vision.Placement != "" {
+		v += ", " + encoderWord(st.Vision.Encoder)
+	}
+	parts = append(parts, v)
+	if d := Degraded(st); d != "" && st.Server.Phase == controlapi.PhaseReady {
+		parts = append(parts, d)
+	}
+	return clip(strings.Join(parts, " · "))
+}
+
+// clip keeps a tooltip within what Windows shows (127 characters).
+func clip(s string) string {
+	r := []rune(s)
+	if len(r) > 127 {
+		return string(r[:126]) + "…"
+	}
+	return s
+}
+
+func phaseWord(s controlapi.ServerState) string {
+	switch s.Phase {
+	case controlapi.PhaseReady:
+		return "ready"
+	case controlapi.PhaseStarting:
+		if s.Detail != "" {
+			return "starting (" + s.Detail + ")"
+		}
+		return "starting"
+	case controlapi.PhaseRestarting:
+		return "restarting"
+	case controlapi.PhaseFailed:
+		return "failed"
+	case controlapi.PhaseStopped:
+		return "stopped"
+	case "":
+		return "state unknown"
+	}
+	return s.Phase
+}
+
+func serverLine(st *controlapi.State, now time.Time) string {
+	s := st.Server
+	parts := []string{"Strata: " + phaseWord(s)}
+	if s.Model != "" {
+		parts = append(parts, s.Model)
+	}
+	switch s.Phase {
+	case controlapi.PhaseReady:
+		if !s.Since.IsZero() {
+			parts = append(parts, "up "+Duration(now.Sub(s.Since)))
+		}
+	case controlapi.PhaseStarting, controlapi.PhaseRestarting:
+		if !s.Since.IsZero() {
+			parts = append(parts, "for "+Duration(now.Sub(s.Since)))
+		}
+	}
+	return strings.Join(parts, " · ")
+}
+
+func serverDetail(st *controlapi.State) string {
+	s := st.Server
+	switch s.Phase {
+	case controlapi.PhaseFailed:
+		msg := s.LastError
+		if msg == "" {
+			msg = s.Detail
+		}
+		if msg == "" {
+			msg = "see View logs for why"
+		}
+		return "  " + msg
+	case controlapi.PhaseRestarting:
+		if s.Restarts > 0 {
+			return fmt.Sprintf("  restarted %d times after crashes", s.Restarts)
+		}
+	case controlapi.PhaseStopped:
+		if !st.Config.Valid && st.Config.Problem != "" {
+			return "  " + st.Config.Problem
+		}
+	}
+	return ""
+}
+
+func placementWords(st *controlapi.State) string {
+	switch st.Vision.Placement {
+	case "gpu":
+		return "on this GPU"
+	case "cpu":
+		return "on the CPU"
+	case "remote":
+		if st.Remote != nil && st.Remote.Host != "" {
+			return "on the second PC (" + st.Remote.Host + ")"
+		}
+		return "on the second PC"
+	case "off", "":
+		return "off"
+	}
+	return st.Vision.Placement
+}
+
+func encoderWord(e string) string {
+	switch e {
+	case controlapi.EncoderReady:
+		return "encoder ready"
+	case controlapi.EncoderStarting:
+		return "encoder starting"
+	case controlapi.EncoderWaking:
+		return "encoder waking"
+	case controlapi.EncoderIdle:
+		return "encoder idle-stopped"
+	case controlapi.EncoderFailed:
+		return "encoder failed"
+	case controlapi.EncoderOff:
+		return "encoder off"
+	}
+	return "encoder state unknown"
+}
+
+func visionLine(st *controlapi.State, now time.Time) string {
+	v := st.Vision
+	if v.Placement == "off" || v.Placement == "" {
+		return "Vision: off (text only)"
+	}
+	where := map[string]string{"gpu": "this GPU", "cpu": "CPU", "remote": "second PC"}[v.Placement]
+	if where == "" {
+		where = v.Placement
+	}
+	parts := []string{"Vision: " + where, encoderWord(v.Encoder)}
+	if v.Encoder == controlapi.EncoderFailed && v.Error != "" {
+		parts[1] += " (" + v.Error + ")"
+	}
+	if !v.LastPicture.IsZero() {
+		p := "last picture " + Clock(v.LastPicture, now)
+		if v.LastPictureMS > 0 {
+			p += fmt.Sprintf(" (%.1f s)", float64(v.LastPictureMS)/1000)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, " · ")
+}
+
+func remoteLine(st *controlapi.State, now time.Time) string {
+	r := st.Remote
+	if r == nil || st.Vision.Placement != "remote" {
+		return ""
+	}
+	name := "Second PC"
+	if r.Host != "" {
+		name += " " + r.Host
+	}
+	if !r.Reachable {
+		s := name + ": not reachable"
+		if r.Reason != "" {
+			s += " (" + r.Reason + ")"
+		}
+		if !r.Since.IsZero() {
+			s += " since " + Clock(r.Since, now)
+		}
+		return s
+	}
+	parts := []string{name + ": reachable"}
+	if r.RTTms > 0 {
+		parts = append(parts, fmt.Sprintf("%.1f ms", r.RTTms))
+	}
+	if r.FreeVRAMMiB > 0 {
+		parts = append(parts, fmt.Sprintf("%.1f GiB VRAM free", float64(r.FreeVRAMMiB)/1024))
+	}
+	return strings.Join(parts, " · ")
+}
+
+func progressLine(in Input) string {
+	p := in.Pending
+	if p == nil {
+		return ""
+	}
+	what := "Restarting Strata"
+	if p.Action == "vision" {
+		what = "Switching vision to " + PlacementName(p.Placement, in.RemoteName)
+	}
+	if p.Err != "" {
+		return what + " failed: " + p.Err
+	}
+	if in.State != nil {
+		switch in.State.Server.Phase {
+		case controlapi.PhaseStarting, controlapi.PhaseRestarting:
+			d := in.State.Server.Detail
+			if d == "" {
+				d = "starting"
+			}
+			return what + ": " + d + "..."
+		}
+	}
+	return what + "..."
+}
+
+// PlacementName is a placement in words, for menus and dialogs.
+func PlacementName(p, remoteName string) string {
+	switch p {
+	case "gpu":
+		return "this GPU"
+	case "cpu":
+		return "the CPU"
+	case "remote":
+		if remoteName != "" {
+			return "the second PC (" + remoteName + ")"
+		}
+		return "the second PC"
+	case "off":
+		return "off"
+	}
+	return p
+}
+
+// BrowserURL is the server's root, from its API URL
+// (http://127.0.0.1:8080/v1 -> http://127.0.0.1:8080/). "" when unknown.
+func BrowserURL(st *controlapi.State) string {
+	if st == nil {
+		return ""
+	}
+	raw := st.Server.URL
+	if raw == "" && st.Server.Port > 0 {
+		raw = fmt.Sprintf("http://127.0.0.1:%d/", st.Server.Port)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return ""
+	}
+	// A server listening on all interfaces is opened on this PC through loopback.
+	switch u.Hostname() {
+	case "0.0.0.0", "::":
+		u.Host = strings.Replace(u.Host, u.Hostname(), "127.0.0.1", 1)
+	}
+	u.Path, u.RawQuery, u.Fragment = "/", "", ""
+	return u.String()
+}
+
+// Duration is an uptime in words: "45 s", "12 min", "2 h 05 min", "3 d 4 h".
+func Duration(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h %02d min", int(d.Hours()), int(d.Minutes())%60)
+	}
+	return fmt.Sprintf("%d d %d h", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// Clock is a time of day in now's zone, with the date when not today.
+func Clock(t, now time.Time) string {
+	t = t.In(now.Location())
+	y1, m1, d1 := t.Date()
+	y2, m2, d2 := now.Date()
+	if y1 == y2 && m1 == m2 && d1 == d2 {
+		return t.Format("15:04")
+	}
+	return t.Format("Jan 2 15:04")
+}
