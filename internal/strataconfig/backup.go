@@ -1,0 +1,203 @@
+package strataconfig
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-companion/companion/internal/atomicfile"
+)
+
+// KeepBackups is how many of its own timestamped backups the companion keeps
+// per config. Strata's own `.bak` is never deleted.
+const KeepBackups = 5
+
+// writeFile replaces a file atomically. A test swaps it to die between
+// writing the temporary file and renaming it.
+var writeFile = atomicfile.Write
+
+// now is the clock for backup names (tests pin it).
+var now = time.Now
+
+const stampLayout = "20060102T150405Z"
+
+// backup is one backup of a config: ours (`<config>.bak-<UTC stamp>[-n]`) or
+// Strata's own (`<config>.bak`).
+type backup struct {
+	path   string
+	when   time.Time
+	seq    int  // the -n suffix of two backups in one second
+	strata bool // Strata's own .bak
+}
+
+// listBackups returns the backups of configPath, newest first.
+func listBackups(configPath string) []backup {
+	dir, base := filepath.Dir(configPath), filepath.Base(configPath)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []backup
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasPrefix(name, base+".bak") {
+			continue
+		}
+		rest := strings.TrimPrefix(name, base+".bak")
+		full := filepath.Join(dir, name)
+		if rest == "" {
+			if info, err := e.Info(); err == nil {
+				out = append(out, backup{path: full, when: info.ModTime(), strata: true})
+			}
+			continue
+		}
+		if !strings.HasPrefix(rest, "-") {
+			continue
+		}
+		stamp, seqText, _ := strings.Cut(rest[1:], "-")
+		t, err := time.Parse(stampLayout, stamp)
+		if err != nil {
+			continue
+		}
+		seq := 1
+		if seqText != "" {
+			if seq, err = strconv.Atoi(seqText); err != nil {
+				continue
+			}
+		}
+		out = append(out, backup{path: full, when: t, seq: seq})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].when.Equal(out[j].when) {
+			return out[i].when.After(out[j].when)
+		}
+		return out[i].seq > out[j].seq
+	})
+	return out
+}
+
+// Backups lists the backups of configPath, newest first (for the CLI and the
+// wizard to show).
+func Backups(configPath string) []string {
+	var out []string
+	for _, b := range listBackups(configPath) {
+		out = append(out, b.path)
+	}
+	return out
+}
+
+// writeBackup saves data as a new timestamped backup of configPath and drops
+// the oldest of ours beyond KeepBackups.
+func writeBackup(configPath string, data []byte, mode os.FileMode) (string, error) {
+	stamp := now().UTC().Truncate(time.Second)
+	// Never older than an existing backup: a clock set back must not make
+	// the newest backup look old.
+	if bs := listBackups(configPath); len(bs) > 0 {
+		for _, b := range bs {
+			if !b.strata && b.when.After(stamp) {
+				stamp = b.when
+			}
+		}
+	}
+	name := configPath + ".bak-" + stamp.Format(stampLayout)
+	for n := 2; ; n++ {
+		if _, err := os.Lstat(name); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		name = fmt.Sprintf("%s.bak-%s-%d", configPath, stamp.Format(stampLayout), n)
+	}
+	if err := writeFile(name, data, mode); err != nil {
+		return "", fmt.Errorf("backing up %s: %w (nothing was changed)", configPath, err)
+	}
+	var ours []backup
+	for _, b := range listBackups(configPath) {
+		if !b.strata {
+			ours = append(ours, b)
+		}
+	}
+	for i := KeepBackups; i < len(ours); i++ {
+		_ = os.Remove(ours[i].path)
+	}
+	return name, nil
+}
+
+func fileMode(path string) os.FileMode {
+	if st, err := os.Stat(path); err == nil {
+		return st.Mode().Perm()
+	}
+	return 0o644
+}
+
+// Apply backs the current file up and writes the new text atomically. It
+// refuses when the file changed since the plan was made (another program
+// wrote it). Nothing changes (and no backup is made) for an empty change.
+func (c *Change) Apply() (backup string, err error) {
+	cur, err := os.ReadFile(c.Path)
+	if err != nil {
+		return "", fmt.Errorf("reading %s again before writing: %w", c.Path, err)
+	}
+	if !bytes.Equal(cur, c.Old) {
+		return "", fmt.Errorf("%s changed since this change was planned (another program wrote it); nothing was written, plan the change again", c.Path)
+	}
+	if !c.Changed() {
+		return "", nil
+	}
+	mode := fileMode(c.Path)
+	if backup, err = writeBackup(c.Path, c.Old, mode); err != nil {
+		return "", err
+	}
+	if err := writeFile(c.Path, c.New, mode); err != nil {
+		return backup, fmt.Errorf("writing %s: %w; the old file is unchanged (backup: %s)", c.Path, err, backup)
+	}
+	return backup, nil
+}
+
+// Restore puts the newest backup (ours or Strata's `.bak`) that is valid JSON
+// and differs from the file back, after backing the current file up, so a
+// second Restore undoes the first.
+func Restore(configPath string) (restoredFrom string, err error) {
+	abs, err := filepath.Abs(configPath)
+	if err != nil {
+		return "", err
+	}
+	cur, err := os.ReadFile(abs)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("reading the Strata config: %w", err)
+	}
+	var skipped []string
+	for _, b := range listBackups(abs) {
+		data, rerr := os.ReadFile(b.path)
+		if rerr != nil {
+			skipped = append(skipped, fmt.Sprintf("%s (%v)", filepath.Base(b.path), rerr))
+			continue
+		}
+		if bytes.Equal(data, cur) {
+			continue
+		}
+		if _, perr := fromBytes(abs, data); perr != nil {
+			skipped = append(skipped, fmt.Sprintf("%s (not a valid config)", filepath.Base(b.path)))
+			continue
+		}
+		mode := fileMode(abs)
+		if cur != nil {
+			if _, err := writeBackup(abs, cur, mode); err != nil {
+				return "", err
+			}
+		}
+		if err := writeFile(abs, data, mode); err != nil {
+			return "", fmt.Errorf("writing %s: %w; it is unchanged", abs, err)
+		}
+		return b.path, nil
+	}
+	msg := fmt.Sprintf("no backup of %s to restore", abs)
+	if len(skipped) > 0 {
+		msg += " (unusable: " + strings.Join(skipped, ", ") + ")"
+	}
+	return "", errors.New(msg + "; backups are made each time the companion changes it")
+}
