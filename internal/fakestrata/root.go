@@ -1,0 +1,168 @@
+package fakestrata
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Root is a fake Strata install laid out as the real one:
+//
+//	ROOT/serve/server.py      a Python shim that execs the stand-in
+//	ROOT/.venv/bin/python     a shell script that runs the stand-in with its arguments
+//	ROOT/strata-<tag>.json    the config (port, log, api_key, vision...)
+//	ROOT/engine/              empty (the stand-in is its own engine)
+//	ROOT/standin-mode         the mode file (see EnvModeFile), empty at first
+//
+// so `<venv python> serve/server.py --engine strata --config C --port P`, run
+// in ROOT, behaves as STRATA.md says.
+type Root struct {
+	Dir      string
+	Config   string // path of strata-<tag>.json
+	Python   string // ROOT/.venv/bin/python
+	Port     int
+	Log      string // the engine log (the config's `log`)
+	ModeFile string
+	APIKey   string
+}
+
+// RootOptions shapes NewRoot.
+type RootOptions struct {
+	Tag    string         // default "test"
+	Port   int            // default: a free port
+	APIKey string         // default none
+	Step   string         // EnvStep baked into the python shim (default "20ms")
+	Mode   string         // initial content of the mode file
+	Extra  map[string]any // more config keys (e.g. "vision")
+	// Env is more environment baked into the python shim (KEY=VALUE).
+	Env []string
+}
+
+// MakeRoot lays out a fake install in dir around the stand-in binary bin.
+func MakeRoot(dir, bin string, o RootOptions) (*Root, error) {
+	if o.Tag == "" {
+		o.Tag = "test"
+	}
+	if o.Step == "" {
+		o.Step = "20ms"
+	}
+	if o.Port == 0 {
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		o.Port = p
+	}
+	r := &Root{Dir: dir, Port: o.Port, APIKey: o.APIKey,
+		Config:   filepath.Join(dir, "strata-"+o.Tag+".json"),
+		Python:   filepath.Join(dir, ".venv", "bin", "python"),
+		Log:      filepath.Join(dir, "strata-"+o.Tag+".log"),
+		ModeFile: filepath.Join(dir, "standin-mode"),
+	}
+	for _, d := range []string{"serve", "engine", ".venv/bin"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	cfg := map[string]any{
+		"exe":  "engine/strata",
+		"args": []string{"-m", "model-" + o.Tag + ".gguf"},
+		"log":  "strata-" + o.Tag + ".log",
+		"port": o.Port,
+	}
+	if o.APIKey != "" {
+		cfg["api_key"] = o.APIKey
+	}
+	for k, v := range o.Extra {
+		cfg[k] = v
+	}
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	if err := os.WriteFile(r.Config, append(b, '\n'), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(r.ModeFile, []byte(o.Mode), 0o644); err != nil {
+		return nil, err
+	}
+	server := fmt.Sprintf("# Strata stand-in: runs %s with this script's arguments.\nimport os, sys\nos.execv(%q, [%q] + sys.argv)\n", bin, bin, bin)
+	if err := os.WriteFile(filepath.Join(dir, "serve", "server.py"), []byte(server), 0o644); err != nil {
+		return nil, err
+	}
+	var sh strings.Builder
+	sh.WriteString("#!/bin/sh\n# The venv python of a fake Strata install: runs the stand-in.\n")
+	fmt.Fprintf(&sh, "export %s=%s\n", EnvStep, shQuote(o.Step))
+	fmt.Fprintf(&sh, "export %s=%s\n", EnvModeFile, shQuote(r.ModeFile))
+	for _, kv := range o.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&sh, "export %s=%s\n", k, shQuote(v))
+	}
+	fmt.Fprintf(&sh, "exec %s \"$@\"\n", shQuote(bin))
+	if err := os.WriteFile(r.Python, []byte(sh.String()), 0o755); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// NewRoot builds the stand-in (once per test binary) and lays out a fake
+// install in a temp folder of t.
+func NewRoot(t testing.TB, o RootOptions) *Root {
+	t.Helper()
+	r, err := MakeRoot(t.TempDir(), Build(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// SetMode changes what the stand-in does at its next start.
+func (r *Root) SetMode(mode string) error { return os.WriteFile(r.ModeFile, []byte(mode), 0o644) }
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+)
+
+// Build compiles cmd/strata-standin once per test binary and returns its path.
+func Build(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "strata-standin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		name := "strata-standin"
+		if runtime.GOOS == "windows" {
+			name += ".exe"
+		}
+		buildPath = filepath.Join(dir, name)
+		cmd := exec.Command("go", "build", "-o", buildPath, "github.com/strata-companion/companion/internal/fakestrata/cmd/strata-standin")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building the Strata stand-in: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildPath
+}
+
+// FreePort asks the kernel for a free loopback port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -1,0 +1,684 @@
+// Package fakestrata is a stand-in for the Strata server (serve/server.py),
+// for tests and demos on machines with no GPU and no Strata: it takes the
+// same arguments, reads the same config keys, prints Strata's startup lines
+// on a schedule, serves /health and /v1/status, appends to the engine log,
+// starts the config's vision encoder and checks its READY line, and exits at
+// once when its port is taken, all as shared STRATA.md describes. Environment
+// variables make it misbehave on purpose (see Mode).
+//
+// The binary is internal/fakestrata/cmd/strata-standin; NewRoot lays out a
+// fake Strata install whose venv python runs it. See docs/service.md.
+package fakestrata
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Environment variables the stand-in reads.
+const (
+	// EnvStep is the pause between startup lines (a Go duration; default 1s,
+	// tests use a few ms). Strata's real start takes 30-90 s.
+	EnvStep = "STRATA_STANDIN_STEP"
+	// EnvMode is a comma-separated list of misbehaviours:
+	//   crash-after=D          exit with code 3 (a Python traceback) D after ready, leaving the engine running
+	//   hang                   print the first line, then never get ready
+	//   fail-start             print an error and exit 1 before ready
+	//   ignore-term            ignore SIGTERM (and so does the engine): only a kill stops it
+	//   engine-restart-after=D print "the engine had stopped ... / running again" D after ready
+	EnvMode = "STRATA_STANDIN_MODE"
+	// EnvModeFile names a file whose content, read at every start, replaces
+	// EnvMode: a test changes it between restarts.
+	EnvModeFile = "STRATA_STANDIN_MODE_FILE"
+	// EnvArgsFile, when set, gets one JSON line per start: {"args","cwd","pid"}.
+	EnvArgsFile = "STRATA_STANDIN_ARGS_FILE"
+
+	engineRole = "--standin-engine"
+)
+
+// Mode is the parsed EnvMode.
+type Mode struct {
+	CrashAfter         time.Duration // 0: never
+	Crash              bool
+	Hang               bool
+	FailStart          bool
+	IgnoreTerm         bool
+	EngineRestartAfter time.Duration
+	EngineRestart      bool
+}
+
+// ParseMode reads a mode string ("crash-after=2s,ignore-term").
+func ParseMode(s string) (Mode, error) {
+	var m Mode
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+		k, v, _ := strings.Cut(f, "=")
+		var err error
+		switch k {
+		case "crash-after":
+			m.Crash = true
+			m.CrashAfter, err = time.ParseDuration(v)
+		case "hang":
+			m.Hang = true
+		case "fail-start":
+			m.FailStart = true
+		case "ignore-term":
+			m.IgnoreTerm = true
+		case "engine-restart-after":
+			m.EngineRestart = true
+			m.EngineRestartAfter, err = time.ParseDuration(v)
+		default:
+			return m, fmt.Errorf("unknown stand-in mode %q", f)
+		}
+		if err != nil {
+			return m, fmt.Errorf("stand-in mode %q: %w", f, err)
+		}
+	}
+	return m, nil
+}
+
+// Config is what the stand-in reads from strata-<tag>.json.
+type Config struct {
+	Port    int               `json:"port"`
+	Host    string            `json:"host"`
+	Log     string            `json:"log"`
+	APIKey  string            `json:"api_key"`
+	Cwd     string            `json:"cwd"`
+	Env     map[string]string `json:"env"`
+	Vision  *VisionConfig     `json:"vision"`
+	Context int               `json:"ctx_size"`
+}
+
+// VisionConfig is the config's `vision` block.
+type VisionConfig struct {
+	Exe        string `json:"exe"`
+	MMProj     string `json:"mmproj"`
+	Model      string `json:"model"`
+	GPU        any    `json:"gpu"`
+	MaxTokens  int    `json:"max_tokens"`
+	Threads    int    `json:"threads"`
+	CudaDevice *int   `json:"cuda_device"`
+	Remote     bool   `json:"remote"`
+}
+
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return x
+	case float64:
+		return x != 0
+	case string:
+		return x != "" && x != "0" && x != "false"
+	}
+	return false
+}
+
+// Main is the stand-in's main; it returns the exit code.
+func Main(args []string) int {
+	if len(args) > 0 && args[0] == engineRole {
+		return engineMain()
+	}
+	// `python serve/server.py --engine ...`: the shim passes the script path first.
+	if len(args) > 0 && strings.HasSuffix(args[0], ".py") {
+		args = args[1:]
+	}
+	s := &server{out: os.Stdout}
+	return s.main(args)
+}
+
+type server struct {
+	out io.Writer
+	mu  sync.Mutex // guards the encoder
+
+	cfg        Config
+	configPath string
+	port       int
+	model      string
+	logFile    *os.File
+	encoder    *exec.Cmd
+	encIn      io.WriteCloser
+	encOut     *bufio.Reader
+	encErr     string
+	engine     *exec.Cmd
+	engineIn   io.WriteCloser
+	nEmbd      int
+	engineName string
+}
+
+func (s *server) say(format string, a ...any) { fmt.Fprintf(s.out, format+"\n", a...) }
+
+func (s *server) main(args []string) int {
+	fs := flag.NewFlagSet("server.py", flag.ContinueOnError)
+	engine := fs.String("engine", "mock", "engine")
+	config := fs.String("config", "", "config")
+	port := fs.Int("port", 0, "port")
+	open := fs.Bool("open", false, "open a browser")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	s.engineName = *engine
+	recordArgs(args)
+	if *open {
+		s.say("[strata] opening a browser at the chat page")
+	}
+	mode, err := currentMode()
+	if err != nil {
+		s.say("stand-in: %v", err)
+		return 2
+	}
+	step := time.Second
+	if v := os.Getenv(EnvStep); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			step = d
+		}
+	}
+	if *config == "" {
+		s.say("error: --config is required with --engine strata")
+		return 2
+	}
+	s.configPath = *config
+	b, err := os.ReadFile(*config)
+	if err != nil {
+		s.say("error: cannot read the config %s: %v", *config, err)
+		return 1
+	}
+	if err := json.Unmarshal(b, &s.cfg); err != nil {
+		s.say("error: the config %s is not valid JSON: %v", *config, err)
+		return 1
+	}
+	s.port = *port
+	if s.port == 0 {
+		s.port = s.cfg.Port
+	}
+	if s.port == 0 {
+		s.port = 8080
+	}
+	host := s.cfg.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if !isLoopbackHost(host) && s.cfg.APIKey == "" {
+		s.say("error: host %s is not loopback: set api_key in %s", host, *config)
+		return 1
+	}
+	tag := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(*config), "strata-"), ".json")
+	s.model = "strata-" + tag
+	if s.engineName != "strata" {
+		s.model = "mock"
+	}
+
+	// The port is checked first: a busy port ends the server at once.
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(s.port)))
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			s.say("[strata] error: port %d is already in use (is another server running?); stop it or choose another --port", s.port)
+			return 1
+		}
+		s.say("[strata] error: cannot listen on %s:%d: %v", host, s.port, err)
+		return 1
+	}
+	defer ln.Close()
+
+	if s.cfg.Log != "" {
+		lp := s.cfg.Log
+		if !filepath.IsAbs(lp) {
+			lp = filepath.Join(s.baseDir(), lp)
+		}
+		if f, err := os.OpenFile(lp, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+			s.logFile = f
+			defer f.Close()
+		} else {
+			s.say("[strata] warning: cannot open the engine log %s: %v", lp, err)
+		}
+	}
+
+	sigs := make(chan os.Signal, 2)
+	if mode.IgnoreTerm {
+		signal.Ignore(syscall.SIGTERM)
+		signal.Notify(sigs, os.Interrupt)
+	} else {
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		<-sigs
+		close(stopped)
+	}()
+	pause := func(d time.Duration) bool {
+		select {
+		case <-time.After(d):
+			return true
+		case <-stopped:
+			return false
+		}
+	}
+
+	s.say("[strata] Strata server starting (engine %s, config %s, port %d)", s.engineName, *config, s.port)
+	if mode.Hang {
+		<-stopped
+		s.say("[strata] stopping ...")
+		return 0
+	}
+	if !pause(step) {
+		return s.shutdown()
+	}
+	if mode.FailStart {
+		s.say("[strata] error: the engine did not start (exit code 1); see %s", s.cfg.Log)
+		s.logLine("strata generate: error: cannot allocate the expert cache (stand-in fail-start)")
+		return 1
+	}
+	if s.engineName == "strata" {
+		if err := s.startEngine(mode); err != nil {
+			s.say("[strata] error: cannot start the engine: %v", err)
+			return 1
+		}
+	}
+	if s.cfg.Vision != nil {
+		s.say("[strata] starting the vision encoder ...")
+		s.say("[strata] loading the vision encoder ...")
+		if line, err := s.startEncoder(); err != nil {
+			if s.cfg.Vision.Remote {
+				s.say("[strata] the vision encoder did not start (%s); serving text only, an image will ask for it again", line)
+				s.encErr = line
+			} else {
+				s.say("the vision encoder did not start: %s", line)
+				s.shutdown()
+				return 1
+			}
+		}
+		if !pause(step) {
+			return s.shutdown()
+		}
+	}
+	s.say("[strata] filling the GPU's expert cache (3112 experts, 5.96 GiB of VRAM) ...")
+	if !pause(step) {
+		return s.shutdown()
+	}
+	images := "images off"
+	if s.cfg.Vision != nil {
+		images = "images on"
+	}
+	key := "no API key"
+	if s.cfg.APIKey != "" {
+		key = "API key required"
+	}
+	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	base := fmt.Sprintf("http://%s/v1", net.JoinHostPort(host, strconv.Itoa(s.port)))
+	s.say("ready: %s  (OpenAI: %s, Anthropic: %s, context %d tokens, %s, %s)",
+		base, base, strings.TrimSuffix(base, "/v1"), s.context(), images, key)
+
+	var crash, engRestart <-chan time.Time
+	if mode.Crash {
+		crash = time.After(mode.CrashAfter)
+	}
+	if mode.EngineRestart {
+		engRestart = time.After(mode.EngineRestartAfter)
+	}
+	for {
+		select {
+		case <-engRestart:
+			s.say("[strata] the engine had stopped (exit code -9); starting it again ...")
+			s.say("[strata] the engine is running again")
+		case <-crash:
+			// A crash as Python shows it; the engine is left behind, as it is
+			// when the server dies without its cleanup.
+			s.say("Traceback (most recent call last):")
+			s.say("  File \"serve/server.py\", line 1, in <module>")
+			s.say("RuntimeError: stand-in crash (%s)", EnvMode)
+			os.Stderr.WriteString("stand-in: crashing on purpose\n")
+			return 3
+		case <-stopped:
+			srv.Close()
+			return s.shutdown()
+		}
+	}
+}
+
+func (s *server) context() int {
+	if s.cfg.Context > 0 {
+		return s.cfg.Context
+	}
+	return 32768
+}
+
+// baseDir is where relative paths in the config resolve: its cwd, else the
+// server's working directory.
+func (s *server) baseDir() string {
+	if s.cfg.Cwd != "" {
+		return s.cfg.Cwd
+	}
+	wd, _ := os.Getwd()
+	return wd
+}
+
+func (s *server) logLine(line string) {
+	if s.logFile != nil {
+		fmt.Fprintln(s.logFile, line)
+	}
+}
+
+// shutdown tells the engine and the encoder QUIT and waits for them, as the
+// server does on SIGTERM.
+func (s *server) shutdown() int {
+	s.say("[strata] stopping ...")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range []struct {
+		in  io.WriteCloser
+		cmd *exec.Cmd
+	}{{s.engineIn, s.engine}, {s.encIn, s.encoder}} {
+		if p.cmd == nil {
+			continue
+		}
+		io.WriteString(p.in, "QUIT\n")
+		p.in.Close()
+		done := make(chan struct{})
+		go func() { p.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			p.cmd.Process.Kill()
+			<-done
+		}
+	}
+	return 0
+}
+
+func (s *server) childEnv() []string {
+	env := os.Environ()
+	for k, v := range s.cfg.Env {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+func (s *server) startEngine(mode Mode) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(self, engineRole)
+	cmd.Env = s.childEnv()
+	if mode.IgnoreTerm {
+		cmd.Env = append(cmd.Env, "STRATA_STANDIN_ENGINE_IGNORE_TERM=1")
+	}
+	if s.logFile != nil {
+		cmd.Stderr = s.logFile
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.engine, s.engineIn = cmd, in
+	return nil
+}
+
+// engineMain is the "engine" child: it reports its expert cache on stderr
+// (the engine log) and runs until QUIT or the end of stdin.
+func engineMain() int {
+	if os.Getenv("STRATA_STANDIN_ENGINE_IGNORE_TERM") == "1" {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	fmt.Fprintln(os.Stderr, "strata generate: expert cache 3112 slots, 5.96 GiB of VRAM; policy is lfu (stand-in)")
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		if strings.TrimSpace(sc.Text()) == "QUIT" {
+			return 0
+		}
+	}
+	if os.Getenv("STRATA_STANDIN_ENGINE_IGNORE_TERM") == "1" {
+		// A stuck engine: outlives its server until killed.
+		select {}
+	}
+	return 0
+}
+
+// startEncoder starts vision.exe as serve/server.py does and reads its first
+// line; it returns that line (or why there is none) on failure.
+func (s *server) startEncoder() (string, error) {
+	v := s.cfg.Vision
+	if v.MMProj == "" || v.Model == "" {
+		return "vision needs mmproj and model", errors.New("incomplete vision block")
+	}
+	args := []string{"--mmproj", v.MMProj, "--model", v.Model}
+	if truthy(v.GPU) {
+		args = append(args, "--gpu")
+	}
+	if v.Threads > 0 {
+		args = append(args, "--threads", strconv.Itoa(v.Threads))
+	}
+	if v.MaxTokens > 0 {
+		args = append(args, "--max-tokens", strconv.Itoa(v.MaxTokens))
+	}
+	exe := v.Exe
+	if exe != "" && !filepath.IsAbs(exe) && strings.ContainsAny(exe, `/\`) {
+		exe = filepath.Join(s.baseDir(), exe)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = s.childEnv()
+	if !truthy(v.GPU) {
+		cmd.Env = append(cmd.Env, "CUDA_VISIBLE_DEVICES=-1")
+	} else if v.CudaDevice != nil {
+		cmd.Env = append(cmd.Env, "CUDA_VISIBLE_DEVICES="+strconv.Itoa(*v.CudaDevice))
+	}
+	if s.logFile != nil {
+		cmd.Stderr = s.logFile
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err.Error(), err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err.Error(), err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Sprintf("cannot run %s: %v", v.Exe, err), err
+	}
+	r := bufio.NewReader(out)
+	wait := 300 * time.Second
+	if n, err := strconv.Atoi(os.Getenv("STRATA_VISION_READY_S")); err == nil && n > 0 {
+		wait = time.Duration(n) * time.Second
+	}
+	lineCh := make(chan string, 1)
+	go func() {
+		l, err := r.ReadString('\n')
+		if err != nil && l == "" {
+			l = "(the encoder exited without a word)"
+		}
+		lineCh <- strings.TrimSpace(l)
+	}()
+	var line string
+	select {
+	case line = <-lineCh:
+	case <-time.After(wait):
+		line = fmt.Sprintf("no READY within %d s", int(wait/time.Second))
+	}
+	if !strings.HasPrefix(line, "READY") {
+		in.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+		return line, errors.New("no READY")
+	}
+	if f := strings.Fields(line); len(f) > 1 {
+		s.nEmbd, _ = strconv.Atoi(f[1])
+	}
+	s.encoder, s.encIn, s.encOut = cmd, in, r
+	return line, nil
+}
+
+func (s *server) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]any{
+			"status": "ok", "model": s.model, "max_context": s.context(),
+			"images": s.cfg.Vision != nil, "api_key": s.cfg.APIKey != "",
+			"loaded": true, "service": "strata",
+		})
+	})
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+		if !s.keyOK(r) {
+			writeJSON(w, 401, map[string]any{"error": "an API key is required"})
+			return
+		}
+		s.mu.Lock()
+		alive := s.encoder != nil && s.encoder.ProcessState == nil
+		vis := map[string]any{"enabled": s.cfg.Vision != nil, "available": alive, "error": nil}
+		if s.encErr != "" {
+			vis["error"] = s.encErr
+		}
+		s.mu.Unlock()
+		writeJSON(w, 200, map[string]any{
+			"model":   s.model,
+			"vision":  vis,
+			"vram":    map[string]any{"reserve_mib": 700, "expert_cache_gib": 5.96, "experts": 3112},
+			"machine": map[string]any{"gpu": []any{map[string]any{"index": 0, "name": "Stand-in GPU", "used_mib": 14000, "total_mib": 16303}}},
+		})
+	})
+	// POST /standin/encode: the body is a picture; it goes to the encoder as
+	// Strata sends it (ENC <tmp>/strata-vision-XXXX/<sha>.img <same>.sve) and
+	// the reply comes back. Not a Strata endpoint: it lets the relay be tested
+	// end to end without a chat request.
+	mux.HandleFunc("POST /standin/encode", func(w http.ResponseWriter, r *http.Request) {
+		if !s.keyOK(r) {
+			writeJSON(w, 401, map[string]any{"error": "an API key is required"})
+			return
+		}
+		img, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+		if err != nil {
+			writeJSON(w, 400, map[string]any{"error": err.Error()})
+			return
+		}
+		reply, sveBytes, err := s.encode(img)
+		if err != nil {
+			writeJSON(w, 400, map[string]any{"error": "the image could not be read: " + err.Error()})
+			return
+		}
+		writeJSON(w, 200, map[string]any{"reply": reply, "sve_bytes": sveBytes})
+	})
+	return s.guard(mux)
+}
+
+func (s *server) encode(img []byte) (string, int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.encoder == nil {
+		return "", 0, errors.New("vision is not available")
+	}
+	dir, err := os.MkdirTemp("", "strata-vision-")
+	if err != nil {
+		return "", 0, err
+	}
+	defer os.RemoveAll(dir)
+	sum := sha256.Sum256(img)
+	name := hex.EncodeToString(sum[:])[:32]
+	in, out := filepath.Join(dir, name+".img"), filepath.Join(dir, name+".sve")
+	if err := os.WriteFile(in, img, 0o644); err != nil {
+		return "", 0, err
+	}
+	if _, err := fmt.Fprintf(s.encIn, "ENC %s %s\n", in, out); err != nil {
+		return "", 0, errors.New("the vision encoder stopped")
+	}
+	line, err := s.encOut.ReadString('\n')
+	os.Remove(in)
+	if err != nil {
+		s.encoder.Wait()
+		s.encoder = nil
+		return "", 0, errors.New("the vision encoder stopped")
+	}
+	line = strings.TrimSpace(line)
+	if strings.HasPrefix(line, "ERR") {
+		return line, 0, errors.New(strings.TrimSpace(strings.TrimPrefix(line, "ERR")))
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		return line, 0, fmt.Errorf("the encoder answered %q but wrote no output", line)
+	}
+	return line, st.Size(), nil
+}
+
+func (s *server) keyOK(r *http.Request) bool {
+	if s.cfg.APIKey == "" {
+		return true
+	}
+	if r.Header.Get("Authorization") == "Bearer "+s.cfg.APIKey || r.Header.Get("x-api-key") == s.cfg.APIKey {
+		return true
+	}
+	return false
+}
+
+// guard is Strata's DNS-rebinding check: without an api_key, a request whose
+// Host is not a local name is refused.
+func (s *server) guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.APIKey == "" {
+			host := r.Host
+			if h, _, err := net.SplitHostPort(host); err == nil {
+				host = h
+			}
+			if !isLoopbackHost(host) {
+				writeJSON(w, 403, map[string]any{"error": "forbidden host"})
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func isLoopbackHost(h string) bool {
+	h = strings.Trim(h, "[]")
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func currentMode() (Mode, error) {
+	s := os.Getenv(EnvMode)
+	if f := os.Getenv(EnvModeFile); f != "" {
+		if b, err := os.ReadFile(f); err == nil {
+			s = string(b)
+		}
+	}
+	return ParseMode(s)
+}
+
+func recordArgs(args []string) {
+	f := os.Getenv(EnvArgsFile)
+	if f == "" {
+		return
+	}
+	wd, _ := os.Getwd()
+	b, _ := json.Marshal(map[string]any{"args": args, "cwd": wd, "pid": os.Getpid()})
+	if fh, err := os.OpenFile(f, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+		fh.Write(append(b, '\n'))
+		fh.Close()
+	}
+}

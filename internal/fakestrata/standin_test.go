@@ -1,0 +1,189 @@
+package fakestrata
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// start runs the stand-in as the supervisor would and returns its stdout lines.
+func start(t *testing.T, r *Root) (*exec.Cmd, <-chan string) {
+	t.Helper()
+	cmd := exec.Command(r.Python, "serve/server.py", "--engine", "strata", "--config", r.Config, "--port", strconv.Itoa(r.Port))
+	cmd.Dir = r.Dir
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return cmd, lines
+}
+
+func waitLine(t *testing.T, lines <-chan string, prefix string) string {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("output ended before a line starting %q", prefix)
+			}
+			if strings.HasPrefix(l, prefix) {
+				return l
+			}
+		case <-timeout:
+			t.Fatalf("no line starting %q", prefix)
+		}
+	}
+}
+
+func get(t *testing.T, url, key string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+func TestStartsLikeStrata(t *testing.T) {
+	r := NewRoot(t, RootOptions{APIKey: "k1"})
+	cmd, lines := start(t, r)
+	ready := waitLine(t, lines, "ready: ")
+	want := "ready: http://127.0.0.1:" + strconv.Itoa(r.Port) + "/v1  ("
+	if !strings.HasPrefix(ready, want) || !strings.Contains(ready, "API key required") {
+		t.Fatalf("ready line %q", ready)
+	}
+	base := "http://127.0.0.1:" + strconv.Itoa(r.Port)
+	code, h := get(t, base+"/health", "")
+	if code != 200 || h["service"] != "strata" || h["api_key"] != true || h["images"] != false {
+		t.Fatalf("/health = %d %v", code, h)
+	}
+	if code, _ := get(t, base+"/v1/status", ""); code != 401 {
+		t.Fatalf("/v1/status without the key = %d", code)
+	}
+	if code, st := get(t, base+"/v1/status", "k1"); code != 200 || st["vision"] == nil {
+		t.Fatalf("/v1/status = %d %v", code, st)
+	}
+	// The engine child reported its cache in the engine log.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(r.Log)
+		if strings.Contains(string(b), "strata generate: expert cache") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("engine log %s: %q", r.Log, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("SIGTERM: %v", err)
+	}
+}
+
+func TestPortInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	r := NewRoot(t, RootOptions{Port: l.Addr().(*net.TCPAddr).Port})
+	cmd, lines := start(t, r)
+	l1 := waitLine(t, lines, "[strata] error: port")
+	if !strings.Contains(l1, "already in use") {
+		t.Fatalf("line %q", l1)
+	}
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("exit: %v", err)
+	}
+}
+
+func TestVisionEncoderReadyChecked(t *testing.T) {
+	dir := t.TempDir()
+	enc := filepath.Join(dir, "enc.sh")
+	os.WriteFile(enc, []byte("#!/bin/sh\necho 'strata-vision: on the CPU, 4 threads, no warm-up' >&2\necho READY 2560\n"+
+		"while read cmd a b; do [ \"$cmd\" = QUIT ] && exit 0; printf 'SVE1' > \"$b\"; echo OK 4 1 1 5; done\n"), 0o755)
+	bad := filepath.Join(dir, "bad.sh")
+	os.WriteFile(bad, []byte("#!/bin/sh\necho 'error: cannot open mmproj'\n"), 0o755)
+
+	vision := func(exe string) map[string]any {
+		return map[string]any{"vision": map[string]any{"exe": exe, "mmproj": "mm.gguf", "model": "stub.gguf", "gpu": false, "threads": 4}}
+	}
+	r := NewRoot(t, RootOptions{Extra: vision(enc)})
+	_, lines := start(t, r)
+	waitLine(t, lines, "[strata] starting the vision encoder")
+	if l := waitLine(t, lines, "ready: "); !strings.Contains(l, "images on") {
+		t.Fatalf("ready %q", l)
+	}
+	resp, err := http.Post("http://127.0.0.1:"+strconv.Itoa(r.Port)+"/standin/encode", "image/png", strings.NewReader("png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "OK 4 1 1 5") {
+		t.Fatalf("encode: %d %s", resp.StatusCode, b)
+	}
+	logb, _ := os.ReadFile(r.Log)
+	if !strings.Contains(string(logb), "strata-vision: on the CPU") {
+		t.Fatalf("the encoder's stderr is not in the engine log: %q", logb)
+	}
+
+	r2 := NewRoot(t, RootOptions{Extra: vision(bad)})
+	cmd2, lines2 := start(t, r2)
+	if l := waitLine(t, lines2, "the vision encoder did not start: "); !strings.Contains(l, "cannot open mmproj") {
+		t.Fatalf("line %q", l)
+	}
+	if err := cmd2.Wait(); err == nil {
+		t.Fatal("the server kept running without its encoder")
+	}
+}
+
+func TestModes(t *testing.T) {
+	m, err := ParseMode("crash-after=2s, ignore-term\nhang")
+	if err != nil || !m.Crash || m.CrashAfter != 2*time.Second || !m.IgnoreTerm || !m.Hang {
+		t.Fatalf("%+v %v", m, err)
+	}
+	if _, err := ParseMode("explode"); err == nil {
+		t.Fatal("an unknown mode was accepted")
+	}
+	r := NewRoot(t, RootOptions{Mode: "crash-after=10ms"})
+	cmd, lines := start(t, r)
+	waitLine(t, lines, "ready: ")
+	waitLine(t, lines, "RuntimeError: stand-in crash")
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("crash mode exited 0")
+	}
+}
