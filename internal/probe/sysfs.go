@@ -1,0 +1,123 @@
+package probe
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// PCI vendor ids as sysfs and Windows hardware ids write them.
+const (
+	pciNVIDIA = "10de"
+	pciAMD    = "1002"
+	pciIntel  = "8086"
+)
+
+func vendorFromPCI(id string) string {
+	switch strings.ToLower(strings.TrimPrefix(strings.TrimSpace(id), "0x")) {
+	case pciNVIDIA:
+		return VendorNVIDIA
+	case pciAMD:
+		return VendorAMD
+	case pciIntel:
+		return VendorIntel
+	}
+	return VendorOther
+}
+
+// ReadSysfsGPUs lists the GPUs Linux shows under root/class/drm/renderD*
+// (root is normally "/sys"). AMD cards (amdgpu) report VRAM in
+// mem_info_vram_total / mem_info_vram_used (bytes); others give a name from
+// the PCI ids only. The name is product_name when the driver fills it, else
+// the vendor and PCI ids. A card seen through several render nodes is listed
+// once. It returns no error for a machine without GPUs, only for a root it
+// cannot read at all.
+func ReadSysfsGPUs(root string) ([]GPU, error) {
+	nodes, err := filepath.Glob(filepath.Join(root, "class", "drm", "renderD*"))
+	if err != nil {
+		return nil, err
+	}
+	type found struct {
+		key string
+		gpu GPU
+	}
+	var all []found
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		dev := filepath.Join(n, "device")
+		key := dev
+		if real, err := filepath.EvalSymlinks(dev); err == nil {
+			key = real
+		} else if _, err := os.Stat(dev); err != nil {
+			continue
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		g, ok := readSysfsGPU(dev)
+		if !ok {
+			continue
+		}
+		all = append(all, found{key, g})
+	}
+	// PCI address order (the device link's last element, 0000:03:00.0),
+	// the order nvidia-smi and Strata count in.
+	sort.SliceStable(all, func(i, j int) bool {
+		return filepath.Base(all[i].key) < filepath.Base(all[j].key)
+	})
+	out := make([]GPU, 0, len(all))
+	for i, f := range all {
+		f.gpu.Index = i
+		out = append(out, f.gpu)
+	}
+	return out, nil
+}
+
+func readSysfsGPU(dev string) (GPU, bool) {
+	vendorID := readTrim(filepath.Join(dev, "vendor"))
+	deviceID := readTrim(filepath.Join(dev, "device"))
+	if vendorID == "" {
+		return GPU{}, false
+	}
+	g := GPU{Vendor: vendorFromPCI(vendorID), TotalMiB: -1, UsedMiB: -1, FreeMiB: -1, Source: SourceSysfs}
+	g.Name = readTrim(filepath.Join(dev, "product_name"))
+	if g.Name == "" {
+		g.Name = fmt.Sprintf("%s GPU (PCI %s:%s)", g.Vendor, strings.TrimPrefix(vendorID, "0x"), strings.TrimPrefix(deviceID, "0x"))
+		if g.Vendor == VendorOther {
+			g.Name = fmt.Sprintf("GPU (PCI %s:%s)", strings.TrimPrefix(vendorID, "0x"), strings.TrimPrefix(deviceID, "0x"))
+		}
+	}
+	if total, ok := readBytesAsMiB(filepath.Join(dev, "mem_info_vram_total")); ok {
+		g.TotalMiB = total
+		if used, ok := readBytesAsMiB(filepath.Join(dev, "mem_info_vram_used")); ok && used <= total {
+			g.UsedMiB = used
+			g.FreeMiB = total - used
+		}
+	}
+	return g, true
+}
+
+func readTrim(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil || len(b) > 4096 {
+		return ""
+	}
+	return strings.TrimSpace(strings.ToValidUTF8(string(b), ""))
+}
+
+// readBytesAsMiB reads a decimal byte count.
+func readBytesAsMiB(p string) (int, bool) {
+	return parseBytesAsMiB(readTrim(p))
+}
+
+func parseBytesAsMiB(s string) (int, bool) {
+	v, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
+	if err != nil || v > 1<<50 {
+		return 0, false
+	}
+	return int(v >> 20), true
+}
