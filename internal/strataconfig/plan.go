@@ -329,12 +329,48 @@ func (p *planner) setOurEnv(src []byte) ([]byte, error) {
 	}
 	st := d.style()
 	if m, _ := d.root.get("env"); m != nil {
-		return setValue(src, []string{"env"}, EnvSettings, st.jsonString(sp))
+		if e, _ := m.val.get(EnvSettings); e != nil || m.val.kind != kObject {
+			return setValue(src, []string{"env"}, EnvSettings, st.jsonString(sp))
+		}
+		// Back where the newest backup had it, so remote -> off -> remote
+		// gives the same text back.
+		at := len(m.val.members)
+		if after, first := p.envSlotFromBackups(); first {
+			at = 0
+		} else if _, i := m.val.get(after); after != "" && i >= 0 {
+			at = i + 1
+		}
+		return d.setMember(m.val, EnvSettings, at, func(string, bool) string { return st.jsonString(sp) }), nil
 	}
 	val := func(indent string, multi bool) string {
 		return st.renderObject([]field{{EnvSettings, st.jsonString(sp)}}, indent, !multi)
 	}
 	return d.setMember(d.root, "env", -1, val), nil
+}
+
+// envSlotFromBackups says where our env entry stood in the newest backup
+// that had one: after the key returned, or first.
+func (p *planner) envSlotFromBackups() (after string, first bool) {
+	for _, b := range listBackups(p.path) {
+		raw, err := os.ReadFile(b.path)
+		if err != nil {
+			continue
+		}
+		d, err := parse(raw)
+		if err != nil || d.root.kind != kObject {
+			continue
+		}
+		env := d.lookup("env")
+		if env == nil || env.kind != kObject {
+			continue
+		}
+		if _, i := env.get(EnvSettings); i == 0 {
+			return "", true
+		} else if i > 0 {
+			return env.members[i-1].key, false
+		}
+	}
+	return "", false
 }
 
 // removeOurEnv removes our env entry, and env itself when that leaves it
