@@ -1,0 +1,538 @@
+// Package agent is the second PC's side of the relay: "strata-vision-relay
+// agent", started by the relay over ssh, serving frames (internal/framing) on
+// the session's stdin/stdout. It runs strata-vision (at once, or on the first
+// picture when an idle stop is set, stopping it after that idle time to give
+// the PC its VRAM back), writes each picture into a private scratch folder,
+// streams the .sve back and deletes both, reports GPU memory and the
+// encoder's state, receives files for `remote prepare`, and ends the encoder
+// when the session ends, or when the relay falls silent (its PC died).
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-companion/companion/internal/framing"
+	"github.com/strata-companion/companion/internal/gguf"
+	"github.com/strata-companion/companion/internal/version"
+)
+
+// Config is what the agent's command line says.
+type Config struct {
+	Encoder   string // strata-vision; "" serves files and status only (prepare)
+	Mmproj    string
+	Model     string
+	GPU       bool
+	Threads   int
+	MaxTokens int
+	// IdleStop stops the encoder after this long without a picture; 0 keeps
+	// it running from the session's start to its end.
+	IdleStop time.Duration
+	// Dir receives uploaded files (default: the agent executable's folder).
+	Dir string
+	// ScratchParent holds the private scratch folder (default: the OS temp folder).
+	ScratchParent string
+	// ReadyTimeout bounds the encoder's start (warm-up included). Default 300 s,
+	// as Strata's own STRATA_VISION_READY_S.
+	ReadyTimeout time.Duration
+	// EncodeTimeout bounds one picture. Default 120 s.
+	EncodeTimeout time.Duration
+	// Silence ends the agent when no frame came from the relay for this long
+	// (it pings every 10 s while idle). Default 60 s.
+	Silence time.Duration
+	// Log receives diagnostics and the encoder's stderr (the ssh session's
+	// stderr, which the relay forwards to Strata's log).
+	Log io.Writer
+	// NvidiaSMI overrides the nvidia-smi program (tests).
+	NvidiaSMI string
+}
+
+func (c *Config) defaults() {
+	if c.ReadyTimeout <= 0 {
+		c.ReadyTimeout = 300 * time.Second
+	}
+	if c.EncodeTimeout <= 0 {
+		c.EncodeTimeout = 120 * time.Second
+	}
+	if c.Silence <= 0 {
+		c.Silence = 60 * time.Second
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	if c.Dir == "" {
+		if exe, err := os.Executable(); err == nil {
+			c.Dir = filepath.Dir(exe)
+		}
+	}
+	if c.ScratchParent == "" {
+		c.ScratchParent = os.TempDir()
+	}
+	if c.NvidiaSMI == "" {
+		c.NvidiaSMI = "nvidia-smi"
+	}
+}
+
+// EncoderArgs is the strata-vision command line, as Strata itself builds it.
+func (c *Config) EncoderArgs() []string {
+	args := []string{"--mmproj", c.Mmproj, "--model", c.Model}
+	if c.GPU {
+		args = append(args, "--gpu")
+	}
+	if c.Threads > 0 {
+		args = append(args, "--threads", strconv.Itoa(c.Threads))
+	}
+	if c.MaxTokens > 0 {
+		args = append(args, "--max-tokens", strconv.Itoa(c.MaxTokens))
+	}
+	return args
+}
+
+// ScratchPrefix starts every scratch folder's name; the pid follows, so a
+// later agent can remove the folder of one that was killed.
+const ScratchPrefix = "strata-vision-relay-"
+
+type agent struct {
+	cfg      Config
+	fw       *framing.Writer
+	scratch  string
+	enc      *encoder
+	state    string // stopped, running, failed
+	lastErr  string
+	lastUse  time.Time
+	pictures int
+	put      *putState
+}
+
+type putState struct {
+	hdr  framing.PutHeader
+	f    *os.File
+	path string
+}
+
+// Serve runs one session: frames in on in, out on out, until in ends, ctx
+// ends or the relay falls silent. It always stops the encoder and removes its
+// scratch folder before returning.
+func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
+	cfg.defaults()
+	a := &agent{cfg: cfg, fw: framing.NewWriter(out), state: "stopped"}
+	a.cleanStaleScratch()
+	var err error
+	if a.scratch, err = os.MkdirTemp(cfg.ScratchParent, ScratchPrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
+		return fmt.Errorf("cannot make a scratch folder in %s: %w", cfg.ScratchParent, err)
+	}
+	defer os.RemoveAll(a.scratch)
+	defer a.stopEncoder()
+	defer a.abortPut()
+
+	info := framing.Info{Proto: framing.Version, Version: version.Version, OS: runtime.GOOS, Arch: runtime.GOARCH, PID: os.Getpid(), Dir: cfg.Dir}
+	if cfg.Mmproj != "" {
+		info.NEmbd, _ = gguf.NEmbd(cfg.Mmproj)
+	}
+	if err := a.fw.WriteJSON(framing.Hello, info); err != nil {
+		return err
+	}
+
+	type frame struct {
+		t   framing.Type
+		p   []byte
+		err error
+	}
+	frames := make(chan frame, 1)
+	stopRead := make(chan struct{})
+	defer close(stopRead)
+	go func() {
+		fr := framing.NewReader(in)
+		for {
+			t, p, err := fr.Next()
+			select {
+			case frames <- frame{t, p, err}:
+			case <-stopRead:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	if cfg.Encoder != "" && cfg.IdleStop == 0 {
+		a.ensureEncoder(false) // keep-running mode: warm up before the first picture
+	}
+	silence := time.NewTimer(cfg.Silence)
+	defer silence.Stop()
+	idle := time.NewTicker(time.Second)
+	defer idle.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-silence.C:
+			fmt.Fprintf(cfg.Log, "strata-vision-relay agent: nothing from the relay for %s; its PC is gone, ending the session\n", cfg.Silence)
+			return errors.New("the relay fell silent")
+		case <-idle.C:
+			if a.enc != nil && cfg.IdleStop > 0 && time.Since(a.lastUse) >= cfg.IdleStop {
+				a.stopEncoder()
+				fmt.Fprintf(cfg.Log, "strata-vision-relay agent: encoder stopped after %s without pictures\n", cfg.IdleStop)
+				a.event(framing.AgentEvent{Kind: "idle_stopped", IdleS: int(cfg.IdleStop / time.Second)})
+			}
+		case f := <-frames:
+			if f.err != nil {
+				if f.err == io.EOF {
+					return nil // the relay closed the session: a clean end
+				}
+				return f.err
+			}
+			if err := a.handle(f.t, f.p); err != nil {
+				return err
+			}
+			silence.Reset(cfg.Silence)
+		}
+	}
+}
+
+func (a *agent) event(e framing.AgentEvent) { a.fw.WriteJSON(framing.Event, e) }
+
+func (a *agent) fail(id uint32, msg string) error {
+	return a.fw.Write(framing.Error, framing.PutID(id), []byte(msg))
+}
+
+func (a *agent) handle(t framing.Type, p []byte) error {
+	switch t {
+	case framing.Ping:
+		return a.fw.Write(framing.Pong, p)
+	case framing.Encode:
+		id, img, err := framing.SplitID(p)
+		if err != nil {
+			return err
+		}
+		return a.encode(id, img)
+	case framing.AskStatus:
+		return a.fw.WriteJSON(framing.StatusReply, a.status())
+	case framing.Wake:
+		if a.cfg.Encoder == "" {
+			return a.fail(0, "this agent was started without --encoder")
+		}
+		a.ensureEncoder(true)
+		return a.fw.WriteJSON(framing.StatusReply, a.status())
+	case framing.Stat:
+		var q struct{ Name string }
+		if err := json.Unmarshal(p, &q); err != nil {
+			return a.fail(0, "bad stat request")
+		}
+		fi, err := a.stat(q.Name)
+		if err != nil {
+			return a.fail(0, err.Error())
+		}
+		return a.fw.WriteJSON(framing.StatReply, fi)
+	case framing.PutBegin:
+		return a.putBegin(p)
+	case framing.PutData:
+		if a.put == nil {
+			return a.fail(0, "file data without a file")
+		}
+		if _, err := a.put.f.Write(p); err != nil {
+			a.abortPut()
+			return a.fail(0, fmt.Sprintf("writing on the second PC failed: %v (is its disk full?)", err))
+		}
+		return nil
+	case framing.PutEnd:
+		return a.putEnd()
+	}
+	return a.fail(0, fmt.Sprintf("unknown frame type %q (relay and agent versions differ? run `strata-service remote prepare`)", byte(t)))
+}
+
+// ensureEncoder starts the encoder if it is not running. woke says whether
+// a picture (or a Wake) asked for it, which is reported as a wake.
+func (a *agent) ensureEncoder(woke bool) error {
+	if a.enc != nil && a.enc.alive() {
+		return nil
+	}
+	if a.enc != nil {
+		a.stopEncoder() // reap the one that died
+		a.state = "failed"
+	}
+	t0 := time.Now()
+	enc, err := startEncoder(a.cfg.Encoder, a.cfg.EncoderArgs(), a.cfg.Log, a.cfg.ReadyTimeout)
+	if err != nil {
+		a.state = "failed"
+		a.lastErr = fmt.Sprintf("the encoder on the second PC did not start: %v", err)
+		fmt.Fprintln(a.cfg.Log, "strata-vision-relay agent: "+a.lastErr)
+		a.event(framing.AgentEvent{Kind: "failed", Message: a.lastErr})
+		return errors.New(a.lastErr)
+	}
+	a.enc, a.state, a.lastErr, a.lastUse = enc, "running", "", time.Now()
+	ms := time.Since(t0).Milliseconds()
+	fmt.Fprintf(a.cfg.Log, "strata-vision-relay agent: encoder started in %d ms (READY %d)\n", ms, enc.nEmbd)
+	kind := "started"
+	if woke {
+		kind = "woke"
+	}
+	a.event(framing.AgentEvent{Kind: kind, StartMS: ms, NEmbd: enc.nEmbd})
+	return nil
+}
+
+func (a *agent) stopEncoder() {
+	if a.enc == nil {
+		return
+	}
+	a.enc.stop(5 * time.Second)
+	a.enc = nil
+	if a.state == "running" {
+		a.state = "stopped"
+	}
+}
+
+func (a *agent) encode(id uint32, img []byte) error {
+	if a.cfg.Encoder == "" {
+		return a.fail(id, "this agent was started without --encoder")
+	}
+	if err := a.ensureEncoder(true); err != nil {
+		return a.fail(id, err.Error())
+	}
+	a.lastUse = time.Now()
+	defer func() { a.lastUse = time.Now() }()
+	base := filepath.Join(a.scratch, strconv.FormatUint(uint64(id), 10))
+	in, out := base+".img", base+".sve"
+	defer os.Remove(in)
+	defer os.Remove(out)
+	if err := os.WriteFile(in, img, 0o600); err != nil {
+		return a.fail(id, fmt.Sprintf("cannot write the picture on the second PC: %v (is its disk full?)", err))
+	}
+	line, err := a.enc.request("ENC "+in+" "+out, a.cfg.EncodeTimeout)
+	if err != nil {
+		msg := err.Error()
+		if errors.Is(err, errEncoderStopped) {
+			msg = "the encoder on the second PC stopped"
+			if l := a.enc.tail.String(); l != "" {
+				msg += " (" + l + ")"
+			}
+			msg += "; the next picture starts it again"
+		}
+		a.stopEncoder()
+		a.state, a.lastErr = "failed", msg
+		a.event(framing.AgentEvent{Kind: "failed", Message: msg})
+		return a.fail(id, msg)
+	}
+	switch {
+	case strings.HasPrefix(line, "OK "):
+		sve, err := os.ReadFile(out)
+		if err != nil {
+			return a.fail(id, fmt.Sprintf("the encoder said %q but its output is unreadable: %v", line, err))
+		}
+		a.pictures++
+		return a.fw.Write(framing.Result, framing.ResultHeader(id, line), sve)
+	case strings.HasPrefix(line, "ERR"):
+		return a.fail(id, strings.TrimSpace(strings.TrimPrefix(line, "ERR")))
+	}
+	return a.fail(id, fmt.Sprintf("the encoder answered %q", line))
+}
+
+func (a *agent) status() framing.StatusInfo {
+	s := framing.StatusInfo{Encoder: a.state, Pictures: a.pictures, Error: a.lastErr, IdleStopS: int(a.cfg.IdleStop / time.Second)}
+	if a.enc != nil && a.enc.alive() {
+		s.PID, s.NEmbd = a.enc.cmd.Process.Pid, a.enc.nEmbd
+	}
+	if ents, err := os.ReadDir(a.scratch); err == nil {
+		s.ScratchFiles = len(ents)
+	}
+	s.GPUs = queryGPUs(a.cfg.NvidiaSMI)
+	return s
+}
+
+// queryGPUs asks nvidia-smi (STRATA.md's query; nil when there is none).
+func queryGPUs(prog string) []framing.GPU {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, prog, "--query-gpu=index,name,memory.total,memory.used,memory.free,driver_version", "--format=csv,noheader,nounits").Output()
+	if err != nil {
+		return nil
+	}
+	return ParseNvidiaSMI(string(out))
+}
+
+// ParseNvidiaSMI reads the CSV lines of the query above.
+func ParseNvidiaSMI(s string) []framing.GPU {
+	var gpus []framing.GPU
+	for _, line := range strings.Split(s, "\n") {
+		f := strings.Split(line, ",")
+		if len(f) < 5 {
+			continue
+		}
+		for i := range f {
+			f[i] = strings.TrimSpace(f[i])
+		}
+		var g framing.GPU
+		var err error
+		if g.Index, err = strconv.Atoi(f[0]); err != nil {
+			continue
+		}
+		g.Name = f[1]
+		g.TotalMiB, _ = strconv.Atoi(f[2])
+		g.UsedMiB, _ = strconv.Atoi(f[3])
+		g.FreeMiB, _ = strconv.Atoi(f[4])
+		if len(f) > 5 {
+			g.Driver = f[5]
+		}
+		gpus = append(gpus, g)
+	}
+	return gpus
+}
+
+// cleanStaleScratch removes scratch folders left by agents that were killed.
+func (a *agent) cleanStaleScratch() {
+	ents, _ := os.ReadDir(a.cfg.ScratchParent)
+	for _, e := range ents {
+		name := e.Name()
+		if !e.IsDir() || !strings.HasPrefix(name, ScratchPrefix) {
+			continue
+		}
+		rest := strings.TrimPrefix(name, ScratchPrefix)
+		i := strings.IndexByte(rest, '-')
+		if i < 0 {
+			continue
+		}
+		pid, err := strconv.Atoi(rest[:i])
+		if err != nil || pid == os.Getpid() || processAlive(pid) {
+			continue
+		}
+		os.RemoveAll(filepath.Join(a.cfg.ScratchParent, name))
+	}
+}
+
+// validName accepts a plain file name: uploads never leave the agent's folder.
+func validName(n string) bool {
+	return n != "" && n != "." && n != ".." && !strings.ContainsAny(n, `/\:`) && filepath.Base(n) == n
+}
+
+// SelfName asks Stat about the agent's own executable.
+const SelfName = "@self"
+
+func (a *agent) stat(name string) (framing.FileInfo, error) {
+	var path string
+	switch {
+	case name == SelfName:
+		exe, err := os.Executable()
+		if err != nil {
+			return framing.FileInfo{}, err
+		}
+		path = exe
+	case filepath.IsAbs(name):
+		path = name // read-only: the encoder prepare was pointed at
+	case validName(name):
+		path = filepath.Join(a.cfg.Dir, name)
+	default:
+		return framing.FileInfo{}, fmt.Errorf("%q is not a plain file name", name)
+	}
+	fi := framing.FileInfo{Name: name, Path: path}
+	if st, err := os.Stat(path + ".part"); err == nil && validName(name) {
+		fi.PartialSize = st.Size()
+	}
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return fi, nil
+	}
+	sum, err := fileSHA256(path)
+	if err != nil {
+		return fi, err
+	}
+	fi.Exists, fi.Size, fi.SHA256 = true, st.Size(), sum
+	return fi, nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func (a *agent) putBegin(p []byte) error {
+	a.abortPut()
+	var h framing.PutHeader
+	if err := json.Unmarshal(p, &h); err != nil || !validName(h.Name) || h.Offset < 0 || h.Offset > h.Size {
+		return a.fail(0, "bad upload request")
+	}
+	if err := os.MkdirAll(a.cfg.Dir, 0o755); err != nil {
+		return a.fail(0, fmt.Sprintf("cannot create %s on the second PC: %v", a.cfg.Dir, err))
+	}
+	path := filepath.Join(a.cfg.Dir, h.Name)
+	f, err := os.OpenFile(path+".part", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return a.fail(0, fmt.Sprintf("cannot write %s on the second PC: %v", path, err))
+	}
+	// Resume exactly where the relay says; drop anything past it.
+	if st, _ := f.Stat(); st == nil || st.Size() < h.Offset {
+		f.Close()
+		return a.fail(0, "the partial upload on the second PC is shorter than the resume offset")
+	}
+	if err := f.Truncate(h.Offset); err != nil {
+		f.Close()
+		return a.fail(0, err.Error())
+	}
+	if _, err := f.Seek(h.Offset, io.SeekStart); err != nil {
+		f.Close()
+		return a.fail(0, err.Error())
+	}
+	a.put = &putState{hdr: h, f: f, path: path}
+	return nil
+}
+
+// abortPut closes a half-received file, keeping its .part for a resume.
+func (a *agent) abortPut() {
+	if a.put != nil {
+		a.put.f.Close()
+		a.put = nil
+	}
+}
+
+func (a *agent) putEnd() error {
+	ps := a.put
+	if ps == nil {
+		return a.fail(0, "end of a file that was not begun")
+	}
+	a.put = nil
+	err := ps.f.Sync()
+	if cerr := ps.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return a.fail(0, fmt.Sprintf("saving %s on the second PC failed: %v", ps.path, err))
+	}
+	sum, err := fileSHA256(ps.path + ".part")
+	if err != nil {
+		return a.fail(0, err.Error())
+	}
+	if sum != ps.hdr.SHA256 {
+		os.Remove(ps.path + ".part")
+		return a.fail(0, fmt.Sprintf("%s arrived damaged (sha256 %s, expected %s); run prepare again", ps.hdr.Name, sum[:12], ps.hdr.SHA256[:min(12, len(ps.hdr.SHA256))]))
+	}
+	mode := os.FileMode(ps.hdr.Mode & 0o777)
+	if mode == 0 {
+		mode = 0o644
+	}
+	os.Chmod(ps.path+".part", mode)
+	if err := os.Rename(ps.path+".part", ps.path); err != nil {
+		return a.fail(0, fmt.Sprintf("cannot replace %s on the second PC: %v (is it in use?)", ps.path, err))
+	}
+	st, _ := os.Stat(ps.path)
+	return a.fw.WriteJSON(framing.PutReply, framing.FileInfo{Name: ps.hdr.Name, Exists: true, Size: st.Size(), SHA256: sum, Path: ps.path})
+}
