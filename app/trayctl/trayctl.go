@@ -244,6 +244,9 @@ func (c *Controller) notify(n traymodel.Notice) {
 
 func (c *Controller) click(id traymodel.ItemID) {
 	now := c.now()
+	if inv, ok := c.View.(interface{ Invalidate(traymodel.ItemID) }); ok && id.Checkable() {
+		inv.Invalidate(id)
+	}
 	switch id {
 	case traymodel.ItemVisionGPU, traymodel.ItemVisionCPU, traymodel.ItemVisionRemote, traymodel.ItemVisionOff:
 		target := id.Placement()
