@@ -685,8 +685,8 @@ func (f *Flow) summaryLocked() string {
 func (f *Flow) serviceLinesLocked(st ServiceStatus, err error) []string {
 	var l []string
 	switch {
-	case err != nil:
-		l = append(l, "Service: could not be checked ("+err.Error()+"); it will be installed or updated")
+	case err != nil || st.Unknown:
+		l = append(l, "Service: strata-service will be installed, or updated if it is already installed")
 	case !st.Installed:
 		l = append(l, "Service: strata-service will be installed and started; it starts Strata at boot")
 	case st.Running:

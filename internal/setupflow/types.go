@@ -283,6 +283,8 @@ type ServiceStatus struct {
 	ServerPhase string
 	// Seq is the newest event's sequence number; Follow starts after it.
 	Seq uint64
+	// Unknown: the state could not be read (a rollback then removes nothing).
+	Unknown bool
 	// Describe is a line for the Review page ("installed, running 0.3.0").
 	Describe string
 }

@@ -1,0 +1,3 @@
+package live
+
+const exeSuffix = ".exe"

@@ -1,0 +1,303 @@
+// Package live adapts setupflow's interfaces to the companion's real
+// libraries: stratainstall (finding Strata), probe (this PC and the
+// recommendation), strataconfig (the config edit), the companion settings
+// file, strata-service (installed and started as a program beside this one)
+// and its control API (following Strata's start). Both strata-setup and
+// `strata-service setup --cli` use it.
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/strata-companion/companion/internal/atomicfile"
+	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/probe"
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/setupflow"
+	"github.com/strata-companion/companion/internal/strataconfig"
+	"github.com/strata-companion/companion/internal/stratainstall"
+)
+
+// Options tune the adapters (tests and flags).
+type Options struct {
+	// StrataRoot and ConfigPath come from --strata-root / --config.
+	StrataRoot, ConfigPath string
+	// SettingsPath is the companion settings file (default: its usual place).
+	SettingsPath string
+	// ServiceExe is strata-service (default: beside this program, else PATH).
+	ServiceExe string
+	// RelayExe is strata-vision-relay (default: beside this program).
+	RelayExe string
+	// Login is "start tray at login" (nil: none offered).
+	Login setupflow.LoginItem
+	// Confirm asks about unknown host keys.
+	Confirm setupflow.ConfirmHostKey
+}
+
+// Deps returns the real adapters.
+func Deps(o Options) setupflow.Deps {
+	if o.SettingsPath == "" {
+		o.SettingsPath = locations.SettingsFile()
+	}
+	pr := &Prober{}
+	return setupflow.Deps{
+		Finder:   Finder{Root: o.StrataRoot, Config: o.ConfigPath, SettingsPath: o.SettingsPath},
+		Prober:   pr,
+		Remote:   NewRemote(),
+		Config:   Planner{SettingsPath: o.SettingsPath, RelayExe: o.RelayExe, Prober: pr},
+		Service:  &Service{Exe: o.ServiceExe},
+		Settings: SettingsFile{Path: o.SettingsPath},
+		Login:    o.Login,
+		Confirm:  o.Confirm,
+	}
+}
+
+// ---- Finder ----
+
+// Finder finds installs with stratainstall.
+type Finder struct {
+	Root, Config, SettingsPath string
+	// SearchDirs replaces the usual places (tests).
+	SearchDirs []string
+}
+
+func convertInstall(in stratainstall.Install) setupflow.Install {
+	out := setupflow.Install{Root: in.Root, Configs: in.Configs, InUse: in.ConfigInUse, Python: in.Python}
+	if in.Python == "" {
+		out.Problems = append(out.Problems, "it has no Python venv (.venv): run Strata's setup (setup.sh or START-HERE.bat) in that folder first")
+	}
+	if len(in.Configs) == 0 {
+		out.Problems = append(out.Problems, "it has no model config (strata-<tag>.json): run Strata's setup to download a model first")
+	}
+	return out
+}
+
+func (f Finder) Find(ctx context.Context) ([]setupflow.Install, error) {
+	s, _ := settings.Load(f.SettingsPath)
+	found, err := stratainstall.Find(ctx, stratainstall.Options{Root: f.Root, Config: f.Config, Settings: s, SearchDirs: f.SearchDirs})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]setupflow.Install, 0, len(found))
+	for _, in := range found {
+		out = append(out, convertInstall(in))
+	}
+	return out, nil
+}
+
+func (f Finder) Inspect(ctx context.Context, root string) (setupflow.Install, error) {
+	found, err := stratainstall.Find(ctx, stratainstall.Options{Root: root})
+	if err != nil {
+		return setupflow.Install{}, err
+	}
+	return convertInstall(found[0]), nil
+}
+
+// ---- Prober ----
+
+// Prober probes this PC with the probe library; it keeps the last report for
+// Recommend and for the config's --vram-reserve-mib choice.
+type Prober struct {
+	Options probe.Options
+	mu      sync.Mutex
+	last    *probe.Report
+}
+
+func convertGPUs(gs []probe.GPU) []setupflow.GPU {
+	var out []setupflow.GPU
+	for _, g := range gs {
+		out = append(out, setupflow.GPU{Index: g.Index, Name: g.Name, TotalMiB: g.TotalMiB, FreeMiB: g.FreeMiB, Driver: g.Driver})
+	}
+	return out
+}
+
+func (p *Prober) Probe(ctx context.Context, progress func(setupflow.Progress)) (*setupflow.Machine, error) {
+	progress(setupflow.Progress{Step: "probe", Fraction: -1, Text: "Asking nvidia-smi and the OS about the GPUs, CPU and memory"})
+	r := probe.Probe(ctx, p.Options)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.last = r
+	p.mu.Unlock()
+	m := &setupflow.Machine{GPUs: convertGPUs(r.GPUs), CPU: r.CPU.Model, Cores: r.CPU.Cores, Threads: r.CPU.Threads,
+		RAMMiB: r.RAM.TotalMiB, FreeMiB: r.RAM.FreeMiB}
+	for _, f := range r.Problems {
+		if f.Severity == probe.SeverityInfo {
+			continue
+		}
+		w := f.What
+		if f.Fix != "" {
+			w += " " + f.Fix
+		}
+		m.Warnings = append(m.Warnings, w)
+	}
+	progress(setupflow.Progress{Step: "probe", Fraction: 1, Text: "Done"})
+	return m, nil
+}
+
+// VRAMTotalMiB is the serving GPU's memory from the last probe (0: unknown).
+func (p *Prober) VRAMTotalMiB() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	best := 0
+	if p.last != nil {
+		for _, g := range p.last.GPUs {
+			if g.TotalMiB > best {
+				best = g.TotalMiB
+			}
+		}
+	}
+	return best
+}
+
+func (p *Prober) Recommend(local *setupflow.Machine, r *setupflow.RemoteReport) setupflow.Recommendation {
+	p.mu.Lock()
+	rep := p.last
+	p.mu.Unlock()
+	var facts *probe.RemoteFacts
+	if r != nil {
+		facts = &probe.RemoteFacts{Host: r.Address, Reachable: true, RTT: msDuration(r.RTTms),
+			UpBytesPerSec: r.UpMBps * 1e6, DownBytesPerSec: r.DownMBps * 1e6}
+		for _, g := range r.GPUs {
+			facts.GPUs = append(facts.GPUs, probe.GPU{Index: g.Index, Vendor: "NVIDIA", Name: g.Name, TotalMiB: g.TotalMiB,
+				FreeMiB: g.FreeMiB, UsedMiB: g.TotalMiB - g.FreeMiB, Driver: g.Driver, Source: probe.SourceNvidiaSMI})
+		}
+	}
+	rec := probe.Recommend(rep, facts)
+	return ConvertRecommendation(rec, facts != nil)
+}
+
+// ConvertRecommendation turns the probe's recommendation into the flow's.
+func ConvertRecommendation(rec probe.Recommendation, remoteKnown bool) setupflow.Recommendation {
+	out := setupflow.Recommendation{Best: rec.Placement, Reason: rec.Reason,
+		Basis: "Strata's own measurements (RTX 5080 server, RTX 3060 second PC), scaled to this PC and the measured link"}
+	haveRemote := false
+	for _, e := range rec.Estimates {
+		o := setupflow.Option{Placement: e.Placement, Device: e.Device, Available: e.Available,
+			PictureSeconds: e.PictureSeconds, Note: e.Basis}
+		switch e.Placement {
+		case settings.PlacementGPU:
+			o.Label, o.VRAMMiB = "This PC's GPU", e.EncoderVRAMMiB
+			if e.Device != nil {
+				o.Label = fmt.Sprintf("This PC's spare GPU %d", *e.Device)
+			}
+		case settings.PlacementCPU:
+			o.Label, o.VRAMMiB = "This PC's CPU", -e.FreesMiB
+		case settings.PlacementRemote:
+			o.Label, o.VRAMMiB = "A second PC", -e.FreesMiB
+			haveRemote = true
+			// Without a probed second PC it is still a choice: the next
+			// page probes it.
+			if !remoteKnown {
+				o.Available = true
+			}
+		case settings.PlacementOff:
+			o.Label, o.VRAMMiB = "Off (text only)", -e.FreesMiB
+		}
+		if !e.Available {
+			o.Why = e.Basis
+		}
+		out.Options = append(out.Options, o)
+	}
+	if !haveRemote {
+		out.Options = append(out.Options, setupflow.Option{Placement: settings.PlacementRemote, Label: "A second PC", Available: true,
+			Note: "Reads pictures on another PC's NVIDIA GPU over ssh and frees this GPU's VRAM for Strata; the next page measures it."})
+	}
+	hasOff := false
+	for _, o := range out.Options {
+		hasOff = hasOff || o.Placement == settings.PlacementOff
+	}
+	if !hasOff {
+		out.Options = append(out.Options, setupflow.Option{Placement: settings.PlacementOff, Label: "Off (text only)", Available: true,
+			Note: "Strata answers text only; a picture is refused."})
+	}
+	for _, w := range rec.Warnings {
+		out.Reason += " " + w.What
+	}
+	return out
+}
+
+// ---- Config ----
+
+// Planner edits the Strata config with strataconfig.
+type Planner struct {
+	SettingsPath string
+	RelayExe     string
+	Prober       *Prober
+}
+
+func (p Planner) Plan(ctx context.Context, path string, c setupflow.VisionChoice) (setupflow.Plan, error) {
+	req := strataconfig.VisionRequest{Placement: c.Placement, Device: c.Device, Threads: c.Threads, Host: c.Host,
+		RelayExe: p.RelayExe, SettingsPath: p.SettingsPath}
+	if p.Prober != nil {
+		req.VRAMTotalMiB = p.Prober.VRAMTotalMiB()
+	}
+	ch, err := strataconfig.PlanVision(path, req)
+	if err != nil {
+		return nil, err
+	}
+	return change{ch}, nil
+}
+
+type change struct{ c *strataconfig.Change }
+
+func (c change) Diff() string           { return c.c.Diff() }
+func (c change) Apply() (string, error) { return c.c.Apply() }
+func (c change) Notes() []string        { return c.c.Notes }
+
+// Restore writes backup's bytes back over path, atomically: the exact file
+// Apply replaced, not merely the newest backup.
+func (Planner) Restore(path, backup string) error {
+	b, err := os.ReadFile(backup)
+	if err != nil {
+		return fmt.Errorf("reading the backup: %w", err)
+	}
+	mode := fs.FileMode(0o644)
+	if st, err := os.Stat(path); err == nil {
+		mode = st.Mode().Perm()
+	}
+	return atomicfile.Write(path, b, mode)
+}
+
+func (Planner) Current(path string) (settings.Placement, error) {
+	c, err := strataconfig.Read(path)
+	if err != nil {
+		return "", err
+	}
+	return c.Placement(), nil
+}
+
+// ---- Settings ----
+
+// SettingsFile is the companion settings file.
+type SettingsFile struct{ Path string }
+
+func (s SettingsFile) Load() (*settings.Settings, error) { return settings.Load(s.Path) }
+func (s SettingsFile) Save(n *settings.Settings) error   { return n.Save(s.Path) }
+func (s SettingsFile) Remove() error {
+	if err := os.Remove(s.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// besideSelf is name next to this program, else name itself (PATH).
+func besideSelf(name string) string {
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), name+exeSuffix)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return name + exeSuffix
+}
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }

@@ -1,0 +1,234 @@
+package live
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/setupflow"
+)
+
+// Service installs and starts strata-service by running it (so the wizard
+// never needs the service's code, and the OS-service work stays in one
+// program), and follows Strata's start through the control API.
+type Service struct {
+	// Exe is strata-service ("" = beside this program, else on PATH).
+	Exe string
+	// Client returns a control API client (default controlapi.NewClient).
+	Client func() (*controlapi.Client, error)
+	// StartTimeout bounds Follow (default 10 min: Strata's first start takes
+	// 1-3 minutes, and the PC may stall while experts are locked into RAM).
+	StartTimeout time.Duration
+	// Poll is how long one events long-poll waits (default 5 s).
+	Poll time.Duration
+}
+
+func (s *Service) exe() string {
+	if s.Exe != "" {
+		return s.Exe
+	}
+	return besideSelf("strata-service")
+}
+
+func (s *Service) client() (*controlapi.Client, error) {
+	if s.Client != nil {
+		return s.Client()
+	}
+	return controlapi.NewClient()
+}
+
+// run runs strata-service with args and returns its combined output.
+func (s *Service) run(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, s.exe(), args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	text := strings.TrimSpace(out.String())
+	if err != nil {
+		if ctx.Err() != nil {
+			return text, ctx.Err()
+		}
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return text, fmt.Errorf("running %s: %w", s.exe(), err)
+		}
+		if text == "" {
+			text = err.Error()
+		}
+		return text, fmt.Errorf("strata-service %s: %s", args[0], lastLine(text))
+	}
+	return text, nil
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// Status asks the control API first (the service runs); else the OS service
+// manager through `strata-service status`. When neither can tell, it says
+// Unknown, and a rollback will not remove a service it cannot tell it made.
+func (s *Service) Status(ctx context.Context) (setupflow.ServiceStatus, error) {
+	if c, err := s.client(); err == nil {
+		st, err := c.State(ctx)
+		if err == nil {
+			return setupflow.ServiceStatus{Installed: true, Running: true, ServerPhase: st.Server.Phase, Seq: st.Seq,
+				Describe: fmt.Sprintf("strata-service %s runs; Strata is %s", st.Service.Version, st.Server.Phase)}, nil
+		}
+	}
+	out, err := s.run(ctx, "status")
+	low := strings.ToLower(out)
+	switch {
+	case strings.Contains(low, "not installed"):
+		return setupflow.ServiceStatus{Describe: "strata-service is not installed as a service"}, nil
+	case err == nil && (strings.Contains(low, "stopped") || strings.Contains(low, "not running")):
+		return setupflow.ServiceStatus{Installed: true, Describe: "strata-service is installed but stopped"}, nil
+	}
+	return setupflow.ServiceStatus{Installed: true, Unknown: true, Describe: "the service's state could not be read (" + lastLine(out) + ")"}, nil
+}
+
+// Install runs `strata-service install`; an already installed service is
+// fine (it reads the Strata root and config from the settings the wizard
+// writes, so a restart is the update).
+func (s *Service) Install(ctx context.Context, root, cfg string) error {
+	out, err := s.run(ctx, "install", "--strata-root", root, "--config", cfg)
+	if err != nil && strings.Contains(strings.ToLower(out), "already installed") {
+		return nil
+	}
+	if err != nil && (strings.Contains(strings.ToLower(out), "administrator") || strings.Contains(strings.ToLower(out), "root")) {
+		return fmt.Errorf("%w. Installing a service needs administrator rights: run setup as administrator (or with sudo)", err)
+	}
+	return err
+}
+
+func (s *Service) Uninstall(ctx context.Context) error {
+	_, err := s.run(ctx, "uninstall")
+	return err
+}
+
+// Start restarts the server through the control API when the service runs,
+// else starts the OS service.
+func (s *Service) Start(ctx context.Context, restart bool) error {
+	if c, err := s.client(); err == nil {
+		action := "start"
+		if restart {
+			action = "restart"
+		}
+		if err := c.Server(ctx, action); err == nil {
+			return nil
+		} else if !errors.Is(err, controlapi.ErrNotRunning) {
+			return err
+		}
+	}
+	_, err := s.run(ctx, "start")
+	return err
+}
+
+// Follow reads events after since until the server is ready or failed,
+// passing on the phase and new lines of its log.
+func (s *Service) Follow(ctx context.Context, since uint64, progress func(setupflow.Progress)) error {
+	timeout := s.StartTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	poll := s.Poll
+	if poll <= 0 {
+		poll = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var c *controlapi.Client
+	for c == nil {
+		var err error
+		if c, err = s.client(); err != nil {
+			progress(setupflow.Progress{Fraction: -1, Phase: "starting", Text: "Waiting for the service to answer"})
+			select {
+			case <-ctx.Done():
+				return s.timeoutErr(ctx, "the service did not answer")
+			case <-time.After(time.Second):
+			}
+		}
+	}
+	var tail []string
+	frac := 0.05
+	for {
+		r, err := c.Events(ctx, since, poll)
+		if err != nil {
+			if ctx.Err() != nil {
+				return s.timeoutErr(ctx, "Strata did not become ready")
+			}
+			// The service may be restarting itself: wait and ask again.
+			select {
+			case <-ctx.Done():
+				return s.timeoutErr(ctx, "Strata did not become ready")
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		since = r.Next
+		if lr, err := c.Logs(ctx, 40); err == nil {
+			for _, l := range newLines(tail, lr.Lines) {
+				progress(setupflow.Progress{Fraction: -1, LogLine: l})
+			}
+			tail = lr.Lines
+		}
+		for _, e := range r.Events {
+			switch e.Kind {
+			case events.ServerStarting, events.ServerProgress, events.ExpertCache, events.EncoderStarting, events.ServerRestarting:
+				frac = min(frac+0.15, 0.9)
+				progress(setupflow.Progress{Fraction: frac, Phase: "starting", Text: eventText(e)})
+			case events.ServerReady:
+				progress(setupflow.Progress{Fraction: 1, Phase: "ready", Text: eventText(e)})
+				return nil
+			case events.ServerFailed:
+				progress(setupflow.Progress{Fraction: -1, Phase: "failed", Text: e.Message})
+				return fmt.Errorf("Strata did not start: %s. The last lines of its log are shown above; fix what they name and run setup again", e.Message)
+			case events.EncoderFailed:
+				progress(setupflow.Progress{Fraction: -1, Phase: "starting", Text: "The image encoder did not start: " + e.Message})
+			}
+		}
+	}
+}
+
+func (s *Service) timeoutErr(ctx context.Context, what string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%s within %s. Strata may still be loading (a first start can take minutes): look at the log (strata-service status shows where) and try again", what, s.StartTimeout)
+	}
+	return ctx.Err()
+}
+
+func eventText(e events.Event) string {
+	if e.Message != "" {
+		return e.Message
+	}
+	return strings.ReplaceAll(string(e.Kind), ".", " ")
+}
+
+// newLines returns the lines of cur after the end of prev (a sliding tail).
+func newLines(prev, cur []string) []string {
+	if len(prev) == 0 {
+		return cur
+	}
+	// The longest suffix of prev that is a prefix of cur marks the overlap.
+	for k := min(len(prev), len(cur)); k > 0; k-- {
+		if equal(prev[len(prev)-k:], cur[:k]) {
+			return cur[k:]
+		}
+	}
+	return cur
+}
+
+func equal(a, b []string) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
