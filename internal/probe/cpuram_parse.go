@@ -16,6 +16,7 @@ func parseCPUInfo(b []byte) CPU {
 	cores := map[string]bool{}
 	phys, core := "", ""
 	hasCoreIDs := false
+	rank := 0
 	flush := func() {
 		if core != "" {
 			cores[phys+"/"+core] = true
@@ -37,9 +38,10 @@ func parseCPUInfo(b []byte) CPU {
 				c.Threads++
 			}
 		case "model name", "Model", "cpu model", "Hardware":
-			// x86 says "model name"; ARM boards "Model" or "Hardware".
-			if c.Model == "" || k == "model name" {
-				c.Model = strings.Join(strings.Fields(v), " ")
+			// x86 says "model name"; ARM boards "Model" (the board) and
+			// "Hardware" (the SoC): the most telling one wins.
+			if p := modelKeyRank[k]; p > rank && v != "" {
+				c.Model, rank = strings.Join(strings.Fields(v), " "), p
 			}
 		case "physical id":
 			phys = v
@@ -56,6 +58,8 @@ func parseCPUInfo(b []byte) CPU {
 	}
 	return c
 }
+
+var modelKeyRank = map[string]int{"model name": 4, "cpu model": 3, "Model": 2, "Hardware": 1}
 
 // parseMemInfo reads Linux /proc/meminfo: MemTotal and MemAvailable (what
 // programs can get without swapping; MemFree alone undercounts the cache the

@@ -1,0 +1,227 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Outputs shaped like real nvidia-smi answers to NvidiaSMIQueryArgs /
+// NvidiaSMIBasicQueryArgs.
+const (
+	smiOne5080CRLF = "0, NVIDIA GeForce RTX 5080, 16303, 1520, 14475, 581.57, 12.0, Enabled\r\n"
+	smiTwo         = "0, NVIDIA GeForce RTX 4090, 24564, 1234, 22980, 570.86.15, 8.9, Enabled\n" +
+		"1, NVIDIA GeForce RTX 3060, 12288, 5, 12006, 570.86.15, 8.6, Disabled\n"
+	smiLaptop = "0, NVIDIA GeForce RTX 3060 Laptop GPU, 6144, 9, 5920, 581.57, 8.6, Disabled\n"
+	smiNA     = "0, NVIDIA GeForce RTX 4070 Ti, 12282, [N/A], [N/A], 581.15, 8.9, [Not Supported]\n"
+	smiBasic  = "0, NVIDIA GeForce GTX 1080 Ti, 11264, 500, 10764, 470.239.06\n"
+	smiDriver = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n\n"
+	smiOldDrv = "Field \"compute_cap\" is not a valid field to query.\n\n"
+	smiMism   = "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 550.120\n"
+	smiNoDev  = "No devices were found\n"
+	smiLost   = "0, NVIDIA GeForce RTX 3090, 24576, 300, 23964, 575.57.08, 8.6, Enabled\n" +
+		"Unable to determine the device handle for GPU0000:02:00.0: GPU is lost.  Reboot the system to recover this GPU\n"
+)
+
+func smiEight() string {
+	var b strings.Builder
+	for i := 0; i < 8; i++ {
+		b.WriteString(strings.ReplaceAll("I, NVIDIA H100 80GB HBM3, 81559, 1, 81005, 550.54.15, 9.0, Disabled\n", "I", string(rune('0'+i))))
+	}
+	return b.String()
+}
+
+func TestParseNvidiaSMI(t *testing.T) {
+	tr, fa := true, false
+	cases := []struct {
+		name string
+		out  string
+		want []GPU
+	}{
+		{"one GPU, Windows CRLF", smiOne5080CRLF, []GPU{
+			{0, VendorNVIDIA, "NVIDIA GeForce RTX 5080", 16303, 1520, 14475, "581.57", "12.0", &tr, SourceNvidiaSMI}}},
+		{"two GPUs", smiTwo, []GPU{
+			{0, VendorNVIDIA, "NVIDIA GeForce RTX 4090", 24564, 1234, 22980, "570.86.15", "8.9", &tr, SourceNvidiaSMI},
+			{1, VendorNVIDIA, "NVIDIA GeForce RTX 3060", 12288, 5, 12006, "570.86.15", "8.6", &fa, SourceNvidiaSMI}}},
+		{"laptop", smiLaptop, []GPU{
+			{0, VendorNVIDIA, "NVIDIA GeForce RTX 3060 Laptop GPU", 6144, 9, 5920, "581.57", "8.6", &fa, SourceNvidiaSMI}}},
+		{"[N/A] and [Not Supported]", smiNA, []GPU{
+			{0, VendorNVIDIA, "NVIDIA GeForce RTX 4070 Ti", 12282, -1, -1, "581.15", "8.9", nil, SourceNvidiaSMI}}},
+		{"basic six fields", smiBasic, []GPU{
+			{0, VendorNVIDIA, "NVIDIA GeForce GTX 1080 Ti", 11264, 500, 10764, "470.239.06", "", nil, SourceNvidiaSMI}}},
+		{"extra spaces, header, units, blank lines", "\r\nindex, name, memory.total [MiB], memory.used [MiB], memory.free [MiB], driver_version\r\n   3 ,  Tesla T4  ,  15360 MiB , 0 MiB , 14913 MiB ,  535.183.01   \r\n\r\n", []GPU{
+			{3, VendorNVIDIA, "Tesla T4", 15360, 0, 14913, "535.183.01", "", nil, SourceNvidiaSMI}}},
+		{"a lost GPU among good ones", smiLost, []GPU{
+			{0, VendorNVIDIA, "NVIDIA GeForce RTX 3090", 24576, 300, 23964, "575.57.08", "8.6", &tr, SourceNvidiaSMI}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ParseNvidiaSMI([]byte(c.out))
+			if err != nil {
+				t.Fatalf("error: %v", err)
+			}
+			if len(got) != len(c.want) {
+				t.Fatalf("got %d GPUs %+v, want %d", len(got), got, len(c.want))
+			}
+			for i := range got {
+				assertGPU(t, got[i], c.want[i])
+			}
+		})
+	}
+}
+
+func assertGPU(t *testing.T, got, want GPU) {
+	t.Helper()
+	gd, wd := "nil", "nil"
+	if got.Display != nil {
+		gd = map[bool]string{true: "true", false: "false"}[*got.Display]
+	}
+	if want.Display != nil {
+		wd = map[bool]string{true: "true", false: "false"}[*want.Display]
+	}
+	got.Display, want.Display = nil, nil
+	if got != want || gd != wd {
+		t.Errorf("got %+v display=%s\nwant %+v display=%s", got, gd, want, wd)
+	}
+}
+
+func TestParseNvidiaSMIEight(t *testing.T) {
+	got, err := ParseNvidiaSMI([]byte(smiEight()))
+	if err != nil || len(got) != 8 {
+		t.Fatalf("got %d GPUs, err %v", len(got), err)
+	}
+	for i, g := range got {
+		if g.Index != i || g.TotalMiB != 81559 || g.FreeMiB != 81005 || g.ComputeCap != "9.0" {
+			t.Errorf("GPU %d: %+v", i, g)
+		}
+	}
+}
+
+func TestParseNvidiaSMISkippedLineIsReported(t *testing.T) {
+	gpus, findings, err := ParseNvidiaSMIDetailed([]byte(smiLost))
+	if err != nil || len(gpus) != 1 || len(findings) != 1 || !strings.Contains(findings[0].What, "GPU is lost") {
+		t.Fatalf("gpus %v findings %+v err %v", gpus, findings, err)
+	}
+}
+
+func TestParseNvidiaSMIFailures(t *testing.T) {
+	cases := []struct {
+		name, out string
+		kind      SMIErrorKind
+		inWhat    string
+	}{
+		{"driver not answering", smiDriver, SMIDriver, "could not talk to the NVIDIA driver"},
+		{"driver not answering, CRLF", strings.ReplaceAll(smiDriver, "\n", "\r\n"), SMIDriver, "couldn't communicate"},
+		{"old driver rejects a field", smiOldDrv, SMIUnknownField, "too old"},
+		{"updated, not restarted", smiMism, SMIMismatch, "restart"},
+		{"no devices", smiNoDev, SMINoDevices, "found no NVIDIA GPU"},
+		{"NVML unknown error", "Failed to initialize NVML: Unknown Error\n", SMINVML, "management library"},
+		{"empty", "", SMIEmpty, "printed nothing"},
+		{"only blank CRLF lines", "\r\n\r\n", SMIEmpty, "printed nothing"},
+		{"garbage", "\x00\x01garbage here\nmore, junk, 1, 2\n", SMIGarbage, "cannot read"},
+		{"too few fields", "0, NVIDIA GeForce RTX 4090, 24564\n", SMIGarbage, "cannot read"},
+		{"memory not a number", "0, NVIDIA GeForce RTX 4090, lots, 1, 2, 570.1\n", SMIGarbage, "cannot read"},
+		{"index not a number", "GPU0, NVIDIA GeForce RTX 4090, 24564, 1, 2, 570.1\n", SMIGarbage, "cannot read"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			gpus, err := ParseNvidiaSMI([]byte(c.out))
+			if err == nil {
+				t.Fatalf("no error, GPUs %+v", gpus)
+			}
+			var se *SMIError
+			if !errors.As(err, &se) || se.Kind != c.kind {
+				t.Fatalf("error %v, want kind %s", err, c.kind)
+			}
+			f := se.Finding()
+			if f.Fix == "" || !strings.Contains(f.What+" "+f.Fix, c.inWhat) {
+				t.Errorf("finding %+v does not say %q", f, c.inWhat)
+			}
+		})
+	}
+}
+
+func TestDuplicateIndexKeptOnce(t *testing.T) {
+	gpus, _, err := ParseNvidiaSMIDetailed([]byte(smiTwo + smiTwo))
+	if err != nil || len(gpus) != 2 {
+		t.Fatalf("gpus %v err %v", gpus, err)
+	}
+}
+
+// fakeRunner answers like an nvidia-smi that knows only the basic fields.
+func fakeRunner(rich, basic string, err error) (Runner, *[]string) {
+	var calls []string
+	return func(_ context.Context, args []string) ([]byte, error) {
+		a := strings.Join(args, " ")
+		calls = append(calls, a)
+		if strings.Contains(a, "compute_cap") {
+			return []byte(rich), err
+		}
+		return []byte(basic), err
+	}, &calls
+}
+
+func TestQueryNvidiaFallsBackForOldDrivers(t *testing.T) {
+	run, calls := fakeRunner(smiOldDrv, smiBasic, nil)
+	gpus, q, probs := QueryNvidia(context.Background(), run, "/usr/bin/nvidia-smi")
+	if q != QueryBasic || len(gpus) != 1 || gpus[0].Name != "NVIDIA GeForce GTX 1080 Ti" {
+		t.Fatalf("query %q gpus %+v", q, gpus)
+	}
+	if len(*calls) != 2 || (*calls)[0] != NvidiaSMIQueryArgs || (*calls)[1] != NvidiaSMIBasicQueryArgs {
+		t.Errorf("calls %q", *calls)
+	}
+	if len(probs) != 1 || probs[0].Severity != SeverityWarning || !strings.Contains(probs[0].What, "too old") {
+		t.Errorf("problems %+v: want one warning that the basic query was used", probs)
+	}
+}
+
+func TestQueryNvidiaRich(t *testing.T) {
+	run, calls := fakeRunner(smiTwo, "unused", nil)
+	gpus, q, probs := QueryNvidia(context.Background(), run, "")
+	if q != QueryRich || len(gpus) != 2 || len(probs) != 0 || len(*calls) != 1 {
+		t.Fatalf("query %q gpus %d problems %+v calls %q", q, len(gpus), probs, *calls)
+	}
+}
+
+func TestQueryNvidiaRunnerErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		out  string
+		err  error
+		want string
+	}{
+		{"timeout", "", context.DeadlineExceeded, "did not answer in time"},
+		{"not found", "", ErrNvidiaSMINotFound, "was not found"},
+		{"exec failure", "", ErrNvidiaSMIStart, "could not be started"},
+		{"exit status and the driver message", smiDriver, &exec.ExitError{}, "could not talk to the NVIDIA driver"},
+		{"exit status, no output", "", errors.New("exit status 9"), "exit status 9"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			run, _ := fakeRunner(c.out, c.out, c.err)
+			gpus, q, probs := QueryNvidia(context.Background(), run, "host")
+			if len(gpus) != 0 || q != "" || len(probs) != 1 {
+				t.Fatalf("gpus %v query %q problems %+v", gpus, q, probs)
+			}
+			if !strings.Contains(probs[0].What, c.want) {
+				t.Errorf("finding %+v does not say %q", probs[0], c.want)
+			}
+		})
+	}
+}
+
+func TestFormatRoundTrip(t *testing.T) {
+	gpus, err := ParseNvidiaSMI([]byte(smiTwo + smiNA[0:0] + "2, [N/A], [N/A], [N/A], [N/A], [N/A], [N/A], [N/A]\n"))
+	if err != nil || len(gpus) != 3 {
+		t.Fatalf("%v %v", gpus, err)
+	}
+	again, err := ParseNvidiaSMI([]byte(FormatNvidiaSMI(gpus)))
+	if err != nil || len(again) != len(gpus) {
+		t.Fatalf("%v %v", again, err)
+	}
+	for i := range gpus {
+		assertGPU(t, again[i], gpus[i])
+	}
+}
