@@ -1,0 +1,565 @@
+; Strata Companion: the Windows installer (NSIS 3.08+, Modern UI 2).
+;
+; Built on Linux by installer/build.sh, which passes:
+;   VERSION   the product version ("0.1.0"), VERSION4 its four-part form ("0.1.0.1")
+;   BINDIR    the folder holding the four Windows programs
+;   ASSETS    the assets folder (app.ico)
+;   LICENSE   the licence text shown on the licence page
+;   OUTFILE   the installer to write
+;   SIGN_CMD  (optional) a command that signs the file given as its last argument
+;             in place; the uninstaller and the installer are signed with it
+;
+; Command line (besides NSIS's own /S and /D=<install folder>, which must come last):
+;   /STRATA=<folder>    the Strata install (the folder holding serve\server.py)
+;   /TRAYLOGIN=1|0      start the tray at login for everyone (default: off, or
+;                       as before on an upgrade)
+; Uninstaller:
+;   /KEEPSETTINGS=0     remove the companion's settings and keys (default 1: keep)
+;   /RESTOREVISION=1    put back the Strata config's vision block from before the
+;                       companion changed it (default 0)
+;
+; Exit codes of a silent install: 0 done; 2 /STRATA is not a Strata folder;
+; 3 installed, but the service could not be registered or started (see the
+; message and run "strata-service install" again from an administrator prompt).
+
+Unicode true
+ManifestSupportedOS all
+ManifestDPIAware true
+
+!macro Need NAME
+  !ifndef ${NAME}
+    !error "${NAME} is not defined: build the installer with installer/build.sh"
+  !endif
+!macroend
+!insertmacro Need VERSION
+!insertmacro Need VERSION4
+!insertmacro Need BINDIR
+!insertmacro Need ASSETS
+!insertmacro Need LICENSE
+!insertmacro Need OUTFILE
+
+!define PRODUCT "Strata Companion"
+!define PUBLISHER "Strata Companion project"
+!define URL "https://github.com/Niko1221/Strata"
+!define REGKEY "Software\StrataCompanion"
+!define UNINSTKEY "Software\Microsoft\Windows\CurrentVersion\Uninstall\StrataCompanion"
+!define RUNKEY "Software\Microsoft\Windows\CurrentVersion\Run"
+!define RUNVALUE "StrataCompanionTray"
+; %ProgramData%\StrataCompanion, as internal/locations says ($APPDATA with
+; SetShellVarContext all).
+!define DATADIR "$APPDATA\StrataCompanion"
+
+!include MUI2.nsh
+!include nsDialogs.nsh
+!include LogicLib.nsh
+!include FileFunc.nsh
+!include WinVer.nsh
+!include x64.nsh
+
+Name "${PRODUCT}"
+OutFile "${OUTFILE}"
+InstallDir "$PROGRAMFILES64\${PRODUCT}"
+InstallDirRegKey HKLM "${UNINSTKEY}" "InstallLocation"
+RequestExecutionLevel admin
+SetCompressor /SOLID lzma
+BrandingText "${PRODUCT} ${VERSION}"
+ShowInstDetails show
+ShowUninstDetails show
+
+VIProductVersion "${VERSION4}"
+VIFileVersion "${VERSION4}"
+VIAddVersionKey /LANG=1033 "ProductName" "${PRODUCT}"
+VIAddVersionKey /LANG=1033 "ProductVersion" "${VERSION}"
+VIAddVersionKey /LANG=1033 "FileVersion" "${VERSION}"
+VIAddVersionKey /LANG=1033 "FileDescription" "${PRODUCT} Setup"
+VIAddVersionKey /LANG=1033 "CompanyName" "${PUBLISHER}"
+VIAddVersionKey /LANG=1033 "LegalCopyright" "Copyright (c) the Strata Companion authors"
+
+!ifdef SIGN_CMD
+  ; Sign the uninstaller before it is packed into the installer, and the
+  ; installer once written; a failed signature fails the build.
+  !uninstfinalize `${SIGN_CMD} "%1"` = 0
+  !finalize `${SIGN_CMD} "%1"` = 0
+!endif
+
+Var StrataRoot     ; the Strata folder ("" = not known: the setup wizard asks)
+Var TrayLogin      ; 1: start the tray at login
+Var Upgrade        ; 1: an older Strata Companion is installed here
+Var Dialog
+Var StrataField
+Var StrataStatus
+Var TrayBox
+Var KeepSettings   ; uninstaller: 1 keep settings and keys
+Var RestoreVision  ; uninstaller: 1 run "strata-service vision restore"
+Var KeepBox
+Var RestoreBox
+
+; ---- pages ----
+
+!define MUI_ICON "${ASSETS}/app.ico"
+!define MUI_UNICON "${ASSETS}/app.ico"
+!define MUI_ABORTWARNING
+!define MUI_WELCOMEPAGE_TEXT "This installs ${PRODUCT} ${VERSION}: it runs your Strata server as a Windows service, shows its state in the notification area, and lets you choose where Strata reads pictures.$\r$\n$\r$\nStrata itself must already be installed; ${PRODUCT} never changes the Strata install or its models.$\r$\n$\r$\nClick Next to continue."
+!insertmacro MUI_PAGE_WELCOME
+!insertmacro MUI_PAGE_LICENSE "${LICENSE}"
+!insertmacro MUI_PAGE_DIRECTORY
+Page custom StrataPageCreate StrataPageLeave
+!insertmacro MUI_PAGE_INSTFILES
+!define MUI_FINISHPAGE_RUN
+!define MUI_FINISHPAGE_RUN_TEXT "Open ${PRODUCT} setup now (choose where Strata reads pictures)"
+!define MUI_FINISHPAGE_RUN_FUNCTION LaunchWizard
+!insertmacro MUI_PAGE_FINISH
+
+!insertmacro MUI_UNPAGE_CONFIRM
+UninstPage custom un.OptionsPageCreate un.OptionsPageLeave
+!insertmacro MUI_UNPAGE_INSTFILES
+
+!insertmacro MUI_LANGUAGE "English"
+
+; ---- helpers shared by the installer and the uninstaller ----
+
+; EndPrograms ends the tray, the wizard and a running relay (they hold files
+; open), politely first, then by force.
+!macro EndProgramsBody
+  DetailPrint "Closing Strata Companion programs that are running"
+  nsExec::Exec 'taskkill /IM strata-tray.exe /IM strata-setup.exe'
+  Pop $0
+  Sleep 1500
+  nsExec::Exec 'taskkill /F /IM strata-tray.exe /IM strata-setup.exe /IM strata-vision-relay.exe'
+  Pop $0
+!macroend
+Function EndPrograms
+  !insertmacro EndProgramsBody
+FunctionEnd
+Function un.EndPrograms
+  !insertmacro EndProgramsBody
+FunctionEnd
+
+; ServiceCmd runs strata-service.exe with the given arguments, logs its
+; output, and leaves its exit code in $0.
+!macro ServiceCmdBody
+  Exch $1
+  DetailPrint "strata-service $1"
+  nsExec::ExecToLog '"$INSTDIR\strata-service.exe" $1'
+  Pop $0
+  DetailPrint "strata-service $1: exit code $0"
+  Pop $1
+!macroend
+Function ServiceCmd
+  !insertmacro ServiceCmdBody
+FunctionEnd
+Function un.ServiceCmd
+  !insertmacro ServiceCmdBody
+FunctionEnd
+!macro ServiceCmd ARGS
+  Push `${ARGS}`
+  Call ServiceCmd
+!macroend
+!macro un.ServiceCmd ARGS
+  Push `${ARGS}`
+  Call un.ServiceCmd
+!macroend
+
+; ---- the Strata folder ----
+
+; IsStrata: $0 = 1 when the folder in $1 holds serve\server.py.
+Function IsStrata
+  StrCpy $0 0
+  ${If} $1 != ""
+  ${AndIf} ${FileExists} "$1\serve\server.py"
+    StrCpy $0 1
+  ${EndIf}
+FunctionEnd
+
+; TryStrata: if $StrataRoot is still empty and $1 is a Strata folder, take it.
+Function TryStrata
+  ${If} $StrataRoot == ""
+    Call IsStrata
+    ${If} $0 == 1
+      StrCpy $StrataRoot $1
+    ${EndIf}
+  ${EndIf}
+FunctionEnd
+
+; TryUnder looks for the usual Strata folder names under the folder in $2.
+Function TryUnder
+  ${If} $StrataRoot == ""
+    StrCpy $1 "$2\Strata"
+    Call TryStrata
+    StrCpy $1 "$2\Strata-main"
+    Call TryStrata
+    StrCpy $1 "$2\AI\Strata"
+    Call TryStrata
+  ${EndIf}
+FunctionEnd
+
+; FindStrata fills $StrataRoot from the last install, else from the usual places:
+; drive roots, every user's profile, Desktop, Documents, Downloads, source\repos.
+Function FindStrata
+  ReadRegStr $1 HKLM "${REGKEY}" "StrataRoot"
+  Call TryStrata
+  StrCpy $2 "$PROGRAMFILES64"
+  Call TryUnder
+  ${GetParent} "$PROFILE" $5
+  ${If} $5 != ""
+    FindFirst $3 $4 "$5\*"
+    ${DoWhile} $4 != ""
+      ${If} $4 != "."
+      ${AndIf} $4 != ".."
+        ${ForEach} $6 0 4 + 1
+          ${Select} $6
+            ${Case} 0
+              StrCpy $2 "$5\$4"
+            ${Case} 1
+              StrCpy $2 "$5\$4\Desktop"
+            ${Case} 2
+              StrCpy $2 "$5\$4\Documents"
+            ${Case} 3
+              StrCpy $2 "$5\$4\Downloads"
+            ${Case} 4
+              StrCpy $2 "$5\$4\source\repos"
+          ${EndSelect}
+          Call TryUnder
+        ${Next}
+      ${EndIf}
+      FindNext $3 $4
+    ${Loop}
+    FindClose $3
+  ${EndIf}
+  ${ForEach} $6 0 3 + 1
+    ${Select} $6
+      ${Case} 0
+        StrCpy $2 "C:"
+      ${Case} 1
+        StrCpy $2 "D:"
+      ${Case} 2
+        StrCpy $2 "E:"
+      ${Case} 3
+        StrCpy $2 "F:"
+    ${EndSelect}
+    Call TryUnder
+  ${Next}
+FunctionEnd
+
+Function StrataPageCreate
+  !insertmacro MUI_HEADER_TEXT "Strata folder" "Where is Strata installed on this PC?"
+  nsDialogs::Create 1018
+  Pop $Dialog
+  ${If} $Dialog == error
+    Abort
+  ${EndIf}
+  ${NSD_CreateLabel} 0 0 100% 30u "${PRODUCT} runs the Strata server from its folder: the one holding serve\server.py and engine\. Leave it empty to choose it later in the setup."
+  Pop $0
+  ${NSD_CreateDirRequest} 0 34u 235u 13u "$StrataRoot"
+  Pop $StrataField
+  ${NSD_CreateBrowseButton} 240u 33u 60u 15u "Browse..."
+  Pop $0
+  ${NSD_OnClick} $0 StrataBrowse
+  ${NSD_OnChange} $StrataField StrataChanged
+  ${NSD_CreateLabel} 0 52u 100% 20u ""
+  Pop $StrataStatus
+  ${NSD_CreateCheckbox} 0 84u 100% 12u "&Start the ${PRODUCT} tray icon when anyone signs in to Windows"
+  Pop $TrayBox
+  ${If} $TrayLogin == 1
+    ${NSD_Check} $TrayBox
+  ${EndIf}
+  Call StrataChanged
+  nsDialogs::Show
+FunctionEnd
+
+Function StrataBrowse
+  ${NSD_GetText} $StrataField $1
+  nsDialogs::SelectFolderDialog "Choose the Strata folder (the one holding serve\server.py)" "$1"
+  Pop $1
+  ${If} $1 != error
+    ${NSD_SetText} $StrataField $1
+    Call StrataChanged
+  ${EndIf}
+FunctionEnd
+
+Function StrataChanged
+  ${NSD_GetText} $StrataField $1
+  Call IsStrata
+  ${If} $1 == ""
+    ${NSD_SetText} $StrataStatus "No folder: the setup will ask for it."
+  ${ElseIf} $0 == 1
+    ${NSD_SetText} $StrataStatus "Found Strata here (serve\server.py)."
+  ${Else}
+    ${NSD_SetText} $StrataStatus "This folder has no serve\server.py: it does not look like a Strata install."
+  ${EndIf}
+FunctionEnd
+
+Function StrataPageLeave
+  ${NSD_GetText} $StrataField $1
+  Call IsStrata
+  ${If} $1 != ""
+  ${AndIf} $0 != 1
+    MessageBox MB_ICONEXCLAMATION|MB_OK "$1 does not look like a Strata install: it has no serve\server.py.$\r$\n$\r$\nChoose the folder that holds serve\ and engine\, or leave the field empty to choose it later in the setup."
+    Abort
+  ${EndIf}
+  StrCpy $StrataRoot $1
+  ${NSD_GetState} $TrayBox $0
+  ${If} $0 == ${BST_CHECKED}
+    StrCpy $TrayLogin 1
+  ${Else}
+    StrCpy $TrayLogin 0
+  ${EndIf}
+FunctionEnd
+
+; ---- install ----
+
+Function .onInit
+  SetShellVarContext all
+  ${IfNot} ${RunningX64}
+  ${OrIfNot} ${AtLeastWin10}
+    MessageBox MB_ICONSTOP|MB_OK "${PRODUCT} needs 64-bit Windows 10 or later." /SD IDOK
+    SetErrorLevel 1
+    Quit
+  ${EndIf}
+
+  StrCpy $Upgrade 0
+  ReadRegStr $0 HKLM "${UNINSTKEY}" "DisplayVersion"
+  ${If} $0 != ""
+    StrCpy $Upgrade 1
+  ${EndIf}
+
+  ; The login entry stays as it was on an upgrade unless the page or
+  ; /TRAYLOGIN says otherwise.
+  StrCpy $TrayLogin 0
+  ReadRegStr $0 HKLM "${RUNKEY}" "${RUNVALUE}"
+  ${If} $0 != ""
+    StrCpy $TrayLogin 1
+  ${EndIf}
+
+  ${GetParameters} $R0
+  ClearErrors
+  ${GetOptions} $R0 "/TRAYLOGIN=" $R1
+  ${IfNot} ${Errors}
+    ${If} $R1 == 1
+      StrCpy $TrayLogin 1
+    ${Else}
+      StrCpy $TrayLogin 0
+    ${EndIf}
+  ${EndIf}
+
+  StrCpy $StrataRoot ""
+  ClearErrors
+  ${GetOptions} $R0 "/STRATA=" $R1
+  ${IfNot} ${Errors}
+    StrCpy $1 $R1
+    Call IsStrata
+    ${If} $0 != 1
+      MessageBox MB_ICONSTOP|MB_OK "/STRATA=$R1 is not a Strata install: it has no serve\server.py." /SD IDOK
+      SetErrorLevel 2
+      Quit
+    ${EndIf}
+    StrCpy $StrataRoot $R1
+  ${Else}
+    Call FindStrata
+  ${EndIf}
+FunctionEnd
+
+Section "-${PRODUCT}" SecMain
+  SetShellVarContext all
+  SetOutPath "$INSTDIR"
+
+  ; Upgrade in place: stop the service and remove its registration with the
+  ; old program (it knows how), end the programs that hold files open, then
+  ; replace the files. Settings in ${DATADIR} are not touched.
+  ${If} ${FileExists} "$INSTDIR\strata-service.exe"
+    DetailPrint "Stopping the ${PRODUCT} service of the version installed before"
+    !insertmacro ServiceCmd "stop"
+    !insertmacro ServiceCmd "uninstall"
+  ${EndIf}
+  Call EndPrograms
+
+  File "${BINDIR}/strata-service.exe"
+  File "${BINDIR}/strata-vision-relay.exe"
+  File "${BINDIR}/strata-tray.exe"
+  File "${BINDIR}/strata-setup.exe"
+  File "/oname=LICENSE.txt" "${LICENSE}"
+  WriteUninstaller "$INSTDIR\uninstall.exe"
+
+  ; The companion's own folders. The secrets folder is for administrators and
+  ; the service (LocalSystem) only.
+  CreateDirectory "${DATADIR}\logs"
+  CreateDirectory "${DATADIR}\secrets"
+  nsExec::Exec 'icacls "${DATADIR}\secrets" /inheritance:r /grant:r *S-1-5-18:(OI)(CI)F *S-1-5-32-544:(OI)(CI)F'
+  Pop $0
+  ${If} $0 != 0
+    DetailPrint "Could not restrict the secrets folder to administrators (icacls exit code $0)"
+  ${EndIf}
+
+  CreateDirectory "$SMPROGRAMS\${PRODUCT}"
+  CreateShortcut "$SMPROGRAMS\${PRODUCT}\${PRODUCT} Setup.lnk" "$INSTDIR\strata-setup.exe" "" "$INSTDIR\strata-setup.exe" 0 SW_SHOWNORMAL "" "Choose where Strata reads pictures and set up the Strata server"
+  CreateShortcut "$SMPROGRAMS\${PRODUCT}\${PRODUCT} Tray.lnk" "$INSTDIR\strata-tray.exe" "" "$INSTDIR\strata-tray.exe" 0 SW_SHOWNORMAL "" "Show the Strata server's state in the notification area"
+  CreateShortcut "$SMPROGRAMS\${PRODUCT}\${PRODUCT} Logs.lnk" "${DATADIR}\logs"
+  CreateShortcut "$SMPROGRAMS\${PRODUCT}\Uninstall ${PRODUCT}.lnk" "$INSTDIR\uninstall.exe"
+
+  ${If} $TrayLogin == 1
+    WriteRegStr HKLM "${RUNKEY}" "${RUNVALUE}" '"$INSTDIR\strata-tray.exe"'
+  ${Else}
+    DeleteRegValue HKLM "${RUNKEY}" "${RUNVALUE}"
+  ${EndIf}
+
+  WriteRegStr HKLM "${REGKEY}" "InstallDir" "$INSTDIR"
+  WriteRegStr HKLM "${REGKEY}" "Version" "${VERSION}"
+  ${If} $StrataRoot != ""
+    WriteRegStr HKLM "${REGKEY}" "StrataRoot" "$StrataRoot"
+  ${EndIf}
+
+  WriteRegStr HKLM "${UNINSTKEY}" "DisplayName" "${PRODUCT}"
+  WriteRegStr HKLM "${UNINSTKEY}" "DisplayVersion" "${VERSION}"
+  WriteRegStr HKLM "${UNINSTKEY}" "Publisher" "${PUBLISHER}"
+  WriteRegStr HKLM "${UNINSTKEY}" "URLInfoAbout" "${URL}"
+  WriteRegStr HKLM "${UNINSTKEY}" "DisplayIcon" "$INSTDIR\strata-setup.exe,0"
+  WriteRegStr HKLM "${UNINSTKEY}" "InstallLocation" "$INSTDIR"
+  WriteRegStr HKLM "${UNINSTKEY}" "UninstallString" '"$INSTDIR\uninstall.exe"'
+  WriteRegStr HKLM "${UNINSTKEY}" "QuietUninstallString" '"$INSTDIR\uninstall.exe" /S'
+  WriteRegDWORD HKLM "${UNINSTKEY}" "NoModify" 1
+  WriteRegDWORD HKLM "${UNINSTKEY}" "NoRepair" 1
+  ${GetSize} "$INSTDIR" "/S=0K" $0 $1 $2
+  IntFmt $0 "0x%08X" $0
+  WriteRegDWORD HKLM "${UNINSTKEY}" "EstimatedSize" $0
+
+  ; Register and start the service (strata-service's install/start contract).
+  ${If} $StrataRoot != ""
+    !insertmacro ServiceCmd 'install --strata-root "$StrataRoot"'
+  ${Else}
+    !insertmacro ServiceCmd "install"
+  ${EndIf}
+  ${If} $0 == 0
+    !insertmacro ServiceCmd "start"
+  ${EndIf}
+  ${If} $0 != 0
+    SetErrorLevel 3
+    MessageBox MB_ICONEXCLAMATION|MB_OK "The ${PRODUCT} service could not be registered or started (strata-service exit code $0; the details are in this window).$\r$\n$\r$\nThe files are installed. Open an administrator command prompt and run:$\r$\n$\"$INSTDIR\strata-service.exe$\" install$\r$\nor run the ${PRODUCT} setup from the Start menu." /SD IDOK
+  ${EndIf}
+SectionEnd
+
+; Programs started from here must not inherit the installer's administrator
+; rights: explorer.exe starts them as the signed-in user.
+Function LaunchWizard
+  Exec '"$WINDIR\explorer.exe" "$INSTDIR\strata-setup.exe"'
+FunctionEnd
+
+Function .onInstSuccess
+  ${If} $TrayLogin == 1
+  ${AndIfNot} ${Silent}
+    Exec '"$WINDIR\explorer.exe" "$INSTDIR\strata-tray.exe"'
+  ${EndIf}
+FunctionEnd
+
+; ---- uninstall ----
+
+Function un.onInit
+  SetShellVarContext all
+  StrCpy $KeepSettings 1
+  StrCpy $RestoreVision 0
+  ${GetParameters} $R0
+  ClearErrors
+  ${GetOptions} $R0 "/KEEPSETTINGS=" $R1
+  ${IfNot} ${Errors}
+  ${AndIf} $R1 == 0
+    StrCpy $KeepSettings 0
+  ${EndIf}
+  ClearErrors
+  ${GetOptions} $R0 "/RESTOREVISION=" $R1
+  ${IfNot} ${Errors}
+  ${AndIf} $R1 == 1
+    StrCpy $RestoreVision 1
+  ${EndIf}
+FunctionEnd
+
+Function un.OptionsPageCreate
+  !insertmacro MUI_HEADER_TEXT "What to keep" "${PRODUCT} is removed; choose what stays."
+  nsDialogs::Create 1018
+  Pop $Dialog
+  ${If} $Dialog == error
+    Abort
+  ${EndIf}
+  ${NSD_CreateCheckbox} 0 0 100% 12u "&Keep my ${PRODUCT} settings and keys (for a later reinstall)"
+  Pop $KeepBox
+  ${NSD_CreateLabel} 12u 13u 95% 20u "They are in ${DATADIR}: the second PC's address, its pinned host key and the companion's own ssh key."
+  Pop $0
+  ${NSD_CreateCheckbox} 0 40u 100% 12u "&Put back Strata's picture (vision) settings from before ${PRODUCT} changed them"
+  Pop $RestoreBox
+  ${NSD_CreateLabel} 12u 53u 95% 28u "Leave this off to keep Strata configured as it is now. Strata itself, its models and its other settings are never changed or removed."
+  Pop $0
+  ${If} $KeepSettings == 1
+    ${NSD_Check} $KeepBox
+  ${EndIf}
+  ${If} $RestoreVision == 1
+    ${NSD_Check} $RestoreBox
+  ${EndIf}
+  nsDialogs::Show
+FunctionEnd
+
+Function un.OptionsPageLeave
+  ${NSD_GetState} $KeepBox $0
+  ${If} $0 == ${BST_CHECKED}
+    StrCpy $KeepSettings 1
+  ${Else}
+    StrCpy $KeepSettings 0
+  ${EndIf}
+  ${NSD_GetState} $RestoreBox $0
+  ${If} $0 == ${BST_CHECKED}
+    StrCpy $RestoreVision 1
+  ${Else}
+    StrCpy $RestoreVision 0
+  ${EndIf}
+FunctionEnd
+
+Section "Uninstall"
+  SetShellVarContext all
+
+  ${If} $RestoreVision == 1
+  ${AndIf} ${FileExists} "$INSTDIR\strata-service.exe"
+    !insertmacro un.ServiceCmd "vision restore"
+    ${If} $0 != 0
+      MessageBox MB_ICONEXCLAMATION|MB_OK "Strata's earlier vision settings could not be put back (exit code $0). Strata keeps its current settings; the uninstall goes on." /SD IDOK
+    ${EndIf}
+  ${EndIf}
+
+  ${If} ${FileExists} "$INSTDIR\strata-service.exe"
+    !insertmacro un.ServiceCmd "stop"
+    !insertmacro un.ServiceCmd "uninstall"
+    ${If} $0 != 0
+      SetErrorLevel 3
+      MessageBox MB_ICONEXCLAMATION|MB_OK "The ${PRODUCT} service could not be removed (exit code $0). After the uninstall, remove it from an administrator prompt with: sc.exe delete <the service name shown by services.msc>" /SD IDOK
+    ${EndIf}
+  ${EndIf}
+  Call un.EndPrograms
+
+  ; Only our own files: the install folder may have been chosen by hand.
+  Delete "$INSTDIR\strata-service.exe"
+  Delete "$INSTDIR\strata-vision-relay.exe"
+  Delete "$INSTDIR\strata-tray.exe"
+  Delete "$INSTDIR\strata-setup.exe"
+  Delete "$INSTDIR\LICENSE.txt"
+  Delete "$INSTDIR\uninstall.exe"
+  RMDir "$INSTDIR"
+
+  Delete "$SMPROGRAMS\${PRODUCT}\${PRODUCT} Setup.lnk"
+  Delete "$SMPROGRAMS\${PRODUCT}\${PRODUCT} Tray.lnk"
+  Delete "$SMPROGRAMS\${PRODUCT}\${PRODUCT} Logs.lnk"
+  Delete "$SMPROGRAMS\${PRODUCT}\Uninstall ${PRODUCT}.lnk"
+  RMDir "$SMPROGRAMS\${PRODUCT}"
+
+  ; The login entry: ours (all users), and one the tray may have made for the
+  ; user running this.
+  DeleteRegValue HKLM "${RUNKEY}" "${RUNVALUE}"
+  DeleteRegValue HKCU "${RUNKEY}" "${RUNVALUE}"
+  DeleteRegKey HKLM "${UNINSTKEY}"
+  DeleteRegKey HKLM "${REGKEY}"
+
+  ; Logs and runtime state always go; settings and keys only when asked.
+  RMDir /r "${DATADIR}\logs"
+  RMDir /r "${DATADIR}\state"
+  ${If} $KeepSettings == 0
+    DetailPrint "Removing the ${PRODUCT} settings and keys"
+    RMDir /r "${DATADIR}"
+  ${Else}
+    DetailPrint "Keeping the ${PRODUCT} settings and keys in ${DATADIR}"
+  ${EndIf}
+SectionEnd
