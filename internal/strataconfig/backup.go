@@ -96,21 +96,30 @@ func Backups(configPath string) []string {
 // the oldest of ours beyond KeepBackups.
 func writeBackup(configPath string, data []byte, mode os.FileMode) (string, error) {
 	stamp := now().UTC().Truncate(time.Second)
-	// Never older than an existing backup: a clock set back must not make
-	// the newest backup look old.
-	if bs := listBackups(configPath); len(bs) > 0 {
-		for _, b := range bs {
-			if !b.strata && b.when.After(stamp) {
-				stamp = b.when
-			}
+	// Never older than an existing backup (a clock set back must not make
+	// the newest backup look old), and after the last one of the same
+	// second: names sort in the order the backups were made, even after
+	// older ones were pruned.
+	seq := 1
+	for _, b := range listBackups(configPath) {
+		if b.strata {
+			continue
+		}
+		if b.when.After(stamp) {
+			stamp, seq = b.when, b.seq+1
+		} else if b.when.Equal(stamp) && b.seq >= seq {
+			seq = b.seq + 1
 		}
 	}
 	name := configPath + ".bak-" + stamp.Format(stampLayout)
-	for n := 2; ; n++ {
+	if seq > 1 {
+		name = fmt.Sprintf("%s-%d", name, seq)
+	}
+	for ; ; seq++ {
 		if _, err := os.Lstat(name); errors.Is(err, os.ErrNotExist) {
 			break
 		}
-		name = fmt.Sprintf("%s.bak-%s-%d", configPath, stamp.Format(stampLayout), n)
+		name = fmt.Sprintf("%s.bak-%s-%d", configPath, stamp.Format(stampLayout), seq+1)
 	}
 	if err := writeFile(name, data, mode); err != nil {
 		return "", fmt.Errorf("backing up %s: %w (nothing was changed)", configPath, err)

@@ -452,7 +452,7 @@ func (st style) renderObject(fields []field, indent string, oneLine bool) string
 		if i > 0 {
 			b.WriteString(",")
 			if oneLine {
-				b.WriteString(" ")
+				b.WriteString(st.itemSpace())
 			}
 		}
 		if !oneLine {
@@ -493,7 +493,7 @@ func afterComma(src []byte, valEnd int) (commaEnd, next int) {
 
 // gapBefore is the whitespace to put between a comma and a new item inserted
 // at index i of a container whose items span [starts[k], ends[k]).
-func gapBefore(src []byte, open int, starts, ends []int, i int, nl string) string {
+func gapBefore(src []byte, open int, starts, ends []int, i int, st style) string {
 	if len(starts) >= 2 {
 		// The gap in front of an existing neighbour is the best model.
 		k := i
@@ -510,9 +510,38 @@ func gapBefore(src []byte, open int, starts, ends []int, i int, nl string) strin
 	// items stand on their own lines.
 	if bytes.Contains(src[open+1:starts[0]], []byte("\n")) {
 		ind, _ := indentBefore(src, starts[0])
-		return nl + ind
+		return st.nl + ind
+	}
+	return st.itemSpace()
+}
+
+// itemSpace is what follows a comma in a one-line container: nothing in a
+// compact file (one written with separators (",", ":")), else a space.
+func (st style) itemSpace() string {
+	if st.colonSpace == "" {
+		return ""
 	}
 	return " "
+}
+
+// renderList writes a list of JSON texts: one per line when multi-line.
+func (st style) renderList(items []string, indent string, multi bool) string {
+	if len(items) == 0 {
+		return "[]"
+	}
+	if !multi {
+		return "[" + strings.Join(items, ","+st.itemSpace()) + "]"
+	}
+	var b strings.Builder
+	b.WriteString("[")
+	for i, it := range items {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(st.nl + indent + st.unit + it)
+	}
+	b.WriteString(st.nl + indent + "]")
+	return b.String()
 }
 
 func (n *node) memberSpans() (starts, ends []int) {
@@ -552,7 +581,7 @@ func (d *doc) insertItem(n *node, i int, item func(indent string, multiline bool
 		}
 		return splice(d.src, n.start+1, n.end-1, item(base, false))
 	}
-	gap := gapBefore(d.src, n.start, starts, ends, i, st.nl)
+	gap := gapBefore(d.src, n.start, starts, ends, i, st)
 	multi := strings.Contains(gap, "\n")
 	indent := lineIndent(d.src, starts[min(i, len(starts)-1)])
 	if i >= len(starts) {

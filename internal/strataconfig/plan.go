@@ -248,8 +248,8 @@ func (p *planner) ensureArgs(src []byte) ([]byte, error) {
 	st := d.style()
 	m, _ := d.root.get("args")
 	if m == nil {
-		list := fmt.Sprintf("[%s, %s, %s]", st.jsonString("--vision"), st.jsonString("--vram-reserve-mib"), st.jsonString(reserve))
-		return d.setMember(d.root, "args", -1, func(string, bool) string { return list }), nil
+		items := []string{st.jsonString("--vision"), st.jsonString("--vram-reserve-mib"), st.jsonString(reserve)}
+		return d.setMember(d.root, "args", -1, func(indent string, multi bool) string { return st.renderList(items, indent, multi) }), nil
 	}
 	args := argStrings(d, m.val)
 	if idx(args, "--vision") < 0 {

@@ -92,6 +92,9 @@ func unowned(t *testing.T, b []byte) map[string]any {
 			kept = append(kept, args[i])
 		}
 		m["args"] = kept
+		if len(kept) == 0 {
+			delete(m, "args")
+		}
 	}
 	if env, ok := m["env"].(map[string]any); ok {
 		delete(env, EnvSettings)
