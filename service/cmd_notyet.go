@@ -15,7 +15,6 @@ var notYet = map[string]string{
 	"start":     "start the OS service",
 	"stop":      "stop the OS service",
 	"status":    "show the Strata install, the config in use, and the service's state",
-	"probe":     "probe this PC's GPUs, VRAM, CPU and RAM (or a second PC with --ssh)",
 	"vision":    "change where Strata's image encoder runs: gpu | cpu | remote | off | restore",
 	"setup":     "the first-run setup (--cli for a terminal)",
 }

@@ -145,7 +145,7 @@ func gb(mib int) string { return fmt.Sprintf("%.0f GB", math.Round(float64(mib)/
 // Strata's CPU encoder uses by default here (half the logical processors).
 func cpuEstimate(c CPU) Estimate {
 	threads := c.Threads / 2
-	note := fmt.Sprintf("Strata's default of half the %d logical processors", c.Threads)
+	note := fmt.Sprintf("Strata's default: half of the %d logical processors", c.Threads)
 	if threads < 1 {
 		threads = measuredCPUThreads
 		note = "the thread count is unknown, so 8 was assumed"
@@ -156,7 +156,7 @@ func cpuEstimate(c CPU) Estimate {
 	f := (1 - cpuParallel) + cpuParallel*float64(measuredCPUThreads)/float64(threads)
 	return Estimate{Placement: settings.PlacementCPU, Available: true,
 		PictureSeconds: round2(measuredCPUSeconds * f), EncoderVRAMMiB: 0, FreesMiB: measuredEncoderVRAMMiB,
-		Basis: fmt.Sprintf("15.27 s measured with 8 threads, scaled to %d threads (%s), assuming 90%% of the work spreads over threads and a similar speed per core", threads, note)}
+		Basis: fmt.Sprintf("15.27 s measured with 8 threads, scaled to %s (%s), assuming 90%% of the work spreads over threads and a similar speed per core", plural(threads, "thread"), note)}
 }
 
 // EstimateRemote estimates a picture read on the second PC: its GPU's encode
@@ -316,6 +316,12 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 		rec.Warnings = append(rec.Warnings, remoteWarnings(remote)...)
 	}
 	remoteOK := remote != nil && remEst.Available
+	if serving == nil {
+		// Nothing to free: no GPU here would hold the encoder.
+		for i := range rec.Estimates {
+			rec.Estimates[i].FreesMiB = 0
+		}
+	}
 
 	vs := func(a, b Estimate) string {
 		return fmt.Sprintf("about %.1f s per picture against %.1f s", a.PictureSeconds, b.PictureSeconds)
@@ -414,4 +420,11 @@ func secsShort(e Estimate) string {
 		return "not possible"
 	}
 	return fmt.Sprintf("about %.0f s", e.PictureSeconds)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
 }
