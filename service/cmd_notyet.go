@@ -14,8 +14,6 @@ var notYet = map[string]string{
 	"uninstall": "remove the OS service",
 	"start":     "start the OS service",
 	"stop":      "stop the OS service",
-	"status":    "show the Strata install, the config in use, and the service's state",
-	"vision":    "change where Strata's image encoder runs: gpu | cpu | remote | off | restore",
 	"setup":     "the first-run setup (--cli for a terminal)",
 }
 

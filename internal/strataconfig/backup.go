@@ -167,17 +167,18 @@ func (c *Change) Apply() (backup string, err error) {
 	return backup, nil
 }
 
-// Restore puts the newest backup (ours or Strata's `.bak`) that is valid JSON
-// and differs from the file back, after backing the current file up, so a
-// second Restore undoes the first.
-func Restore(configPath string) (restoredFrom string, err error) {
+// PlanRestore plans putting back the newest backup (ours or Strata's
+// `.bak`) that is a valid config and differs from the file; it writes
+// nothing. Applying it backs the current file up first, so restoring twice
+// undoes the first restore.
+func PlanRestore(configPath string) (ch *Change, from string, err error) {
 	abs, err := filepath.Abs(configPath)
 	if err != nil {
-		return "", err
+		return nil, "", err
 	}
 	cur, err := os.ReadFile(abs)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("reading the Strata config: %w", err)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the Strata config: %w", err)
 	}
 	var skipped []string
 	for _, b := range listBackups(abs) {
@@ -193,20 +194,23 @@ func Restore(configPath string) (restoredFrom string, err error) {
 			skipped = append(skipped, fmt.Sprintf("%s (not a valid config)", filepath.Base(b.path)))
 			continue
 		}
-		mode := fileMode(abs)
-		if cur != nil {
-			if _, err := writeBackup(abs, cur, mode); err != nil {
-				return "", err
-			}
-		}
-		if err := writeFile(abs, data, mode); err != nil {
-			return "", fmt.Errorf("writing %s: %w; it is unchanged", abs, err)
-		}
-		return b.path, nil
+		return &Change{Path: abs, Old: cur, New: data, Notes: []string{"putting back " + b.path}}, b.path, nil
 	}
 	msg := fmt.Sprintf("no backup of %s to restore", abs)
 	if len(skipped) > 0 {
 		msg += " (unusable: " + strings.Join(skipped, ", ") + ")"
 	}
-	return "", errors.New(msg + "; backups are made each time the companion changes it")
+	return nil, "", errors.New(msg + "; a backup is made each time the companion changes it")
+}
+
+// Restore puts the newest backup back (see PlanRestore), atomically.
+func Restore(configPath string) (restoredFrom string, err error) {
+	ch, from, err := PlanRestore(configPath)
+	if err != nil {
+		return "", err
+	}
+	if _, err := ch.Apply(); err != nil {
+		return "", err
+	}
+	return from, nil
 }

@@ -23,17 +23,17 @@ import (
 
 // Install is one Strata install folder.
 type Install struct {
-	Root     string   // absolute
-	Python   string   // the venv's python ("" when the venv is missing)
-	ServerPy string   // ROOT/serve/server.py
-	Configs  []string // ROOT/strata-<tag>.json, sorted
+	Root     string   `json:"root"`      // absolute
+	Python   string   `json:"python"`    // the venv's python ("" when the venv is missing)
+	ServerPy string   `json:"server_py"` // ROOT/serve/server.py
+	Configs  []string `json:"configs"`   // ROOT/strata-<tag>.json, sorted
 	// RunScripts are ROOT/run-<tag>.bat|.sh, newest first.
-	RunScripts []string
+	RunScripts []string `json:"run_scripts"`
 	// ConfigInUse is the config to use ("" when it cannot be told: several
 	// configs and no run script naming one).
-	ConfigInUse string
+	ConfigInUse string `json:"config_in_use"`
 	// ConfigReason says how ConfigInUse was chosen, for `status`.
-	ConfigReason string
+	ConfigReason string `json:"config_reason,omitempty"`
 }
 
 // Options narrow the search.
