@@ -76,17 +76,30 @@ type Config struct {
 	Endpoint Endpoint
 	// Auth methods, tried in order (see auth.go helpers).
 	Auth []ssh.AuthMethod
-	// HostKeyCallback verifies the host key; required (there is no insecure default).
+	// Password, when set, is asked for after the Auth methods, only if the
+	// server wants a password; it is asked once and also answers a
+	// keyboard-interactive password prompt (PAM). The deadline is lifted
+	// while it waits for a person and restarts when it returns.
+	Password func() (string, error)
+	// HostKeyCallback verifies the host key; required (there is no insecure
+	// default). KnownHosts.Callback gives one.
 	HostKeyCallback ssh.HostKeyCallback
+	// HostKeyAlgorithms, when set, are the host key types to ask for (the
+	// pinned key's type: KnownHosts.Algorithms), so a server with several
+	// host keys presents the one that was pinned.
+	HostKeyAlgorithms []string
 	// Timeout bounds the TCP connect AND the whole ssh handshake and auth
 	// (x/crypto/ssh's own Timeout covers only the connect). Default 10 s.
 	Timeout time.Duration
 }
 
-// DefaultTimeout bounds connect plus handshake.
+// DefaultTimeout bounds connect plus handshake: long enough for a Windows
+// PC's OpenSSH on a busy Wi-Fi, short enough that a dead address is reported
+// while the user still looks at the screen.
 const DefaultTimeout = 10 * time.Second
 
-// Dial connects and authenticates within cfg.Timeout (and ctx).
+// Dial connects and authenticates within cfg.Timeout (and ctx). Errors are
+// *DialError; Classify says why in one word.
 func Dial(ctx context.Context, cfg Config) (*ssh.Client, error) {
 	if cfg.HostKeyCallback == nil {
 		return nil, errors.New("sshx: no host key check configured")
@@ -98,53 +111,49 @@ func Dial(ctx context.Context, cfg Config) (*ssh.Client, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	addr := cfg.Endpoint.Addr()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, &DialError{Addr: addr, Stage: "connect", Err: err}
+	derr := func(stage string, err error) error {
+		return &DialError{Addr: addr, User: cfg.Endpoint.User, Stage: stage, Err: err}
 	}
-	// The deadline covers the handshake; it is lifted once we are in.
-	dl, _ := ctx.Deadline()
-	conn.SetDeadline(dl)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	var d net.Dialer
+	conn, err := d.DialContext(cctx, "tcp", addr)
+	cancel()
+	if err != nil {
+		return nil, derr("connect", err)
+	}
+	// The handshake gets its own full budget (a deadline on the socket), which
+	// is lifted while a password prompt waits for a person; ctx still ends it.
+	conn.SetDeadline(time.Now().Add(timeout))
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	auth := append([]ssh.AuthMethod{}, cfg.Auth...)
+	if cfg.Password != nil {
+		auth = append(auth, passwordMethods(cfg.Password, func(waiting bool) {
+			if ctx.Err() != nil {
+				return
+			}
+			if waiting {
+				conn.SetDeadline(time.Time{})
+			} else {
+				conn.SetDeadline(time.Now().Add(timeout))
+			}
+		})...)
+	}
 	c, chans, reqs, err := ssh.NewClientConn(conn, addr, &ssh.ClientConfig{
-		User:            cfg.Endpoint.User,
-		Auth:            cfg.Auth,
-		HostKeyCallback: cfg.HostKeyCallback,
-		Timeout:         timeout,
+		User:              cfg.Endpoint.User,
+		Auth:              auth,
+		HostKeyCallback:   cfg.HostKeyCallback,
+		HostKeyAlgorithms: cfg.HostKeyAlgorithms,
+		Timeout:           timeout,
 	})
-	stop()
+	stopped := stop()
 	if err != nil {
 		conn.Close()
-		return nil, &DialError{Addr: addr, Stage: "handshake", Err: err}
+		if !stopped && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, derr("handshake", err)
 	}
 	conn.SetDeadline(time.Time{})
 	return ssh.NewClient(c, chans, reqs), nil
-}
-
-// DialError says which stage failed; Error() is written for a person.
-type DialError struct {
-	Addr  string
-	Stage string // connect, handshake
-	Err   error
-}
-
-func (e *DialError) Unwrap() error { return e.Err }
-
-func (e *DialError) Error() string {
-	var ne net.Error
-	switch {
-	case errors.As(e.Err, &ne) && ne.Timeout(), errors.Is(e.Err, context.DeadlineExceeded):
-		if e.Stage == "connect" {
-			return fmt.Sprintf("%s did not answer (connection timed out); check that the PC is on and the address is right", e.Addr)
-		}
-		return fmt.Sprintf("%s accepted the connection but did not complete an ssh handshake in time; is an ssh server listening on that port?", e.Addr)
-	case e.Stage == "connect":
-		return fmt.Sprintf("could not connect to %s: %v; check that the PC is on and its ssh server runs", e.Addr, e.Err)
-	default:
-		return fmt.Sprintf("ssh to %s failed: %v", e.Addr, e.Err)
-	}
 }
