@@ -15,7 +15,7 @@ import (
 // fakeSMI writes an executable nvidia-smi shell script into a fresh folder
 // and puts that folder first on PATH. It stands in for the real one, which
 // needs an NVIDIA GPU; it prints what real ones print.
-func fakeSMI(t *testing.T, script string) (dir, path string) {
+func fakeSMI(t testing.TB, script string) (dir, path string) {
 	t.Helper()
 	dir = t.TempDir()
 	path = filepath.Join(dir, "nvidia-smi")
@@ -32,7 +32,7 @@ func printing(out string, code int) string {
 	return "while IFS= read -r l; do printf '%s\\n' \"$l\"; done <<'EOF'\n" + out + "EOF\nexit " + strconv.Itoa(code) + "\n"
 }
 
-func testOptions(t *testing.T) Options {
+func testOptions(t testing.TB) Options {
 	return Options{SearchPaths: []string{}, SysfsRoot: t.TempDir(), Timeout: 5 * time.Second}
 }
 

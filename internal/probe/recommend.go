@@ -331,8 +331,8 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 	switch {
 	case spare != nil:
 		rec.Placement, rec.Device = settings.PlacementGPU, &spare.Index
-		rec.Reason = fmt.Sprintf("%s is a spare GPU: reading pictures there (vision.cuda_device %d) keeps all of %s for the model and %s, at GPU speed (about %.1f s per picture)",
-			label(*spare), spare.Index, label(*serving), fmt.Sprintf(freed, label(*serving)), spareEst.PictureSeconds)
+		rec.Reason = fmt.Sprintf("%s is a spare: reading pictures there (vision.cuda_device %d) leaves all of %s to the model, %d MiB more for its expert cache (about +%.0f GiB), at GPU speed (about %.1f s per picture)",
+			label(*spare), spare.Index, label(*serving), measuredEncoderVRAMMiB, expertCacheGainGiB, spareEst.PictureSeconds)
 	case serving != nil && serving.TotalMiB >= bigCardMiB:
 		rec.Placement = settings.PlacementGPU
 		rec.Reason = fmt.Sprintf("%s has %s: the encoder's 1.4 GB is a small share of it, and pictures take about %.1f s there (%s on the CPU)",
