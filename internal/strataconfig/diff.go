@@ -77,12 +77,13 @@ func lineDiff(a, b []string) []diffOp {
 				ops = append(ops, diffOp{' ', ma[i]})
 				i++
 				j++
-			case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-				ops = append(ops, diffOp{'+', mb[j]})
-				j++
-			default:
+			case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
+				// Removals before additions, as diff(1) prints them.
 				ops = append(ops, diffOp{'-', ma[i]})
 				i++
+			default:
+				ops = append(ops, diffOp{'+', mb[j]})
+				j++
 			}
 		}
 	}
