@@ -1,0 +1,272 @@
+// Package state folds the service's events into one controlapi.State. The
+// Tracker is the single publisher of the service: it numbers an event on the
+// bus and folds it into the state under one lock, so a client that reads the
+// state (Seq = N) and then asks for events after N misses nothing and sees
+// nothing twice.
+package state
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/events"
+)
+
+// Tracker publishes events and keeps the state they add up to.
+type Tracker struct {
+	mu  sync.Mutex
+	bus *events.Bus
+	st  controlapi.State
+	// OnEvent, when set, sees every event after it is folded (logging).
+	OnEvent func(events.Event)
+}
+
+// New starts from initial (service info, config, vision placement) and
+// publishes on bus.
+func New(bus *events.Bus, initial controlapi.State) *Tracker {
+	if initial.Server.Phase == "" {
+		initial.Server.Phase = controlapi.PhaseStopped
+	}
+	if initial.Vision.Encoder == "" {
+		initial.Vision.Encoder = controlapi.EncoderUnknown
+	}
+	initial.Seq = bus.Last()
+	return &Tracker{bus: bus, st: initial}
+}
+
+// Bus is the event bus the tracker publishes on.
+func (t *Tracker) Bus() *events.Bus { return t.bus }
+
+// Publish numbers e, folds it into the state and returns it.
+func (t *Tracker) Publish(e events.Event) events.Event {
+	t.mu.Lock()
+	e = t.bus.Publish(e)
+	Fold(&t.st, e)
+	t.st.Seq = e.Seq
+	t.mu.Unlock()
+	if t.OnEvent != nil {
+		t.OnEvent(e)
+	}
+	return e
+}
+
+// Snapshot is a copy of the state.
+func (t *Tracker) Snapshot() controlapi.State {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.st
+	if s.Remote != nil {
+		r := *s.Remote
+		s.Remote = &r
+	}
+	return s
+}
+
+// Update changes the state outside the event stream (e.g. the config path
+// after a settings change); it is not numbered.
+func (t *Tracker) Update(f func(*controlapi.State)) {
+	t.mu.Lock()
+	f(&t.st)
+	t.mu.Unlock()
+}
+
+// Fold applies e to st. It is a pure function of (st, e) so it is tested on
+// its own and a client may use it to keep its own copy current.
+func Fold(st *controlapi.State, e events.Event) {
+	srv := &st.Server
+	vis := &st.Vision
+	setPhase := func(p string) {
+		if srv.Phase != p {
+			srv.Since = e.Time
+		}
+		srv.Phase = p
+	}
+	switch e.Kind {
+	case events.ServerStarting:
+		setPhase(controlapi.PhaseStarting)
+		srv.Detail = "starting"
+		srv.PID = 0
+		if p := num(e.Details["port"]); p > 0 {
+			srv.Port = int(p)
+		}
+		srv.URL = ""
+		if vis.Placement != "" && vis.Placement != "off" {
+			vis.Encoder = controlapi.EncoderUnknown
+		}
+	case events.ServerProgress:
+		if srv.Phase == controlapi.PhaseStarting {
+			srv.Detail = e.Message
+		}
+	case events.ServerReady:
+		setPhase(controlapi.PhaseReady)
+		srv.Detail = ""
+		srv.LastError = ""
+		if p := num(e.Details["pid"]); p > 0 {
+			srv.PID = int(p)
+		}
+		if u, ok := e.Details["url"].(string); ok {
+			srv.URL = u
+		}
+		if p := num(e.Details["port"]); p > 0 {
+			srv.Port = int(p)
+		}
+		if m, ok := e.Details["model"].(string); ok && m != "" {
+			srv.Model = m
+		}
+		if c := num(e.Details["context"]); c > 0 {
+			srv.Context = int(c)
+		}
+		if (vis.Encoder == controlapi.EncoderUnknown || vis.Encoder == controlapi.EncoderStarting) && vis.Placement != "" && vis.Placement != "off" {
+			if img, ok := e.Details["images"].(bool); ok && img {
+				vis.Encoder = controlapi.EncoderReady
+			}
+		}
+	case events.ServerExited:
+		expected, _ := e.Details["expected"].(bool)
+		srv.PID = 0
+		srv.URL = ""
+		if !expected {
+			setPhase(controlapi.PhaseStopped)
+			srv.LastError = e.Message
+			srv.Detail = e.Message
+		}
+	case events.ServerRestarting:
+		setPhase(controlapi.PhaseRestarting)
+		srv.Restarts++
+		srv.Detail = e.Message
+	case events.ServerFailed:
+		setPhase(controlapi.PhaseFailed)
+		srv.Detail = e.Message
+		srv.LastError = e.Message
+		srv.PID = 0
+		srv.URL = ""
+	case events.ServerStopped:
+		setPhase(controlapi.PhaseStopped)
+		srv.Detail = ""
+		srv.PID = 0
+		srv.URL = ""
+	case events.ExpertCache:
+		if n := num(e.Details["experts"]); n > 0 {
+			srv.Experts = int(n)
+		}
+		if g := num(e.Details["gib"]); g > 0 {
+			srv.ExpertCacheGiB = g
+		}
+	case events.EngineRestarted:
+		if running, _ := e.Details["running"].(bool); !running {
+			srv.Detail = e.Message
+		} else if srv.Phase == controlapi.PhaseReady {
+			srv.Detail = ""
+		}
+	case events.EncoderStarting:
+		vis.Encoder = controlapi.EncoderStarting
+		vis.Error = ""
+	case events.EncoderReady:
+		vis.Encoder = controlapi.EncoderReady
+		vis.Error = ""
+	case events.EncoderWoke:
+		vis.Encoder = controlapi.EncoderReady
+		vis.Error = ""
+		if w := num(e.Details["wake_ms"]); w > 0 {
+			vis.LastWakeMS = int(w)
+		} else if w := num(e.Details["start_ms"]); w > 0 {
+			vis.LastWakeMS = int(w)
+		}
+		if m := num(e.Details["encode_ms"]); m > 0 {
+			vis.LastPictureMS = int(m)
+			vis.LastPicture = e.Time
+		}
+	case events.EncoderIdleStopped:
+		vis.Encoder = controlapi.EncoderIdle
+	case events.EncoderFailed:
+		vis.Encoder = controlapi.EncoderFailed
+		vis.Error = e.Message
+	case events.PictureEncoded:
+		if m := num(e.Details["ms"]); m > 0 {
+			vis.LastPictureMS = int(m)
+		}
+		vis.LastPicture = e.Time
+		if vis.Encoder != controlapi.EncoderFailed {
+			vis.Encoder = controlapi.EncoderReady
+		}
+	case events.RemoteConnected, events.RemoteReachable:
+		r := remote(st, e)
+		if !r.Reachable {
+			r.Since = e.Time
+		}
+		r.Reachable = true
+		r.Reason = ""
+		if v := num(e.Details["rtt_ms"]); v > 0 {
+			r.RTTms = v
+		}
+		if v := num(e.Details["free_vram_mib"]); v > 0 {
+			r.FreeVRAMMiB = int(v)
+		}
+		if g, ok := e.Details["gpu"].(string); ok && g != "" {
+			r.GPU = g
+		}
+	case events.RemoteDisconnected, events.RemoteUnreachable:
+		r := remote(st, e)
+		if r.Reachable || r.Since.IsZero() {
+			r.Since = e.Time
+		}
+		r.Reachable = false
+		r.Reason = e.Message
+	case events.ConfigChanged:
+		if p, ok := e.Details["placement"].(string); ok && p != "" {
+			vis.Placement = p
+			if p == "off" {
+				vis.Encoder = controlapi.EncoderOff
+				vis.Error = ""
+			}
+		}
+		if p, ok := e.Details["path"].(string); ok && p != "" {
+			st.Config.Path = p
+		}
+	}
+}
+
+func remote(st *controlapi.State, e events.Event) *controlapi.RemoteInfo {
+	if st.Remote == nil {
+		st.Remote = &controlapi.RemoteInfo{}
+	}
+	if h, ok := e.Details["host"].(string); ok && h != "" {
+		st.Remote.Host = h
+	}
+	return st.Remote
+}
+
+// num reads a JSON number whether it arrived as int (in process) or float64
+// (through JSON, e.g. a relay line).
+func num(v any) float64 {
+	switch x := v.(type) {
+	case int:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case float64:
+		return x
+	case uint64:
+		return float64(x)
+	}
+	return 0
+}
+
+// Summary is a one-line description of st for `status` and logs.
+func Summary(st controlapi.State) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "server %s", st.Server.Phase)
+	if st.Server.URL != "" {
+		fmt.Fprintf(&b, " at %s", st.Server.URL)
+	}
+	if !st.Server.Since.IsZero() {
+		fmt.Fprintf(&b, " (since %s)", st.Server.Since.Local().Format(time.TimeOnly))
+	}
+	if st.Server.Detail != "" {
+		fmt.Fprintf(&b, ": %s", st.Server.Detail)
+	}
+	return b.String()
+}

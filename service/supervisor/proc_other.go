@@ -1,0 +1,7 @@
+//go:build !windows && !linux
+
+package supervisor
+
+import "syscall"
+
+func setDeathSignal(*syscall.SysProcAttr) {}

@@ -1,0 +1,656 @@
+// Package supervisor runs the Strata server as shared STRATA.md says (the
+// venv's python, serve/server.py --engine strata --config C --port P, never
+// --open, in the Strata root), captures its output into a rotated log,
+// follows the engine log, turns recognised lines into events, waits minutes
+// for the first `ready:`, restarts it with backoff after a crash, gives up on
+// a crash loop or a busy port with the reason, and stops the whole process
+// tree gracefully.
+//
+// One goroutine (Run) owns every decision; the process's output readers, the
+// health poller and the callers of Start/Stop/Restart only send it messages,
+// so there is no shared mutable state beyond the output ring.
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"gopkg.in/natefinch/lumberjack.v2"
+
+	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/loglines"
+)
+
+// Publisher receives the supervisor's events (service/state.Tracker, or an
+// events.Bus).
+type Publisher interface {
+	Publish(events.Event) events.Event
+}
+
+// Config is what the supervisor needs. Zero durations take the defaults.
+type Config struct {
+	StrataRoot string // the folder holding serve/server.py
+	ConfigPath string // strata-<tag>.json
+	// Port overrides the config's port (0: the config's, else 8080).
+	Port int
+	// Python overrides the venv's python (tests, unusual installs).
+	Python string
+	// Env is added to the service's environment for the server.
+	Env []string
+	// LogFile receives the server's stdout and stderr, rotated; "" keeps
+	// only the in-memory tail.
+	LogFile string
+	// Console, when set, gets every output line as is (foreground `run`).
+	Console io.Writer
+	Events  Publisher
+	// Logf reports the supervisor's own troubles; nil discards them.
+	Logf func(format string, args ...any)
+
+	// StartTimeout is how long the first `ready:` may take (default 10 min:
+	// Strata's first start takes 1-3 min and the PC may stall meanwhile).
+	StartTimeout time.Duration
+	// StopTimeout is how long a stop waits after SIGTERM / Ctrl-Break before
+	// killing the tree (default 30 s; Strata gives its encoder 10 s).
+	StopTimeout time.Duration
+	// Backoff is the delay before the nth restart in the crash window
+	// (default 2, 4, 8, ... s, at most 60 s).
+	Backoff func(n int) time.Duration
+	// CrashLimit crashes within CrashWindow mean a crash loop: give up
+	// (defaults 5 and 10 min).
+	CrashLimit  int
+	CrashWindow time.Duration
+	// ProgressEvery is how often a start that is still going is reported
+	// (default 15 s).
+	ProgressEvery time.Duration
+	// HealthEvery is how often /health and /v1/status are polled (default 10 s).
+	HealthEvery time.Duration
+	// FollowEvery is how often the engine log is checked for new lines
+	// (default 500 ms).
+	FollowEvery time.Duration
+	// KeepLines is how many last output lines are kept for reports (default 40).
+	KeepLines int
+	// StartStopped makes Run wait for Start instead of starting at once.
+	StartStopped bool
+}
+
+// DefaultBackoff doubles from 2 s up to 60 s.
+func DefaultBackoff(n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	d := 2 * time.Second
+	for i := 1; i < n && d < time.Minute; i++ {
+		d *= 2
+	}
+	if d > time.Minute {
+		d = time.Minute
+	}
+	return d
+}
+
+func (c *Config) defaults() {
+	if c.StartTimeout == 0 {
+		c.StartTimeout = 10 * time.Minute
+	}
+	if c.StopTimeout == 0 {
+		c.StopTimeout = 30 * time.Second
+	}
+	if c.Backoff == nil {
+		c.Backoff = DefaultBackoff
+	}
+	if c.CrashLimit == 0 {
+		c.CrashLimit = 5
+	}
+	if c.CrashWindow == 0 {
+		c.CrashWindow = 10 * time.Minute
+	}
+	if c.ProgressEvery == 0 {
+		c.ProgressEvery = 15 * time.Second
+	}
+	if c.HealthEvery == 0 {
+		c.HealthEvery = 10 * time.Second
+	}
+	if c.FollowEvery == 0 {
+		c.FollowEvery = 500 * time.Millisecond
+	}
+	if c.KeepLines == 0 {
+		c.KeepLines = 40
+	}
+	if c.Python == "" {
+		c.Python = VenvPython(c.StrataRoot)
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+}
+
+// Supervisor runs one Strata server.
+type Supervisor struct {
+	cfg  Config
+	cmds chan command
+
+	outMu sync.Mutex // guards ring and the log writer
+	ring  []string
+	log   *lumberjack.Logger
+
+	ready   chan readyMsg
+	started chan struct{} // closed when Run begins
+}
+
+type command struct {
+	action string
+	done   chan error
+}
+
+type readyMsg struct {
+	proc    *process
+	details map[string]any
+}
+
+// New checks cfg and returns a supervisor; Run starts it.
+func New(cfg Config) (*Supervisor, error) {
+	if cfg.StrataRoot == "" || cfg.ConfigPath == "" {
+		return nil, errors.New("the supervisor needs the Strata root and the config path")
+	}
+	if cfg.Events == nil {
+		return nil, errors.New("the supervisor needs an event publisher")
+	}
+	cfg.defaults()
+	s := &Supervisor{cfg: cfg, cmds: make(chan command), ready: make(chan readyMsg, 4), started: make(chan struct{})}
+	if cfg.LogFile != "" {
+		s.log = &lumberjack.Logger{Filename: cfg.LogFile, MaxSize: 20, MaxBackups: 5}
+	}
+	return s, nil
+}
+
+// LogFile is the captured output's file ("" if none).
+func (s *Supervisor) LogFile() string { return s.cfg.LogFile }
+
+// Start asks for the server to run (and clears a failed state).
+func (s *Supervisor) Start(ctx context.Context) error { return s.send(ctx, "start") }
+
+// Stop asks for the server to stop; it returns once the stop has begun.
+func (s *Supervisor) Stop(ctx context.Context) error { return s.send(ctx, "stop") }
+
+// Restart stops the server if it runs and starts it again.
+func (s *Supervisor) Restart(ctx context.Context) error { return s.send(ctx, "restart") }
+
+func (s *Supervisor) send(ctx context.Context, action string) error {
+	c := command{action: action, done: make(chan error, 1)}
+	select {
+	case s.cmds <- c:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-c.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// LastLines is the tail of the server's output kept in memory.
+func (s *Supervisor) LastLines() []string {
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	return append([]string(nil), s.ring...)
+}
+
+func (s *Supervisor) pub(kind events.Kind, msg string, details map[string]any) events.Event {
+	return s.cfg.Events.Publish(events.Event{Kind: kind, Message: msg, Details: details})
+}
+
+// process is one run of the server.
+type process struct {
+	cmd      *exec.Cmd
+	pid      int
+	port     int
+	started  time.Time
+	exited   chan struct{} // closed after Wait and after the output is read
+	readers  sync.WaitGroup
+	sys      sysProc // the process group / job object
+	apiKey   string
+	vision   bool
+	stopping bool // a stop was asked (the exit is expected)
+	restart  bool // start again after the expected exit
+	timedOut bool
+
+	mu           sync.Mutex // guards the fields below, set by the readers
+	isReady      bool
+	portInUse    bool
+	encoderFatal string
+	lastStrata   string // the last [strata] line, for progress
+}
+
+func (p *process) flag(f func(p *process)) {
+	p.mu.Lock()
+	f(p)
+	p.mu.Unlock()
+}
+
+// Run supervises until ctx ends, then stops the server and returns.
+func (s *Supervisor) Run(ctx context.Context) error {
+	close(s.started)
+	followCtx, stopFollow := context.WithCancel(ctx)
+	defer stopFollow()
+	go s.followEngineLog(followCtx)
+
+	var (
+		proc         *process
+		want         = !s.cfg.StartStopped
+		failed       bool
+		crashes      []time.Time
+		restartTimer <-chan time.Time
+		startTimer   <-chan time.Time
+		progress     *time.Ticker
+		progressC    <-chan time.Time
+		healthStop   context.CancelFunc
+	)
+	stopProgress := func() {
+		if progress != nil {
+			progress.Stop()
+			progress, progressC = nil, nil
+		}
+	}
+	launch := func() {
+		restartTimer, startTimer = nil, nil
+		p, err := s.launch()
+		if err != nil {
+			want, failed = false, true
+			s.pub(events.ServerFailed, err.Error(), map[string]any{"reason": "launch"})
+			return
+		}
+		proc = p
+		startTimer = time.After(s.cfg.StartTimeout)
+		progress = time.NewTicker(s.cfg.ProgressEvery)
+		progressC = progress.C
+		var hctx context.Context
+		hctx, healthStop = context.WithCancel(ctx)
+		go s.pollHealth(hctx, p)
+	}
+	if want {
+		launch()
+	}
+	for {
+		var exited chan struct{}
+		if proc != nil {
+			exited = proc.exited
+		}
+		select {
+		case <-ctx.Done():
+			restartTimer = nil
+			if proc != nil {
+				s.terminate(proc)
+				<-proc.exited
+				s.finish(proc)
+				s.pub(events.ServerStopped, "the Strata server was stopped because the service is stopping", nil)
+			}
+			stopProgress()
+			if healthStop != nil {
+				healthStop()
+			}
+			return nil
+
+		case c := <-s.cmds:
+			switch c.action {
+			case "start":
+				want = true
+				if failed {
+					failed, crashes = false, nil
+				}
+				if proc == nil {
+					launch()
+				}
+			case "stop":
+				want, restartTimer = false, nil
+				if proc != nil {
+					s.terminate(proc)
+				} else if !failed {
+					s.pub(events.ServerStopped, "the Strata server is stopped", nil)
+				}
+			case "restart":
+				want, failed, crashes = true, false, nil
+				if proc != nil {
+					proc.restart = true
+					s.terminate(proc)
+				} else {
+					launch()
+				}
+			default:
+				c.done <- fmt.Errorf("unknown action %q", c.action)
+				continue
+			}
+			c.done <- nil
+
+		case r := <-s.ready:
+			if r.proc != proc || proc == nil {
+				continue
+			}
+			proc.flag(func(p *process) { p.isReady = true })
+			startTimer = nil
+			stopProgress()
+			r.details["pid"] = proc.pid
+			if _, ok := r.details["model"]; !ok {
+				// The ready line has no model name; /health has (a short ask).
+				var h health
+				hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				if getJSON(hctx, http.DefaultClient, "http://127.0.0.1:"+strconv.Itoa(proc.port)+"/health", "", &h) == nil && h.Service == "strata" {
+					r.details["model"] = h.Model
+					if h.MaxContext > 0 {
+						r.details["context"] = h.MaxContext
+					}
+				}
+				cancel()
+			}
+			url, _ := r.details["url"].(string)
+			s.pub(events.ServerReady, fmt.Sprintf("the Strata server is ready at %s (after %d s)", url, int(time.Since(proc.started).Seconds())), r.details)
+
+		case <-progressC:
+			proc.mu.Lock()
+			last := proc.lastStrata
+			proc.mu.Unlock()
+			msg := fmt.Sprintf("still starting after %d s", int(time.Since(proc.started).Seconds()))
+			if last != "" {
+				msg += "; last: " + last
+			}
+			s.pub(events.ServerProgress, msg, map[string]any{"elapsed_s": int(time.Since(proc.started).Seconds())})
+			if s.cfg.Console != nil {
+				fmt.Fprintln(s.cfg.Console, "strata-service: "+msg)
+			}
+
+		case <-startTimer:
+			startTimer = nil
+			proc.timedOut = true
+			s.terminate(proc)
+
+		case <-restartTimer:
+			restartTimer = nil
+			if want && proc == nil {
+				launch()
+			}
+
+		case <-exited:
+			p := proc
+			proc = nil
+			startTimer = nil
+			stopProgress()
+			if healthStop != nil {
+				healthStop()
+			}
+			code, how := s.finish(p)
+			last := s.LastLines()
+			p.mu.Lock()
+			portInUse, encFatal := p.portInUse, p.encoderFatal
+			p.mu.Unlock()
+			details := map[string]any{"code": code, "expected": p.stopping && !p.timedOut, "pid": p.pid, "last_lines": last}
+			if p.stopping && !p.timedOut {
+				s.pub(events.ServerExited, "the Strata server stopped ("+how+")", details)
+				if p.restart && want {
+					launch()
+				} else {
+					s.pub(events.ServerStopped, "the Strata server is stopped", nil)
+				}
+				continue
+			}
+			s.pub(events.ServerExited, "the Strata server exited unexpectedly ("+how+")", details)
+			var reason string
+			switch {
+			case p.timedOut:
+				reason = fmt.Sprintf("the Strata server did not get ready within %s; it was stopped. Its last output is in %s", s.cfg.StartTimeout, s.logName())
+			case portInUse:
+				reason = fmt.Sprintf("port %d is already in use: another program (perhaps another Strata) listens there. Stop it, or set another port, then start the server again", p.port)
+			case encFatal != "":
+				reason = "the vision encoder did not start: " + encFatal + ". Change where pictures are read (strata-service vision ...) or turn vision off, then start the server again"
+			}
+			if reason == "" {
+				now := time.Now()
+				crashes = append(crashes, now)
+				for len(crashes) > 0 && now.Sub(crashes[0]) > s.cfg.CrashWindow {
+					crashes = crashes[1:]
+				}
+				if len(crashes) >= s.cfg.CrashLimit {
+					reason = fmt.Sprintf("the Strata server crashed %d times within %s; not restarting it again. Its last output is in %s", len(crashes), s.cfg.CrashWindow, s.logName())
+				}
+			}
+			if reason != "" {
+				want, failed = false, true
+				s.pub(events.ServerFailed, reason, map[string]any{"last_lines": last, "code": code})
+				continue
+			}
+			if !want {
+				s.pub(events.ServerStopped, "the Strata server is stopped", nil)
+				continue
+			}
+			delay := s.cfg.Backoff(len(crashes))
+			s.pub(events.ServerRestarting, fmt.Sprintf("restarting the Strata server in %s (attempt %d)", delay, len(crashes)),
+				map[string]any{"attempt": len(crashes), "delay_s": delay.Seconds()})
+			restartTimer = time.After(delay)
+		}
+	}
+}
+
+func (s *Supervisor) logName() string {
+	if s.cfg.LogFile != "" {
+		return s.cfg.LogFile
+	}
+	return "the service's output"
+}
+
+// launch starts the server process and its output readers.
+func (s *Supervisor) launch() (*process, error) {
+	root := s.cfg.StrataRoot
+	server := root + string(os.PathSeparator) + "serve" + string(os.PathSeparator) + "server.py"
+	if _, err := os.Stat(server); err != nil {
+		return nil, fmt.Errorf("%s is missing: is %s a Strata install? Pass --strata-root or run the companion's setup", server, root)
+	}
+	if _, err := os.Stat(s.cfg.Python); err != nil {
+		return nil, fmt.Errorf("Strata's Python %s is missing: run Strata's setup in %s first", s.cfg.Python, root)
+	}
+	sc, err := readStrataConfig(s.cfg.ConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	port := s.cfg.Port
+	if port == 0 {
+		port = sc.Port
+	}
+	if port == 0 {
+		port = 8080
+	}
+	// Exactly the command STRATA.md gives; never --open (a service has no browser).
+	cmd := exec.Command(s.cfg.Python, "serve/server.py", "--engine", "strata", "--config", s.cfg.ConfigPath, "--port", strconv.Itoa(port))
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), s.cfg.Env...)
+	cmd.Env = append(cmd.Env, "PYTHONUNBUFFERED=1") // lines as they happen, not at exit
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, err
+	}
+	// *os.File outputs: the child writes straight into the pipes, and Wait
+	// does not wait for a grandchild that keeps them open.
+	cmd.Stdout, cmd.Stderr = outW, errW
+	setProcAttr(cmd)
+	p := &process{cmd: cmd, port: port, started: time.Now(), exited: make(chan struct{}), apiKey: sc.APIKey, vision: sc.hasVision()}
+	s.pub(events.ServerStarting, fmt.Sprintf("starting the Strata server on port %d", port),
+		map[string]any{"port": port, "config": s.cfg.ConfigPath})
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, fmt.Errorf("could not run %s: %v", s.cfg.Python, err)
+	}
+	p.pid = cmd.Process.Pid
+	p.sys = attach(cmd)
+	s.line(p, "supervisor", fmt.Sprintf("started %s serve/server.py --engine strata --config %s --port %d (pid %d)", s.cfg.Python, s.cfg.ConfigPath, port, p.pid))
+	p.readers.Add(2)
+	go s.read(p, outR, "stdout")
+	go s.read(p, errR, "stderr")
+	go func() {
+		cmd.Wait()
+		// The server is gone: end what it left behind (an engine that
+		// outlived a crash would hold the GPU and the port), which also
+		// closes the pipes its children held.
+		p.sys.kill(p.pid)
+		done := make(chan struct{})
+		go func() { p.readers.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			outR.Close()
+			errR.Close()
+		}
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// finish releases p's process group / job and says how it ended.
+func (s *Supervisor) finish(p *process) (int, string) {
+	p.sys.close()
+	st := p.cmd.ProcessState
+	if st == nil {
+		return -1, "unknown"
+	}
+	code := st.ExitCode()
+	how := "exit code " + strconv.Itoa(code)
+	if code == -1 {
+		how = st.String()
+	}
+	s.line(p, "supervisor", "the server ended: "+how)
+	return code, how
+}
+
+// terminate begins a graceful stop of p's tree, and kills it after
+// StopTimeout.
+func (s *Supervisor) terminate(p *process) {
+	if p.stopping && !p.timedOut {
+		return
+	}
+	p.stopping = true
+	s.line(p, "supervisor", "stopping the server")
+	if err := p.sys.interrupt(p.pid); err != nil {
+		s.cfg.Logf("asking the Strata server to stop: %v; killing it", err)
+		p.sys.kill(p.pid)
+		return
+	}
+	go func() {
+		select {
+		case <-p.exited:
+		case <-time.After(s.cfg.StopTimeout):
+			s.line(p, "supervisor", fmt.Sprintf("the server did not stop within %s; killing its process tree", s.cfg.StopTimeout))
+			p.sys.kill(p.pid)
+		}
+	}()
+}
+
+// read takes p's output one line at a time.
+func (s *Supervisor) read(p *process, r io.ReadCloser, stream string) {
+	defer p.readers.Done()
+	defer r.Close()
+	buf := make([]byte, 0, 4096)
+	chunk := make([]byte, 4096)
+	for {
+		n, err := r.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		for {
+			i := indexNL(buf)
+			if i < 0 {
+				break
+			}
+			s.line(p, stream, strings.TrimRight(string(buf[:i]), "\r"))
+			buf = buf[i+1:]
+		}
+		if len(buf) > 64<<10 { // an endless line: cut it
+			s.line(p, stream, string(buf))
+			buf = buf[:0]
+		}
+		if err != nil {
+			if len(buf) > 0 {
+				s.line(p, stream, string(buf))
+			}
+			return
+		}
+	}
+}
+
+func indexNL(b []byte) int {
+	for i, c := range b {
+		if c == '\n' {
+			return i
+		}
+	}
+	return -1
+}
+
+// line records one output line and acts on what it says.
+func (s *Supervisor) line(p *process, stream, text string) {
+	s.outMu.Lock()
+	if s.log != nil {
+		fmt.Fprintf(s.log, "%s %-6s %s\n", time.Now().Format("2006-01-02T15:04:05.000Z07:00"), stream, text)
+	}
+	if stream != "supervisor" {
+		s.ring = append(s.ring, text)
+		if len(s.ring) > s.cfg.KeepLines {
+			s.ring = s.ring[len(s.ring)-s.cfg.KeepLines:]
+		}
+	}
+	if s.cfg.Console != nil {
+		if stream == "supervisor" {
+			fmt.Fprintln(s.cfg.Console, "strata-service: "+text)
+		} else {
+			fmt.Fprintln(s.cfg.Console, text)
+		}
+	}
+	s.outMu.Unlock()
+	if stream == "supervisor" {
+		return
+	}
+
+	if loglines.IsPortInUse(text) {
+		p.flag(func(p *process) { p.portInUse = true })
+	}
+	e, ok := loglines.Parse(loglines.Stdout, text)
+	if !ok {
+		return
+	}
+	switch e.Kind {
+	case events.ServerReady:
+		select {
+		case s.ready <- readyMsg{proc: p, details: e.Details}:
+		default: // Run is gone or already has one
+		}
+		return
+	case events.ServerProgress:
+		p.mu.Lock()
+		ready := p.isReady
+		p.lastStrata = e.Message
+		p.mu.Unlock()
+		if ready {
+			return // a running server's chatter is in the log, not the event stream
+		}
+	case events.EncoderFailed:
+		if fatal, _ := e.Details["fatal"].(bool); fatal {
+			reason, _ := e.Details["reason"].(string)
+			p.flag(func(p *process) { p.encoderFatal = reason })
+		}
+	}
+	s.cfg.Events.Publish(e)
+}

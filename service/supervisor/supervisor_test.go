@@ -1,0 +1,399 @@
+package supervisor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/fakestrata"
+	"github.com/strata-companion/companion/internal/testenv"
+)
+
+type harness struct {
+	t    *testing.T
+	bus  *events.Bus
+	sup  *Supervisor
+	root *fakestrata.Root
+	next uint64
+	args string
+	done chan error
+	mu   sync.Mutex
+	seen []events.Event
+}
+
+func newHarness(t *testing.T, o fakestrata.RootOptions, tune func(*Config)) *harness {
+	t.Helper()
+	args := filepath.Join(t.TempDir(), "args.jsonl")
+	o.Env = append(o.Env, fakestrata.EnvArgsFile+"="+args)
+	r := fakestrata.NewRoot(t, o)
+	h := &harness{t: t, bus: events.NewBus(1000), root: r, args: args, done: make(chan error, 1)}
+	cfg := Config{
+		StrataRoot:    r.Dir,
+		ConfigPath:    r.Config,
+		LogFile:       filepath.Join(t.TempDir(), "server.log"),
+		Events:        h.bus,
+		Backoff:       func(n int) time.Duration { return time.Duration(n) * 10 * time.Millisecond },
+		StopTimeout:   5 * time.Second,
+		HealthEvery:   100 * time.Millisecond,
+		FollowEvery:   50 * time.Millisecond,
+		ProgressEvery: time.Hour,
+	}
+	if tune != nil {
+		tune(&cfg)
+	}
+	sup, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sup = sup
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { h.done <- sup.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-h.done:
+		case <-time.After(30 * time.Second):
+			t.Error("Run did not return after its context ended")
+		}
+	})
+	return h
+}
+
+// waitFor returns the next event of kind (skipping others), failing after a
+// generous time (machines are noisy; this is not a timing assertion).
+func (h *harness) waitFor(kind events.Kind) events.Event {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		evs, _, err := h.bus.Wait(ctx, h.next)
+		if err != nil {
+			h.t.Fatalf("no %s event; saw %v", kind, h.kinds())
+		}
+		for _, e := range evs {
+			h.next = e.Seq
+			h.mu.Lock()
+			h.seen = append(h.seen, e)
+			h.mu.Unlock()
+			if e.Kind == kind {
+				return e
+			}
+		}
+	}
+}
+
+func (h *harness) kinds() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, e := range h.seen {
+		out = append(out, string(e.Kind)+": "+e.Message)
+	}
+	return out
+}
+
+func (h *harness) count(kind events.Kind) int {
+	n := 0
+	evs, _ := h.bus.Since(0)
+	for _, e := range evs {
+		if e.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func pidOf(t *testing.T, e events.Event) int {
+	t.Helper()
+	p, ok := e.Details["pid"].(int)
+	if !ok || p <= 0 {
+		t.Fatalf("event %s has no pid: %v", e.Kind, e.Details)
+	}
+	return p
+}
+
+// alive lists the live (not zombie) processes in process group pgid.
+func alive(pgid int) []int {
+	var out []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(d + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		if g, _ := strconv.Atoi(f[2]); g == pgid {
+			p, _ := strconv.Atoi(filepath.Base(d))
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func TestStartsAsStrataSaysAndStops(t *testing.T) {
+	h := newHarness(t, fakestrata.RootOptions{APIKey: "secret-key"}, nil)
+	h.waitFor(events.ServerStarting)
+	ready := h.waitFor(events.ServerReady)
+	pid := pidOf(t, ready)
+	if ready.Details["model"] != "strata-test" || ready.Details["url"] != fmt.Sprintf("http://127.0.0.1:%d/v1", h.root.Port) {
+		t.Errorf("ready details %v", ready.Details)
+	}
+	// Exactly STRATA.md's command line, in the Strata root.
+	b, _ := os.ReadFile(h.args)
+	var rec struct {
+		Args []string `json:"args"`
+		Cwd  string   `json:"cwd"`
+	}
+	if err := json.Unmarshal([]byte(strings.SplitN(string(b), "\n", 2)[0]), &rec); err != nil {
+		t.Fatalf("args file %q: %v", b, err)
+	}
+	want := []string{"--engine", "strata", "--config", h.root.Config, "--port", strconv.Itoa(h.root.Port)}
+	if strings.Join(rec.Args, " ") != strings.Join(want, " ") {
+		t.Errorf("server args %q, want %q", rec.Args, want)
+	}
+	if rec.Cwd != h.root.Dir {
+		t.Errorf("server ran in %s, want the Strata root %s", rec.Cwd, h.root.Dir)
+	}
+	// The expert cache from the engine log (the engine child's stderr).
+	for {
+		e := h.waitFor(events.ExpertCache)
+		if e.Details["source"] == "engine-log" {
+			break
+		}
+	}
+	if err := h.sup.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ex := h.waitFor(events.ServerExited)
+	if ex.Details["expected"] != true || ex.Details["code"] != 0 {
+		t.Errorf("exit details %v", ex.Details)
+	}
+	h.waitFor(events.ServerStopped)
+	if left := alive(pid); len(left) > 0 {
+		t.Errorf("processes left in the server's group: %v", left)
+	}
+	logb, _ := os.ReadFile(h.sup.LogFile())
+	if !strings.Contains(string(logb), "ready: http://127.0.0.1:") {
+		t.Errorf("the captured log lacks the ready line:\n%s", logb)
+	}
+	if strings.Contains(string(logb), "secret-key") {
+		t.Error("the API key leaked into the captured log")
+	}
+}
+
+func TestSlowStartShowsProgress(t *testing.T) {
+	h := newHarness(t, fakestrata.RootOptions{Step: "400ms"}, func(c *Config) { c.ProgressEvery = 100 * time.Millisecond })
+	h.waitFor(events.ServerStarting)
+	p := h.waitFor(events.ServerProgress)
+	for !strings.Contains(p.Message, "still starting after") {
+		p = h.waitFor(events.ServerProgress)
+	}
+	h.waitFor(events.ServerReady)
+}
+
+func TestCrashRestartsWithBackoff(t *testing.T) {
+	var mu sync.Mutex
+	var asked []int
+	h := newHarness(t, fakestrata.RootOptions{}, func(c *Config) {
+		c.Backoff = func(n int) time.Duration {
+			mu.Lock()
+			asked = append(asked, n)
+			mu.Unlock()
+			return 50 * time.Millisecond
+		}
+	})
+	first := pidOf(t, h.waitFor(events.ServerReady))
+	syscall.Kill(first, syscall.SIGKILL)
+	ex := h.waitFor(events.ServerExited)
+	if ex.Details["expected"] != false {
+		t.Errorf("a kill was taken as expected: %v", ex.Details)
+	}
+	rs := h.waitFor(events.ServerRestarting)
+	if rs.Details["attempt"] != 1 {
+		t.Errorf("restart details %v", rs.Details)
+	}
+	second := pidOf(t, h.waitFor(events.ServerReady))
+	if second == first {
+		t.Fatal("the same pid after a restart")
+	}
+	if left := alive(first); len(left) > 0 {
+		t.Errorf("the crashed server left processes behind: %v", left)
+	}
+	syscall.Kill(second, syscall.SIGKILL)
+	if rs := h.waitFor(events.ServerRestarting); rs.Details["attempt"] != 2 {
+		t.Errorf("second restart details %v", rs.Details)
+	}
+	h.waitFor(events.ServerReady)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 2 || asked[0] != 1 || asked[1] != 2 {
+		t.Errorf("backoff asked for %v, want [1 2]", asked)
+	}
+}
+
+func TestCrashLoopGivesUpWithTheLastLines(t *testing.T) {
+	h := newHarness(t, fakestrata.RootOptions{Mode: "crash-after=0s"}, func(c *Config) { c.CrashLimit = 3 })
+	f := h.waitFor(events.ServerFailed)
+	if !strings.Contains(f.Message, "crashed 3 times") {
+		t.Errorf("failure %q", f.Message)
+	}
+	last, _ := f.Details["last_lines"].([]string)
+	if !strings.Contains(strings.Join(last, "\n"), "RuntimeError: stand-in crash") {
+		t.Errorf("last lines %q", last)
+	}
+	if n := h.count(events.ServerStarting); n != 3 {
+		t.Errorf("%d starts, want 3", n)
+	}
+	// Start clears the failure and tries again.
+	h.root.SetMode("")
+	if err := h.sup.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(events.ServerReady)
+}
+
+func TestPortInUseFailsAtOnce(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	h := newHarness(t, fakestrata.RootOptions{Port: l.Addr().(*net.TCPAddr).Port}, nil)
+	f := h.waitFor(events.ServerFailed)
+	if !strings.Contains(f.Message, "already in use") || !strings.Contains(f.Message, strconv.Itoa(h.root.Port)) {
+		t.Errorf("failure %q", f.Message)
+	}
+	time.Sleep(200 * time.Millisecond) // a looping supervisor would have started again by now
+	if n := h.count(events.ServerStarting); n != 1 {
+		t.Errorf("%d starts, want 1", n)
+	}
+}
+
+func TestHangAtStartTimesOut(t *testing.T) {
+	h := newHarness(t, fakestrata.RootOptions{Mode: "hang"}, func(c *Config) { c.StartTimeout = 300 * time.Millisecond })
+	f := h.waitFor(events.ServerFailed)
+	if !strings.Contains(f.Message, "did not get ready") {
+		t.Errorf("failure %q", f.Message)
+	}
+}
+
+func TestEncoderThatDoesNotStartIsNotRetried(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.sh")
+	os.WriteFile(bad, []byte("#!/bin/sh\necho 'error: cannot open mm.gguf'\n"), 0o755)
+	h := newHarness(t, fakestrata.RootOptions{Extra: map[string]any{
+		"vision": map[string]any{"exe": bad, "mmproj": "mm.gguf", "model": "stub.gguf"}}}, nil)
+	h.waitFor(events.EncoderFailed)
+	f := h.waitFor(events.ServerFailed)
+	if !strings.Contains(f.Message, "cannot open mm.gguf") {
+		t.Errorf("failure %q", f.Message)
+	}
+}
+
+// A server that ignores SIGTERM, with an engine that does too: the stop
+// kills the whole tree after the timeout and leaves nothing behind.
+func TestStopKillsAStubbornTree(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		testenv.Skip(t, "needs /proc")
+	}
+	h := newHarness(t, fakestrata.RootOptions{Mode: "ignore-term"}, func(c *Config) { c.StopTimeout = 300 * time.Millisecond })
+	pid := pidOf(t, h.waitFor(events.ServerReady))
+	if n := len(alive(pid)); n < 2 {
+		t.Fatalf("want the server and its engine in the group, have %d processes", n)
+	}
+	h.sup.Stop(context.Background())
+	ex := h.waitFor(events.ServerExited)
+	if ex.Details["code"] != -1 {
+		t.Errorf("exit %v, want killed", ex.Details)
+	}
+	h.waitFor(events.ServerStopped)
+	if left := alive(pid); len(left) > 0 {
+		t.Errorf("processes left: %v", left)
+	}
+}
+
+func TestRestartCommand(t *testing.T) {
+	h := newHarness(t, fakestrata.RootOptions{}, nil)
+	first := pidOf(t, h.waitFor(events.ServerReady))
+	h.sup.Restart(context.Background())
+	if ex := h.waitFor(events.ServerExited); ex.Details["expected"] != true {
+		t.Errorf("exit %v", ex.Details)
+	}
+	if second := pidOf(t, h.waitFor(events.ServerReady)); second == first {
+		t.Error("same pid after a restart")
+	}
+	if n := h.count(events.ServerRestarting); n != 0 {
+		t.Errorf("a requested restart counted as a crash restart (%d)", n)
+	}
+}
+
+func TestEngineLogRelayLines(t *testing.T) {
+	h := newHarness(t, fakestrata.RootOptions{}, nil)
+	h.waitFor(events.ServerReady)
+	for { // the engine has written its line: the log is ours now
+		if e := h.waitFor(events.ExpertCache); e.Details["source"] == "engine-log" {
+			break
+		}
+	}
+	f, err := os.OpenFile(h.root.Log, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, events.FormatLine(events.Event{Kind: events.RemoteUnreachable, Message: "pc2: connection refused", Details: map[string]any{"host": "pc2"}}))
+	fmt.Fprint(f, "strata-vision: warmed up at 1024 ")
+	f.Sync()
+	e := h.waitFor(events.RemoteUnreachable)
+	if e.Message != "pc2: connection refused" {
+		t.Errorf("relay event %+v", e)
+	}
+	fmt.Fprintln(f, "image tokens") // a line written in two parts is read whole
+	f.Close()
+	if e := h.waitFor(events.EncoderReady); e.Details["max_tokens"] != 1024 {
+		t.Errorf("encoder event %+v", e)
+	}
+}
+
+func TestDefaultBackoff(t *testing.T) {
+	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second, time.Minute, time.Minute}
+	for i, w := range want {
+		if got := DefaultBackoff(i + 1); got != w {
+			t.Errorf("DefaultBackoff(%d) = %s, want %s", i+1, got, w)
+		}
+	}
+}
+
+func TestMissingInstallFailsWithAReason(t *testing.T) {
+	bus := events.NewBus(10)
+	dir := t.TempDir()
+	s, err := New(Config{StrataRoot: dir, ConfigPath: filepath.Join(dir, "strata-x.json"), Events: bus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	evs, _, _ := bus.Wait(context.Background(), 0)
+	cancel()
+	<-done
+	if len(evs) == 0 || evs[0].Kind != events.ServerFailed || !strings.Contains(evs[0].Message, "serve/server.py is missing") {
+		t.Fatalf("events %+v", evs)
+	}
+}

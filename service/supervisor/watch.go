@@ -1,0 +1,191 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/loglines"
+)
+
+// followEngineLog reads the lines appended to the config's engine log (the
+// engine's and encoder's stderr, the relay's event lines) from the moment
+// the supervisor starts, and publishes what it recognises. It polls rather
+// than watching: the file may not exist yet, may be truncated by Strata, and
+// lives on whatever file system the Strata root is on.
+func (s *Supervisor) followEngineLog(ctx context.Context) {
+	var (
+		path   string
+		offset int64 = -1 // -1: start at the current end
+		rest   []byte
+	)
+	t := time.NewTicker(s.cfg.FollowEvery)
+	defer t.Stop()
+	for {
+		// The config may change (a vision edit); re-resolve each round.
+		if sc, err := readStrataConfig(s.cfg.ConfigPath); err == nil {
+			if p := sc.logPath(s.cfg.StrataRoot); p != path {
+				path, offset, rest = p, -1, nil
+			}
+		}
+		if path != "" {
+			offset, rest = s.readLogFrom(path, offset, rest)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Supervisor) readLogFrom(path string, offset int64, rest []byte) (int64, []byte) {
+	f, err := os.Open(path)
+	if err != nil {
+		if offset < 0 {
+			return 0, nil // it does not exist yet: everything it gets is new
+		}
+		return offset, rest
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return offset, rest
+	}
+	if offset < 0 {
+		return st.Size(), nil
+	}
+	if st.Size() < offset { // truncated or replaced: read it from the start
+		offset, rest = 0, nil
+	}
+	if st.Size() == offset {
+		return offset, rest
+	}
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return offset, rest
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4<<20))
+	if err != nil {
+		return offset, rest
+	}
+	offset += int64(len(b))
+	b = append(rest, b...)
+	for {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(bytes.TrimRight(b[:i], "\r"))
+		b = b[i+1:]
+		if e, ok := loglines.Parse(loglines.EngineLog, line); ok {
+			s.cfg.Events.Publish(e)
+		}
+	}
+	if len(b) > 64<<10 {
+		b = nil
+	}
+	return offset, append([]byte(nil), b...)
+}
+
+type health struct {
+	Status     string `json:"status"`
+	Model      string `json:"model"`
+	MaxContext int    `json:"max_context"`
+	Images     bool   `json:"images"`
+	APIKey     bool   `json:"api_key"`
+	Loaded     bool   `json:"loaded"`
+	Service    string `json:"service"`
+}
+
+type statusVision struct {
+	Enabled   bool   `json:"enabled"`
+	Available bool   `json:"available"`
+	Error     string `json:"error"`
+}
+
+// pollHealth asks /health (and /v1/status with the config's key) while p
+// lives. A /health that says service "strata" while the server starts is a
+// ready signal of its own, in case the `ready:` line was worded otherwise;
+// /v1/status's vision block is the nearest thing to the encoder's health.
+func (s *Supervisor) pollHealth(ctx context.Context, p *process) {
+	hc := &http.Client{Timeout: 5 * time.Second}
+	base := "http://127.0.0.1:" + strconv.Itoa(p.port)
+	var lastVision *statusVision
+	t := time.NewTicker(s.cfg.HealthEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.exited:
+			return
+		case <-t.C:
+		}
+		var h health
+		if getJSON(ctx, hc, base+"/health", "", &h) != nil || h.Service != "strata" {
+			continue
+		}
+		p.mu.Lock()
+		ready := p.isReady
+		p.mu.Unlock()
+		if !ready {
+			select {
+			case s.ready <- readyMsg{proc: p, details: map[string]any{
+				"url": base + "/v1", "port": p.port, "model": h.Model, "context": h.MaxContext,
+				"images": h.Images, "api_key": h.APIKey, "source": "health"}}:
+			default:
+			}
+			continue
+		}
+		if !p.vision {
+			continue
+		}
+		var st struct {
+			Vision *statusVision `json:"vision"`
+		}
+		if getJSON(ctx, hc, base+"/v1/status", p.apiKey, &st) != nil || st.Vision == nil {
+			continue
+		}
+		v := st.Vision
+		if lastVision != nil && *lastVision == *v {
+			continue
+		}
+		changed := lastVision != nil
+		lastVision = v
+		switch {
+		case v.Available && changed:
+			s.pub(events.EncoderReady, "the vision encoder is available", map[string]any{"source": "status"})
+		case !v.Available && v.Error != "":
+			s.pub(events.EncoderFailed, "the vision encoder is not available: "+v.Error, map[string]any{"source": "status", "reason": v.Error, "fatal": false})
+		}
+	}
+}
+
+func getJSON(ctx context.Context, hc *http.Client, url, key string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return &httpStatus{resp.StatusCode}
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out)
+}
+
+type httpStatus struct{ code int }
+
+func (e *httpStatus) Error() string { return "HTTP " + strconv.Itoa(e.code) }
