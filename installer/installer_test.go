@@ -1,0 +1,276 @@
+package installer
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"debug/pe"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/strata-companion/companion/internal/testenv"
+)
+
+// programs are the four Windows programs and whether each is a GUI program.
+var programs = map[string]bool{
+	"strata-service.exe":      false,
+	"strata-vision-relay.exe": false,
+	"strata-tray.exe":         true,
+	"strata-setup.exe":        true,
+}
+
+// installed is what the installer puts into the install folder.
+var installed = []string{
+	"LICENSE.txt", "strata-service.exe", "strata-setup.exe", "strata-tray.exe",
+	"strata-vision-relay.exe", "uninstall.exe",
+}
+
+func readScript(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("strata-companion.nsi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// The uninstaller must remove every file and shortcut the installer makes:
+// anything it forgets stays on the user's disk for ever.
+func TestUninstallerRemovesWhatTheInstallerMakes(t *testing.T) {
+	s := readScript(t)
+	un := s[strings.Index(s, `Section "Uninstall"`):]
+	inst := s[:strings.Index(s, `Section "Uninstall"`)]
+
+	var made []string
+	for _, m := range regexp.MustCompile(`(?m)^\s*File "\$\{BINDIR\}/([^"]+)"`).FindAllStringSubmatch(inst, -1) {
+		made = append(made, `$INSTDIR\`+m[1])
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\s*File "/oname=([^"]+)"`).FindAllStringSubmatch(inst, -1) {
+		made = append(made, `$INSTDIR\`+m[1])
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\s*WriteUninstaller "([^"]+)"`).FindAllStringSubmatch(inst, -1) {
+		made = append(made, m[1])
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\s*CreateShortcut "([^"]+)"`).FindAllStringSubmatch(inst, -1) {
+		made = append(made, m[1])
+	}
+	if len(made) != len(installed)+4 {
+		t.Fatalf("found %d files and shortcuts in the install section, want %d (6 files, 4 shortcuts): %q", len(made), len(installed)+4, made)
+	}
+	for _, f := range made {
+		if !strings.Contains(un, `Delete "`+f+`"`) {
+			t.Errorf("the installer makes %s but the uninstaller does not delete it", f)
+		}
+	}
+	if strings.Contains(inst, `WriteRegStr HKLM "${RUNKEY}" "${RUNVALUE}"`) &&
+		!strings.Contains(un, `DeleteRegValue HKLM "${RUNKEY}" "${RUNVALUE}"`) {
+		t.Error("the login entry is written but not removed by the uninstaller")
+	}
+	for _, key := range []string{"${UNINSTKEY}", "${REGKEY}"} {
+		if !strings.Contains(un, `DeleteRegKey HKLM "`+key+`"`) {
+			t.Errorf("the uninstaller does not remove HKLM %s", key)
+		}
+	}
+	// Never anything under the Strata folder: no RMDir, Delete or write
+	// with $StrataRoot in it anywhere.
+	for _, m := range regexp.MustCompile(`(?m)^\s*(RMDir|Delete|File|SetOutPath)\b.*\$StrataRoot.*$`).FindAllString(s, -1) {
+		t.Errorf("the script touches the Strata folder: %s", strings.TrimSpace(m))
+	}
+}
+
+// Registry values Add/Remove Programs shows, and the silent-mode contract.
+func TestScriptDeclaresTheContract(t *testing.T) {
+	s := readScript(t)
+	for _, v := range []string{"DisplayName", "DisplayVersion", "Publisher", "DisplayIcon", "EstimatedSize",
+		"UninstallString", "QuietUninstallString", "InstallLocation", "NoModify", "NoRepair"} {
+		if !regexp.MustCompile(`WriteReg(Str|DWORD) HKLM "\$\{UNINSTKEY\}" "` + v + `"`).MatchString(s) {
+			t.Errorf("the Add/Remove Programs entry lacks %s", v)
+		}
+	}
+	for _, want := range []string{
+		`RequestExecutionLevel admin`,
+		`InstallDir "$PROGRAMFILES64\${PRODUCT}"`,
+		`${GetOptions} $R0 "/STRATA=" $R1`,
+		`${GetOptions} $R0 "/KEEPSETTINGS=" $R1`,
+		`${GetOptions} $R0 "/RESTOREVISION=" $R1`,
+		`install --strata-root "$StrataRoot"`,
+		`!insertmacro un.ServiceCmd "vision restore"`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the script lacks %s", want)
+		}
+	}
+}
+
+// TestBuildSignAndInspect runs the real build (cross-compiles the four
+// programs with their resources, makensis with warnings as errors) with a
+// throwaway signing certificate through test-signing.sh, then looks inside
+// what came out. With a warm Go build cache it takes about a minute; cold,
+// the cgo Windows builds take several minutes.
+func TestBuildSignAndInspect(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the Windows programs and the installer (minutes): not with -short")
+	}
+	testenv.LookPath(t, "bash", "go", "makensis", "x86_64-w64-mingw32-gcc", "osslsigncode", "openssl", "7zz")
+	dist := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "test-signing.sh")
+	cmd.Env = append(os.Environ(), "DIST="+dist)
+	out, err := cmd.CombinedOutput()
+	t.Logf("test-signing.sh:\n%s", out)
+	if err != nil {
+		t.Fatalf("test-signing.sh failed: %v", err)
+	}
+	for _, want := range []string{"verified: uninstall.exe", "signing: all signatures verify"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("test-signing.sh did not report %q", want)
+		}
+	}
+
+	version := fyneVersion(t)
+	setup := filepath.Join(dist, "StrataCompanionSetup-"+version+".exe")
+
+	// The installer: a 64-bit program (the 32-bit stub does not run under
+	// wine here, and $PROGRAMFILES64 is what we want) asking for elevation.
+	checkPE(t, setup, true)
+	if m := resource(t, setup, "MANIFEST"); !strings.Contains(m, `level="requireAdministrator"`) {
+		t.Errorf("the installer's manifest does not ask for administrator rights:\n%s", m)
+	}
+
+	// What it installs: exactly our files, and the programs in it are the
+	// signed ones in dist/.
+	unpacked := t.TempDir()
+	if out, err := exec.Command("7zz", "x", "-y", "-o"+unpacked, setup).CombinedOutput(); err != nil {
+		t.Fatalf("7zz x: %v\n%s", err, out)
+	}
+	var got []string
+	ents, _ := os.ReadDir(unpacked)
+	for _, e := range ents {
+		if !e.IsDir() {
+			got = append(got, e.Name())
+		}
+	}
+	sort.Strings(got)
+	if strings.Join(got, " ") != strings.Join(installed, " ") {
+		t.Errorf("the installer holds %v, want %v", got, installed)
+	}
+	for name, gui := range programs {
+		built := filepath.Join(dist, "windows-amd64", name)
+		if sum(t, built) != sum(t, filepath.Join(unpacked, name)) {
+			t.Errorf("%s in the installer is not the one built (and signed) in %s", name, dist)
+		}
+		checkPE(t, built, gui)
+		m := resource(t, built, "MANIFEST")
+		if !strings.Contains(m, `level="asInvoker"`) {
+			t.Errorf("%s should run as the user who starts it (asInvoker):\n%s", name, m)
+		}
+		if gui && !strings.Contains(m, "permonitorv2") {
+			t.Errorf("%s: a GUI program should be per-monitor DPI aware:\n%s", name, m)
+		}
+		v := resource(t, built, "version.txt")
+		if !strings.Contains(v, version) || !strings.Contains(v, "Strata Companion") {
+			t.Errorf("%s: version information lacks the product or version %s:\n%s", name, version, v)
+		}
+		if !strings.Contains(resourceList(t, built), "GROUP_ICON/APP") {
+			t.Errorf("%s has no icon", name)
+		}
+	}
+}
+
+func fyneVersion(t *testing.T) string {
+	b, err := os.ReadFile("../FyneApp.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*Version\s*=\s*"([^"]+)"`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("FyneApp.toml has no Version")
+	}
+	return string(m[1])
+}
+
+// checkPE checks a Windows program is 64-bit and of the right subsystem: a
+// GUI program must not open a console window.
+func checkPE(t *testing.T, path string, gui bool) {
+	t.Helper()
+	f, err := pe.Open(path)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	defer f.Close()
+	if f.Machine != pe.IMAGE_FILE_MACHINE_AMD64 {
+		t.Errorf("%s: machine %#x, want amd64", filepath.Base(path), f.Machine)
+	}
+	oh, ok := f.OptionalHeader.(*pe.OptionalHeader64)
+	if !ok {
+		t.Fatalf("%s: not a PE32+ image", path)
+	}
+	want := uint16(pe.IMAGE_SUBSYSTEM_WINDOWS_CUI)
+	if gui {
+		want = pe.IMAGE_SUBSYSTEM_WINDOWS_GUI
+	}
+	if oh.Subsystem != want {
+		t.Errorf("%s: subsystem %d, want %d (GUI %v)", filepath.Base(path), oh.Subsystem, want, gui)
+	}
+}
+
+func resourceList(t *testing.T, exe string) string {
+	t.Helper()
+	out, err := exec.Command("7zz", "l", "-tpe", exe).CombinedOutput()
+	if err != nil {
+		t.Fatalf("7zz l %s: %v\n%s", exe, err, out)
+	}
+	return string(out)
+}
+
+// resource returns the text of the resource whose path under .rsrc ends
+// with name (7-Zip shows a PE's resources as files).
+func resource(t *testing.T, exe, name string) string {
+	t.Helper()
+	var path string
+	for _, line := range strings.Split(resourceList(t, exe), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && strings.HasPrefix(f[len(f)-1], ".rsrc/") && strings.Contains(f[len(f)-1], name) {
+			path = f[len(f)-1]
+			break
+		}
+	}
+	if path == "" {
+		t.Errorf("%s has no %s resource", filepath.Base(exe), name)
+		return ""
+	}
+	out, err := exec.Command("7zz", "e", "-so", "-tpe", exe, path).Output()
+	if err != nil {
+		t.Fatalf("7zz e %s %s: %v", exe, path, err)
+	}
+	// 7-Zip renders the version resource as UTF-16LE text.
+	if len(out) > 2 && (out[1] == 0 || out[0] == 0xff && out[1] == 0xfe) {
+		start := 0
+		if out[0] == 0xff {
+			start = 2
+		}
+		u := make([]uint16, 0, len(out)/2)
+		for i := start; i+1 < len(out); i += 2 {
+			u = append(u, uint16(out[i])|uint16(out[i+1])<<8)
+		}
+		return string(utf16.Decode(u))
+	}
+	return string(out)
+}
+
+func sum(t *testing.T, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
