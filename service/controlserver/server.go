@@ -1,0 +1,353 @@
+// Package controlserver serves the control API (docs/control-api.md) on
+// loopback: the tray, the wizard and the CLI read the state, follow events
+// and ask for changes through it. The JSON types are internal/controlapi's.
+//
+// Three checks guard every request, in this order: the peer must be on this
+// machine (403), the Host header must be a local name (403: a web page in a
+// browser on this PC cannot reach us through DNS rebinding), and the bearer
+// token must match (401).
+package controlserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-companion/companion/internal/atomicfile"
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/events"
+)
+
+// Control is what the API can ask of the supervisor.
+type Control interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+	Restart(ctx context.Context) error
+}
+
+// Backend is everything the server needs; nil funcs answer 501.
+type Backend struct {
+	Bus     *events.Bus
+	State   func() controlapi.State
+	Control Control
+	// Vision validates and applies POST /v1/vision. An error that is a
+	// *RequestError is answered with its code (400 for a bad request).
+	Vision func(ctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error)
+	// Logs returns the last n lines of the captured server output.
+	Logs func(n int) (*controlapi.LogsResponse, error)
+}
+
+// RequestError is an error the client caused (bad JSON, an unknown
+// placement): it is answered with Code and the message as is.
+type RequestError struct {
+	Code int
+	Err  error
+}
+
+func (e *RequestError) Error() string { return e.Err.Error() }
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// Server is the HTTP side of the control API.
+type Server struct {
+	b     Backend
+	token string
+	// MaxWait caps /v1/events?wait= (default 60 s).
+	MaxWait time.Duration
+}
+
+// New makes a server with a fresh random token.
+func New(b Backend) (*Server, error) {
+	tok, err := NewToken()
+	if err != nil {
+		return nil, err
+	}
+	return &Server{b: b, token: tok, MaxWait: 60 * time.Second}, nil
+}
+
+// NewToken is 32 random bytes in hex.
+func NewToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("making the control API token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// Token is the bearer token clients must send.
+func (s *Server) Token() string { return s.token }
+
+// Handler is the API with its guards.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/state", s.state)
+	mux.HandleFunc("GET /v1/events", s.events)
+	mux.HandleFunc("POST /v1/vision", s.vision)
+	mux.HandleFunc("POST /v1/server/{action}", s.server)
+	mux.HandleFunc("GET /v1/logs", s.logs)
+	return s.guard(mux)
+}
+
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !fromLoopback(r.RemoteAddr) {
+			fail(w, http.StatusForbidden, "the control API answers only this machine")
+			return
+		}
+		if !localHost(r.Host) {
+			fail(w, http.StatusForbidden, "the Host header must name this machine (127.0.0.1, localhost or ::1)")
+			return
+		}
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(s.token)) != 1 {
+			fail(w, http.StatusUnauthorized, "a valid token is required: send Authorization: Bearer <the content of the control-token file>")
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func fromLoopback(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func localHost(h string) bool {
+	if host, _, err := net.SplitHostPort(h); err == nil {
+		h = host
+	}
+	h = strings.Trim(h, "[]")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (s *Server) state(w http.ResponseWriter, r *http.Request) {
+	if s.b.State == nil {
+		fail(w, http.StatusNotImplemented, "no state in this service")
+		return
+	}
+	reply(w, s.b.State())
+}
+
+// events is the long-poll: answer at once when there are events after
+// since, else wait up to wait seconds for one.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var since uint64
+	if v := q.Get("since"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			fail(w, http.StatusBadRequest, "since must be a sequence number")
+			return
+		}
+		since = n
+	}
+	wait := 0 * time.Second
+	if v := q.Get("wait"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			fail(w, http.StatusBadRequest, "wait must be a number of seconds")
+			return
+		}
+		wait = time.Duration(n) * time.Second
+	}
+	if wait > s.MaxWait {
+		wait = s.MaxWait
+	}
+	bus := s.b.Bus
+	if since > bus.Last() {
+		// A client from before a service restart: the numbers began again.
+		evs, _ := bus.Since(0)
+		reply(w, controlapi.EventsResponse{Events: nonNil(evs), Next: bus.Last(), Gap: true})
+		return
+	}
+	evs, gap := bus.Since(since)
+	if len(evs) == 0 && wait > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), wait)
+		evs, gap, _ = bus.Wait(ctx, since)
+		cancel()
+	}
+	next := since
+	if len(evs) > 0 {
+		next = evs[len(evs)-1].Seq
+	}
+	reply(w, controlapi.EventsResponse{Events: nonNil(evs), Next: next, Gap: gap})
+}
+
+func nonNil(e []events.Event) []events.Event {
+	if e == nil {
+		return []events.Event{}
+	}
+	return e
+}
+
+func (s *Server) vision(w http.ResponseWriter, r *http.Request) {
+	if s.b.Vision == nil {
+		fail(w, http.StatusNotImplemented, "changing vision is not available in this build")
+		return
+	}
+	var req controlapi.VisionRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		fail(w, http.StatusBadRequest, "the request is not a vision request: "+err.Error())
+		return
+	}
+	resp, err := s.b.Vision(r.Context(), req)
+	if err != nil {
+		var re *RequestError
+		if errors.As(err, &re) {
+			fail(w, re.Code, re.Error())
+			return
+		}
+		fail(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	reply(w, resp)
+}
+
+func (s *Server) server(w http.ResponseWriter, r *http.Request) {
+	if s.b.Control == nil {
+		fail(w, http.StatusNotImplemented, "no supervisor in this service")
+		return
+	}
+	var err error
+	switch a := r.PathValue("action"); a {
+	case "start":
+		err = s.b.Control.Start(r.Context())
+	case "stop":
+		err = s.b.Control.Stop(r.Context())
+	case "restart":
+		err = s.b.Control.Restart(r.Context())
+	default:
+		fail(w, http.StatusNotFound, fmt.Sprintf("unknown action %q: use start, stop or restart", a))
+		return
+	}
+	if err != nil {
+		fail(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	reply(w, map[string]any{"ok": true})
+}
+
+func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
+	if s.b.Logs == nil {
+		fail(w, http.StatusNotImplemented, "no logs in this service")
+		return
+	}
+	n := 100
+	if v := r.URL.Query().Get("tail"); v != "" {
+		t, err := strconv.Atoi(v)
+		if err != nil || t < 0 {
+			fail(w, http.StatusBadRequest, "tail must be a number of lines")
+			return
+		}
+		n = t
+	}
+	if n > 10000 {
+		n = 10000
+	}
+	resp, err := s.b.Logs(n)
+	if err != nil {
+		fail(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	reply(w, resp)
+}
+
+func reply(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+func fail(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(controlapi.Error{Error: msg})
+}
+
+// Listener listens on addr (default 127.0.0.1:0, a random port).
+func Listen(addr string) (net.Listener, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if !localHost(host) {
+		return nil, fmt.Errorf("the control API listens on loopback only, not %s", host)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening for the control API on %s: %w", addr, err)
+	}
+	return l, nil
+}
+
+// WriteFiles publishes the address and the token where clients look
+// (locations.ControlAddrFile / ControlTokenFile). The token file is 0644:
+// every user of this machine may control its Strata (as they could start
+// it by hand); it is never sent over the network. The token is written
+// before the address, so a client that finds the address finds the token.
+func WriteFiles(addrFile, tokenFile, addr, token string) error {
+	for _, f := range []string{addrFile, tokenFile} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			return fmt.Errorf("creating %s: %w", filepath.Dir(f), err)
+		}
+	}
+	if err := atomicfile.Write(tokenFile, []byte(token+"\n"), 0o644); err != nil {
+		return err
+	}
+	os.Chmod(tokenFile, 0o644)
+	return atomicfile.Write(addrFile, []byte(addr+"\n"), 0o644)
+}
+
+// RemoveFiles deletes the address and token files if they still hold ours
+// (another instance may have replaced them).
+func RemoveFiles(addrFile, tokenFile, addr, token string) {
+	if b, err := os.ReadFile(addrFile); err == nil && strings.TrimSpace(string(b)) == addr {
+		os.Remove(addrFile)
+	}
+	if b, err := os.ReadFile(tokenFile); err == nil && strings.TrimSpace(string(b)) == token {
+		os.Remove(tokenFile)
+	}
+}
+
+// Serve runs the API on l until ctx ends.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
