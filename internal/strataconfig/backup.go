@@ -176,6 +176,9 @@ func PlanRestore(configPath string) (ch *Change, from string, err error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
 	cur, err := os.ReadFile(abs)
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the Strata config: %w", err)

@@ -108,6 +108,10 @@ func (c *Config) VRAMReserveMiB() int {
 			n, _ := strconv.Atoi(c.Args[i+1])
 			return n
 		}
+		if v, ok := strings.CutPrefix(a, "--vram-reserve-mib="); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
 	}
 	return 0
 }

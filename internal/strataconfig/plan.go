@@ -71,6 +71,11 @@ func PlanVision(configPath string, req VisionRequest) (*Change, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the Strata config: %w", err)
 	}
+	// Edit the file itself, not a link to it: a rename would replace the
+	// link with a plain file.
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
 	p := &planner{path: abs, root: filepath.Dir(abs), req: req}
 	out, err := p.plan(old)
 	if err != nil {
@@ -266,6 +271,10 @@ func (p *planner) ensureArgs(src []byte) ([]byte, error) {
 		m, _ = d.root.get("args")
 		args = argStrings(d, m.val)
 	}
+	if hasReserveEq(args) {
+		// "--vram-reserve-mib=N" in one entry: already there.
+		return src, nil
+	}
 	if at := idx(args, "--vram-reserve-mib"); at < 0 {
 		src = d.insertItem(m.val, len(args), func(string, bool) string { return st.jsonString("--vram-reserve-mib") })
 		if d, err = parse(src); err != nil {
@@ -277,6 +286,15 @@ func (p *planner) ensureArgs(src []byte) ([]byte, error) {
 		src = d.insertItem(m.val, len(args), func(string, bool) string { return st.jsonString(reserve) })
 	}
 	return src, nil
+}
+
+func hasReserveEq(args []string) bool {
+	for _, a := range args {
+		if strings.HasPrefix(a, "--vram-reserve-mib=") {
+			return true
+		}
+	}
+	return false
 }
 
 func argStrings(d *doc, n *node) []string {

@@ -508,3 +508,30 @@ func TestDiffIsUnified(t *testing.T) {
 		}
 	}
 }
+
+func TestASymlinkedConfigStaysALink(t *testing.T) {
+	in, base := fixture(t, "gpu-2space.json", false)
+	link := filepath.Join(in.Root, "strata-current.json")
+	if err := os.Symlink(in.Config, link); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	ch := apply(t, link, req(base, settings.PlacementOff))
+	if ch.Path != in.Config {
+		t.Fatalf("edited %s, want the link's target", ch.Path)
+	}
+	if st, _ := os.Lstat(link); st.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("the link was replaced by a file")
+	}
+}
+
+func TestReserveWrittenWithEqualsIsKept(t *testing.T) {
+	in := stratatest.New(t, "", stratatest.Options{Config: `{"exe": "engine/strata", "args": ["--vram-reserve-mib=900"]}`})
+	ch, err := PlanVision(in.Config, VisionRequest{Placement: settings.PlacementGPU})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := fromBytes(in.Config, ch.New)
+	if !reflect.DeepEqual(c.Args, []string{"--vram-reserve-mib=900", "--vision"}) || c.VRAMReserveMiB() != 900 {
+		t.Fatalf("args = %q", c.Args)
+	}
+}
