@@ -115,7 +115,7 @@ func (e *SMIError) Finding() Finding {
 	case SMIRunnerFailure:
 		return Finding{SeverityError,
 			"nvidia-smi could not be run" + where + q(),
-			"check the connection and try again"}
+			"try again; when probing a second PC, check that it is on and reachable"}
 	default: // SMIGarbage
 		return Finding{SeverityError,
 			"nvidia-smi" + where + " printed something this probe cannot read" + q(),
@@ -355,6 +355,8 @@ func queryOnce(ctx context.Context, run Runner, args string) ([]GPU, []Finding, 
 	errors.As(err, &se)
 	if runErr != nil {
 		switch {
+		case errors.Is(runErr, context.Canceled):
+			return nil, nil, &SMIError{Kind: SMIRunnerFailure, Detail: runErr.Error()}
 		case errors.Is(runErr, context.DeadlineExceeded):
 			return nil, nil, &SMIError{Kind: SMITimeout, Detail: runErr.Error()}
 		case errors.Is(runErr, errNotFound):

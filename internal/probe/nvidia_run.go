@@ -84,11 +84,11 @@ const maxOutput = 1 << 20
 // LocalRunner runs the nvidia-smi at path, killing it and everything it
 // started when timeout passes (or ctx ends).
 func LocalRunner(path string, timeout time.Duration) Runner {
-	return func(ctx context.Context, args []string) ([]byte, error) {
+	return func(parent context.Context, args []string) ([]byte, error) {
 		if timeout <= 0 {
 			timeout = DefaultTimeout
 		}
-		ctx, cancel := context.WithTimeout(ctx, timeout)
+		ctx, cancel := context.WithTimeout(parent, timeout)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, path, args...)
 		var out capWriter
@@ -107,6 +107,9 @@ func LocalRunner(path string, timeout time.Duration) Runner {
 		err := cmd.Wait()
 		if ctx.Err() != nil {
 			killTree(cmd) // make sure of grandchildren even if Wait returned first
+			if parent.Err() != nil {
+				return out.Bytes(), fmt.Errorf("the probe was cancelled: %w", parent.Err())
+			}
 			return out.Bytes(), fmt.Errorf("no answer after %s: %w", timeout.Round(time.Millisecond), context.DeadlineExceeded)
 		}
 		return out.Bytes(), err

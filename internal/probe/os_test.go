@@ -109,6 +109,25 @@ func TestReadSysfsGPUs(t *testing.T) {
 		"mem_info_vram_total": "68702699520\n", "mem_info_vram_used": "garbage\n"})
 	sysfsCard(t, root, "renderD130", "0000:00:02.0", map[string]string{"vendor": "0x8086\n", "device": "0xa780\n"})
 	sysfsCard(t, root, "renderD131", "0000:05:00.0", map[string]string{"vendor": "0x10de\n", "device": "0x2684\n"})
+	// A data-centre NVIDIA card without a DRM node, seen on the PCI bus only,
+	// and a network card there that is no GPU.
+	for pci, class := range map[string]string{"0000:41:00.0": "0x030200\n", "0000:42:00.0": "0x020000\n"} {
+		dev := filepath.Join(root, "devices", "pci0000:40", pci)
+		os.MkdirAll(dev, 0o755)
+		os.WriteFile(filepath.Join(dev, "class"), []byte(class), 0o644)
+		os.WriteFile(filepath.Join(dev, "vendor"), []byte("0x10de\n"), 0o644)
+		os.WriteFile(filepath.Join(dev, "device"), []byte("0x2330\n"), 0o644)
+		os.MkdirAll(filepath.Join(root, "bus", "pci", "devices"), 0o755)
+		os.Symlink(dev, filepath.Join(root, "bus", "pci", "devices", pci))
+	}
+	// The AMD card is on the PCI bus too, and has a card node and a
+	// connector: still one GPU.
+	os.WriteFile(filepath.Join(root, "devices", "pci0000:00", "0000:03:00.0", "class"), []byte("0x030000\n"), 0o644)
+	os.Symlink(filepath.Join(root, "devices", "pci0000:00", "0000:03:00.0"), filepath.Join(root, "bus", "pci", "devices", "0000:03:00.0"))
+	os.MkdirAll(filepath.Join(root, "class", "drm", "card1"), 0o755)
+	os.Symlink(filepath.Join(root, "devices", "pci0000:00", "0000:03:00.0"), filepath.Join(root, "class", "drm", "card1", "device"))
+	os.MkdirAll(filepath.Join(root, "class", "drm", "card1-DP-1"), 0o755)
+	os.Symlink(filepath.Join(root, "devices", "pci0000:00", "0000:00:02.0"), filepath.Join(root, "class", "drm", "card1-DP-1", "device"))
 	// A second node for the same card is not a second GPU.
 	os.MkdirAll(filepath.Join(root, "class", "drm", "renderD132"), 0o755)
 	os.Symlink(filepath.Join(root, "devices", "pci0000:00", "0000:03:00.0"), filepath.Join(root, "class", "drm", "renderD132", "device"))
@@ -122,6 +141,7 @@ func TestReadSysfsGPUs(t *testing.T) {
 		{1, VendorAMD, "AMD Instinct MI210", 65520, -1, -1, "", "", nil, SourceSysfs},
 		{2, VendorAMD, "AMD GPU (PCI 1002:744c)", 24560, 1024, 23536, "", "", nil, SourceSysfs},
 		{3, VendorNVIDIA, "NVIDIA GPU (PCI 10de:2684)", -1, -1, -1, "", "", nil, SourceSysfs},
+		{4, VendorNVIDIA, "NVIDIA GPU (PCI 10de:2330)", -1, -1, -1, "", "", nil, SourceSysfs},
 	}
 	if len(gpus) != len(want) {
 		t.Fatalf("got %+v", gpus)

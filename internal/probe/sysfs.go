@@ -28,17 +28,37 @@ func vendorFromPCI(id string) string {
 	return VendorOther
 }
 
-// ReadSysfsGPUs lists the GPUs Linux shows under root/class/drm/renderD*
-// (root is normally "/sys"). AMD cards (amdgpu) report VRAM in
+// ReadSysfsGPUs lists the GPUs Linux shows under root (normally "/sys"):
+// the devices behind class/drm/renderD* and class/drm/cardN, and every PCI
+// device of the display class (0x03xxxx), which also finds an NVIDIA card
+// whose driver has no DRM node. AMD cards (amdgpu) report VRAM in
 // mem_info_vram_total / mem_info_vram_used (bytes); others give a name from
 // the PCI ids only. The name is product_name when the driver fills it, else
-// the vendor and PCI ids. A card seen through several render nodes is listed
-// once. It returns no error for a machine without GPUs, only for a root it
-// cannot read at all.
+// the vendor and PCI ids. A card seen several ways is listed once. It
+// returns no error for a machine without GPUs, only for a bad pattern.
 func ReadSysfsGPUs(root string) ([]GPU, error) {
-	nodes, err := filepath.Glob(filepath.Join(root, "class", "drm", "renderD*"))
+	var devs []string
+	for _, pat := range []string{"class/drm/renderD*/device", "class/drm/card*/device"} {
+		m, err := filepath.Glob(filepath.Join(root, pat))
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range m {
+			card := filepath.Base(filepath.Dir(d))
+			if strings.HasPrefix(card, "card") && strings.Trim(card[4:], "0123456789") != "" {
+				continue // card0-DP-1 and the like are connectors
+			}
+			devs = append(devs, d)
+		}
+	}
+	pci, err := filepath.Glob(filepath.Join(root, "bus/pci/devices/*"))
 	if err != nil {
 		return nil, err
+	}
+	for _, d := range pci {
+		if strings.HasPrefix(readTrim(filepath.Join(d, "class")), "0x03") {
+			devs = append(devs, d)
+		}
 	}
 	type found struct {
 		key string
@@ -46,8 +66,7 @@ func ReadSysfsGPUs(root string) ([]GPU, error) {
 	}
 	var all []found
 	seen := map[string]bool{}
-	for _, n := range nodes {
-		dev := filepath.Join(n, "device")
+	for _, dev := range devs {
 		key := dev
 		if real, err := filepath.EvalSymlinks(dev); err == nil {
 			key = real
