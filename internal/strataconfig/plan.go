@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -41,7 +42,7 @@ type VisionRequest struct {
 	// beside this program (os.Executable()).
 	RelayExe string
 	// SettingsPath (remote): the companion settings file, handed to the relay
-	// through env as STRATA_COMPANION_SETTINGS.
+	// through env as STRATA_COMPANION_SETTINGS ("" = locations.SettingsFile()).
 	SettingsPath string
 	// VRAMTotalMiB is the server GPU's memory (0: unknown). When args has no
 	// --vram-reserve-mib, cards of 12 GB or less get 1000, others 700.
@@ -339,7 +340,7 @@ func removeArg(src []byte, a string) ([]byte, error) {
 func (p *planner) setOurEnv(src []byte) ([]byte, error) {
 	sp := p.req.SettingsPath
 	if sp == "" {
-		return nil, fmt.Errorf("internal error: no companion settings path for the relay")
+		sp = locations.SettingsFile()
 	}
 	d, err := parse(src)
 	if err != nil {
@@ -506,7 +507,11 @@ func (p *planner) addVisionBlock(src []byte) ([]byte, error) {
 		if mmproj != "" {
 			missing = "text model"
 		}
-		return nil, fmt.Errorf("the config has no vision block and no %s was found in %s; run Strata's setup with --vision %s to download it, then try again", missing, strings.Join(p.modelDirs(), ", "), p.req.Placement)
+		setupVision := "gpu" // setup knows gpu|cpu|no; the GPU projector also serves a second PC
+		if p.req.Placement == settings.PlacementCPU {
+			setupVision = "cpu"
+		}
+		return nil, fmt.Errorf("the config has no vision block and no %s was found in %s; run Strata's setup with --vision %s to download it, then try again", missing, strings.Join(p.modelDirs(), ", "), setupVision)
 	}
 	exe, err := p.localEncoder(src)
 	if err != nil {
