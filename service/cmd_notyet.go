@@ -9,11 +9,6 @@ import (
 // honestly instead of pretending. Each is removed from this list by the
 // change that implements it in its own cmd_<name>.go file.
 var notYet = map[string]string{
-	"run":       "run the Strata server in the foreground, supervised (the service's main loop)",
-	"install":   "install strata-service as an OS service (administrator/root)",
-	"uninstall": "remove the OS service",
-	"start":     "start the OS service",
-	"stop":      "stop the OS service",
 	"setup":     "the first-run setup (--cli for a terminal)",
 }
 
