@@ -69,8 +69,9 @@ type RemoteFacts struct {
 // Estimate is what one placement would give.
 type Estimate struct {
 	Placement settings.Placement `json:"placement"`
-	// Device is the GPU (nvidia-smi index) the encoder would use; for a
-	// spare GPU it is the `vision.cuda_device` to set.
+	// Device is the GPU (nvidia-smi index) the encoder would use: for a
+	// spare GPU the `vision.cuda_device` to set, for remote the second PC's
+	// GPU; nil for the GPU serving the model and the CPU.
 	Device *int `json:"device,omitempty"`
 	// Available is false when the placement cannot work here; Basis says why.
 	Available bool `json:"available"`
@@ -211,7 +212,8 @@ func EstimateRemote(remote *RemoteFacts) Estimate {
 	upS, downS := pictureUpBytes/up, resultDownBytes/down
 	rttS := float64(roundTripsPerPicture) * rtt.Seconds()
 	e.Available = true
-	e.Device = &best.Index
+	dev := best.Index // a copy: the caller's RemoteFacts stays its own
+	e.Device = &dev
 	e.PictureSeconds = round2(enc + upS + downS + rttS + relayHandlingSeconds)
 	e.Basis = fmt.Sprintf("encode on %s: %s; + 0.3 MB up at %s (%s) + 10 MB back at %s (%s) + %d round trips of %s + ~0.05 s handling; the relay keeps one ssh connection, so no ssh start per picture (the measured 2.83 s over 10 GbE included ~0.5 s of it)",
 		label(*best), encBasis, rate(up), secs(upS), rate(down), secs(downS), roundTripsPerPicture, rtt.Round(10*time.Microsecond))
@@ -291,7 +293,8 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 	var spareEst Estimate
 	if spare != nil {
 		s, basis := gpuEncodeSeconds(*spare)
-		spareEst = Estimate{Placement: settings.PlacementGPU, Device: &spare.Index, Available: true, PictureSeconds: s,
+		dev := spare.Index
+		spareEst = Estimate{Placement: settings.PlacementGPU, Device: &dev, Available: true, PictureSeconds: s,
 			EncoderVRAMMiB: 0, FreesMiB: measuredEncoderVRAMMiB,
 			Basis: fmt.Sprintf("on the spare %s (vision.cuda_device %d): %s; it takes 1383 MiB there and none on %s", label(*spare), spare.Index, basis, label(*serving))}
 		rec.Estimates = append(rec.Estimates, spareEst)
@@ -330,7 +333,8 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 
 	switch {
 	case spare != nil:
-		rec.Placement, rec.Device = settings.PlacementGPU, &spare.Index
+		dev := spare.Index
+		rec.Placement, rec.Device = settings.PlacementGPU, &dev
 		rec.Reason = fmt.Sprintf("%s is a spare: reading pictures there (vision.cuda_device %d) leaves all of %s to the model, %d MiB more for its expert cache (about +%.0f GiB), at GPU speed (about %.1f s per picture)",
 			label(*spare), spare.Index, label(*serving), measuredEncoderVRAMMiB, expertCacheGainGiB, spareEst.PictureSeconds)
 	case serving != nil && serving.TotalMiB >= bigCardMiB:
