@@ -150,7 +150,7 @@ func writeProbeText(w io.Writer, r *probe.Report, rec probe.Recommendation, remo
 			p("    %-8s not possible: %s", name, e.Basis)
 			continue
 		}
-		vram := "takes no VRAM on the serving GPU"
+		vram := "uses no GPU"
 		if e.EncoderVRAMMiB > 0 {
 			vram = fmt.Sprintf("takes %d MiB of VRAM on the serving GPU", e.EncoderVRAMMiB)
 		} else if e.FreesMiB > 0 {
@@ -159,8 +159,16 @@ func writeProbeText(w io.Writer, r *probe.Report, rec probe.Recommendation, remo
 		p("    %-8s %.1f s, %s", name, e.PictureSeconds, vram)
 		p("             rests on: %s", e.Basis)
 	}
+	// The recommendation's warnings repeat the findings that decided it;
+	// printed above already, they are not printed twice.
+	said := map[probe.Finding]bool{}
+	for _, f := range r.Problems {
+		said[f] = true
+	}
 	for _, f := range rec.Warnings {
-		writeFinding(w, f)
+		if !said[f] {
+			writeFinding(w, f)
+		}
 	}
 	if remoteHost != "" {
 		p("  A second PC (%s) is set up: run \"strata-service probe --ssh %s\" to include it.", remoteHost, remoteHost)

@@ -110,7 +110,7 @@ func LocalRunner(path string, timeout time.Duration) Runner {
 			if parent.Err() != nil {
 				return out.Bytes(), fmt.Errorf("the probe was cancelled: %w", parent.Err())
 			}
-			return out.Bytes(), fmt.Errorf("no answer after %s: %w", timeout.Round(time.Millisecond), context.DeadlineExceeded)
+			return out.Bytes(), timeoutError{timeout}
 		}
 		return out.Bytes(), err
 	}
@@ -141,3 +141,12 @@ func (w *capWriter) Bytes() []byte {
 	defer w.mu.Unlock()
 	return bytes.Clone(w.buf.Bytes())
 }
+
+// timeoutError reads "no answer after 10s" (for people) and is
+// context.DeadlineExceeded (for code).
+type timeoutError struct{ after time.Duration }
+
+func (e timeoutError) Error() string {
+	return "no answer after " + e.after.Round(time.Millisecond).String()
+}
+func (e timeoutError) Unwrap() error { return context.DeadlineExceeded }

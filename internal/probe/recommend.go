@@ -364,6 +364,9 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 	case cpuEst.Available:
 		rec.Placement = settings.PlacementCPU
 		why := "no NVIDIA GPU here can run Strata's encoder"
+		if hasNvidiaSMIGPU(local.GPUs) {
+			why = "the NVIDIA GPUs here cannot run Strata's encoder as they are (card or driver too old: see the findings)"
+		}
 		if hasAMD && local.OS == "linux" {
 			why = "with an AMD card on Linux, Strata's encoder runs on the CPU"
 		}
@@ -431,4 +434,13 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return strconv.Itoa(n) + " " + word + "s"
+}
+
+func hasNvidiaSMIGPU(gs []GPU) bool {
+	for _, g := range gs {
+		if g.Source == SourceNvidiaSMI {
+			return true
+		}
+	}
+	return false
 }

@@ -59,7 +59,8 @@ func TestRecommend(t *testing.T) {
 		{"AMD on Linux: CPU", report("linux", 16, amd7900), nil, settings.PlacementCPU, nil, "AMD card on Linux", ""},
 		{"AMD on Windows: off", report("windows", 16, amd7900), nil, settings.PlacementOff, nil, "AMD card on Windows", ""},
 		{"AMD on Windows, second PC: remote", report("windows", 16, amd7900), remote3060, settings.PlacementRemote, nil, "no GPU here", ""},
-		{"GTX 1080 with an old driver: CPU", report("linux", 16, gtx1080), nil, settings.PlacementCPU, nil, "no NVIDIA GPU", "older than Strata supports"},
+		{"GTX 1080 with an old driver: CPU", report("linux", 16, gtx1080), nil, settings.PlacementCPU, nil, "card or driver too old", "older than Strata supports"},
+		{"eight H100s: a spare one", report("linux", 64, eightH100()...), nil, settings.PlacementGPU, &one, "spare", ""},
 		{"nil report", nil, nil, settings.PlacementCPU, nil, "CPU", ""},
 		{"second PC without a usable GPU", report("windows", 16, rtx5080), &RemoteFacts{Host: "pc2", Reachable: true, GPUs: []GPU{gtx1080}}, settings.PlacementGPU, nil, "", "on the second PC (pc2): GPU 0 (NVIDIA GeForce GTX 1080 Ti) is older"},
 	}
@@ -222,4 +223,9 @@ func TestGPUJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertGPU(t, back, g)
+}
+
+func eightH100() []GPU {
+	gpus, _ := ParseNvidiaSMI([]byte(smiEight()))
+	return gpus
 }
