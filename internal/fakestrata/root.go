@@ -18,7 +18,7 @@ import (
 //	ROOT/serve/server.py      a Python shim that execs the stand-in
 //	ROOT/.venv/bin/python     a shell script that runs the stand-in with its arguments
 //	ROOT/strata-<tag>.json    the config (port, log, api_key, vision...)
-//	ROOT/engine/              empty (the stand-in is its own engine)
+//	ROOT/engine/strata        a placeholder (the stand-in is its own engine)
 //	ROOT/standin-mode         the mode file (see EnvModeFile), empty at first
 //
 // so `<venv python> serve/server.py --engine strata --config C --port P`, run
@@ -70,6 +70,11 @@ func MakeRoot(dir, bin string, o RootOptions) (*Root, error) {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return nil, err
 		}
+	}
+	// The engine the config names exists (config checks look for it); the
+	// stand-in plays the engine itself, so this one only says so.
+	if err := os.WriteFile(filepath.Join(dir, "engine", "strata"), []byte("#!/bin/sh\necho 'strata stand-in: the engine runs inside strata-standin' >&2\nexit 1\n"), 0o755); err != nil {
+		return nil, err
 	}
 	cfg := map[string]any{
 		"exe":  "engine/strata",
