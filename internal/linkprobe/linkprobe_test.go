@@ -1,0 +1,170 @@
+package linkprobe
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/strata-companion/companion/internal/probe"
+	"github.com/strata-companion/companion/internal/sshx"
+	"github.com/strata-companion/companion/internal/testenv"
+)
+
+// fakeNvidiaSMI writes an nvidia-smi that answers the rich query as a
+// driver with one RTX 3060 Laptop GPU would (STRATA.md's second PC), and
+// rejects anything else as a real one does.
+func fakeNvidiaSMI(t *testing.T) string {
+	dir := t.TempDir()
+	script := `#!/bin/sh
+case "$*" in
+  *--query-gpu=*) echo "0, NVIDIA GeForce RTX 3060 Laptop GPU, 6144, 412, 5606, 581.57, 8.6, Disabled" ;;
+  *) echo "unexpected arguments: $*" >&2; exit 2 ;;
+esac
+`
+	if err := os.WriteFile(filepath.Join(dir, "nvidia-smi"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func dial(t testing.TB, s *testenv.SSHD, addr string) *ssh.Client {
+	t.Helper()
+	ep, err := sshx.ParseEndpoint(s.User + "@" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sshx.Dial(context.Background(), sshx.Config{Endpoint: ep,
+		Auth:            []ssh.AuthMethod{ssh.PublicKeys(s.ClientSigner)},
+		HostKeyCallback: ssh.FixedHostKey(s.HostSigner.PublicKey()), Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestProbeAgainstARealSSHD(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real sshd")
+	}
+	s := testenv.StartSSHD(t, testenv.SSHDOptions{PathDirs: []string{fakeNvidiaSMI(t)}})
+	c := dial(t, s, s.Addr())
+
+	remote := filepath.Join(t.TempDir(), "Strata Vision") // a space, as on Windows
+	os.MkdirAll(remote, 0o755)
+	for _, f := range []string{"strata-vision", "mmproj-BF16.gguf", "vocab-stub.gguf"} {
+		os.WriteFile(filepath.Join(remote, f), []byte("x"), 0o755)
+	}
+	r := Run(context.Background(), c, "pc2", Options{RemoteDir: remote, Pings: 5, TransferBytes: 2 << 20})
+	t.Logf("%+v", r)
+	if r.OS != "linux" || r.Arch == "" || r.Shell != "posix" {
+		t.Errorf("system: os %q arch %q shell %q (uname %q)", r.OS, r.Arch, r.Shell, r.Uname)
+	}
+	if len(r.GPUs) != 1 || r.GPUs[0].Name != "NVIDIA GeForce RTX 3060 Laptop GPU" || r.GPUs[0].FreeMiB != 5606 || r.NvidiaQuery != probe.QueryRich {
+		t.Errorf("GPUs %+v (query %q)", r.GPUs, r.NvidiaQuery)
+	}
+	if !r.EncoderPresent || !r.FilesInPlace || len(r.ModelFiles) != 2 {
+		t.Errorf("files: encoder %+v, models %+v, in place %v", r.Encoder, r.ModelFiles, r.FilesInPlace)
+	}
+	if len(r.RTTSamples) != 5 || r.RTT <= 0 {
+		t.Errorf("RTT %v from %v", r.RTT, r.RTTSamples)
+	}
+	if r.UpBytesPerSec <= 0 || r.DownBytesPerSec <= 0 {
+		t.Errorf("throughput up %v down %v", r.UpBytesPerSec, r.DownBytesPerSec)
+	}
+	if !r.Estimate.Available || r.Estimate.PictureSeconds <= 0 || r.Estimate.Device == nil || *r.Estimate.Device != 0 {
+		t.Errorf("estimate %+v", r.Estimate)
+	}
+	for _, f := range r.Findings {
+		if f.Severity != probe.SeverityInfo {
+			t.Errorf("unexpected finding: %+v", f)
+		}
+	}
+
+	// Nothing there yet, and a named model file missing.
+	r = Run(context.Background(), c, "pc2", Options{RemoteDir: filepath.Join(remote, "missing"), ModelFiles: []string{"mmproj-BF16.gguf"}, TransferBytes: 1 << 20})
+	if r.EncoderPresent || r.FilesInPlace || len(r.ModelFiles) != 1 || r.ModelFiles[0].Present {
+		t.Errorf("missing folder: encoder %+v, models %+v", r.Encoder, r.ModelFiles)
+	}
+	if !hasFinding(r, "remote prepare") {
+		t.Errorf("no finding telling how to fix missing files: %+v", r.Findings)
+	}
+}
+
+func TestProbeWithoutNvidiaSMI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real sshd")
+	}
+	if _, err := os.Stat("/usr/bin/nvidia-smi"); err == nil {
+		t.Skip("this machine has a real nvidia-smi")
+	}
+	s := testenv.StartSSHD(t, testenv.SSHDOptions{})
+	c := dial(t, s, s.Addr())
+	r := Run(context.Background(), c, "pc2", Options{TransferBytes: 1 << 20})
+	if len(r.GPUs) != 0 || !hasFinding(r, "nvidia-smi") {
+		t.Errorf("GPUs %+v, findings %+v", r.GPUs, r.Findings)
+	}
+	if r.Estimate.Available || !strings.Contains(r.Estimate.Basis, "no NVIDIA GPU") {
+		t.Errorf("estimate without a GPU: %+v", r.Estimate)
+	}
+	// The link is still measured: it says whether the PC is worth fixing.
+	if r.RTT <= 0 || r.UpBytesPerSec <= 0 || r.DownBytesPerSec <= 0 {
+		t.Errorf("link not measured: rtt %v up %v down %v", r.RTT, r.UpBytesPerSec, r.DownBytesPerSec)
+	}
+}
+
+func hasFinding(r *Result, word string) bool {
+	for _, f := range r.Findings {
+		if strings.Contains(f.What+" "+f.Fix, word) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestParseUnameAndWindowsArch(t *testing.T) {
+	for _, c := range []struct{ in, os, arch string }{
+		{"Linux x86_64", "linux", "amd64"},
+		{"Linux aarch64", "linux", "arm64"},
+		{"Darwin arm64", "darwin", "arm64"},
+		{"MINGW64_NT-10.0-19045 x86_64", "windows", "amd64"},
+		{"MSYS_NT-10.0 x86_64", "windows", "amd64"},
+	} {
+		os, arch, ok := parseUname(c.in)
+		if !ok || os != c.os || arch != c.arch {
+			t.Errorf("parseUname(%q) = %q %q %v", c.in, os, arch, ok)
+		}
+	}
+	for _, bad := range []string{"", "'uname' is not recognized as an internal or external command,", "Linux"} {
+		if _, _, ok := parseUname(bad); ok {
+			t.Errorf("parseUname(%q) accepted", bad)
+		}
+	}
+	for in, want := range map[string]string{
+		"%PROCESSOR_ARCHITEW6432% AMD64\r\n": "amd64",
+		"AMD64 x86\r\n":                      "amd64", // 32-bit cmd on 64-bit Windows
+		"%PROCESSOR_ARCHITEW6432% ARM64":     "arm64",
+	} {
+		if got := windowsArch(in); got != want {
+			t.Errorf("windowsArch(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	ms := time.Millisecond
+	if m := median([]time.Duration{5 * ms, 1 * ms, 90 * ms}); m != 5*ms {
+		t.Errorf("odd: %v", m)
+	}
+	if m := median([]time.Duration{4 * ms, 2 * ms, 100 * ms, 6 * ms}); m != 5*ms {
+		t.Errorf("even: %v", m)
+	}
+	if median(nil) != 0 {
+		t.Error("empty")
+	}
+}
