@@ -93,7 +93,7 @@ func sysfsCard(t *testing.T, root, node, pci string, files map[string]string) {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(dev, filepath.Join(nodeDir, "device")); err != nil {
-		t.Fatal(err)
+		t.Skipf("cannot make symlinks here (sysfs is Linux-only): %v", err)
 	}
 }
 
