@@ -81,7 +81,7 @@ type Result struct {
 	TransferBytes   int64   `json:"transfer_bytes"`
 
 	// Estimate is one 1024-token picture read there, as a client sees it.
-	Estimate probe.Estimate `json:"estimate"`
+	Estimate probe.Estimate  `json:"estimate"`
 	Findings []probe.Finding `json:"findings"`
 	Duration time.Duration   `json:"duration_ns"`
 }
