@@ -109,13 +109,19 @@ func newService(o *installOptions, extraArgs ...string) (kservice.Service, error
 
 var errNotAdmin = errors.New("this needs an administrator: run it from an elevated prompt (Windows: Run as administrator) or with sudo (Linux, macOS)")
 
-// installed says whether the service is installed, and its status.
+// installed says whether the service is installed, and its status. Some
+// managers answer a missing service with an error of their own (SysV's
+// `service x status` fails), so only a clear answer counts as installed; a
+// unit systemd holds in its failed state is installed too.
 func installed(s kservice.Service) (bool, kservice.Status) {
 	st, err := s.Status()
-	if errors.Is(err, kservice.ErrNotInstalled) {
-		return false, st
+	switch {
+	case err == nil:
+		return st == kservice.StatusRunning || st == kservice.StatusStopped, st
+	case strings.Contains(err.Error(), "failed state"):
+		return true, kservice.StatusStopped
 	}
-	return true, st
+	return false, st
 }
 
 var errNotInstalled = errors.New("the Strata Companion service is not installed; install it with `strata-service install` (as an administrator)")

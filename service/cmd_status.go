@@ -39,6 +39,9 @@ type strataStatus struct {
 	Settings          string             `json:"settings"`
 	SettingsPlacement settings.Placement `json:"settings_placement,omitempty"`
 	SettingsError     string             `json:"settings_error,omitempty"`
+	// Service is the OS service and, when it runs, its state through the
+	// control API (cmd_service.go).
+	Service *serviceStatus `json:"service,omitempty"`
 }
 
 // collectStrataStatus gathers the facts; it never fails, it records what is
@@ -94,11 +97,13 @@ func init() {
 				return &exitCode{code: 2, err: fmt.Errorf("unexpected argument %q", args[0])}
 			}
 			st := collectStrataStatus(ctx, env)
+			st.Service = collectServiceStatus(ctx)
 			if asJSON {
 				b, _ := json.MarshalIndent(st, "", "  ")
 				fmt.Fprintln(env.stdout, string(b))
 			} else {
 				printStrataStatus(env.stdout, st)
+				printServiceStatus(env.stdout, st.Service)
 			}
 			if !st.Valid {
 				return &exitCode{code: 1}
