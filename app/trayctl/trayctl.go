@@ -223,7 +223,8 @@ func describe(err error) (traymodel.Reach, string) {
 		return traymodel.Unreachable, ""
 	case watch.IsUnauthorized(err):
 		return traymodel.Unauthorized, "  the token in " + locations.ControlTokenFile() + " was refused; restart the tray"
-	case errors.Is(err, controlapi.ErrNotRunning) && !fileExists(locations.ControlAddrFile()):
+	case err == controlapi.ErrNotRunning:
+		// NewClient's bare error: no address file, so never started here.
 		return traymodel.NotRunning, "  install or start it: strata-service install, then strata-service start"
 	case errors.Is(err, controlapi.ErrNotRunning):
 		return traymodel.Unreachable, "  it is stopped or restarting; start it with: strata-service start"

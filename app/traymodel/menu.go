@@ -128,7 +128,7 @@ func Build(in Input) Menu {
 	}
 	st := in.State
 	if in.Reach != Connected || st == nil {
-		status(ItemServer, serviceDown(in.Reach))
+		status(ItemServer, "Strata Companion "+serviceDown(in.Reach))
 		status(ItemServerDetail, in.Problem)
 		status(ItemVision, "")
 		status(ItemRemote, "")
@@ -229,17 +229,17 @@ func Icon(st *controlapi.State) string {
 	}
 }
 
-// Degraded says, in words, why pictures do not work while text does ("" when
-// everything configured works).
+// Degraded says, in a few words, why pictures do not work while the server
+// does ("" when everything configured works).
 func Degraded(st *controlapi.State) string {
 	if st.Vision.Placement == "" || st.Vision.Placement == "off" {
 		return ""
 	}
 	if st.Vision.Placement == "remote" && st.Remote != nil && !st.Remote.Reachable {
-		return "pictures unavailable: the second PC is not reachable"
+		return "not reachable"
 	}
 	if st.Vision.Encoder == controlapi.EncoderFailed {
-		return "pictures unavailable: the encoder failed"
+		return "encoder failed"
 	}
 	return ""
 }
@@ -251,13 +251,12 @@ func Tooltip(st *controlapi.State) string {
 		parts = append(parts, st.Server.Model)
 	}
 	v := "vision " + placementWords(st)
-	if st.Vision.Placement != "off" && st.Vision.Placement != "" {
+	if d := Degraded(st); d != "" {
+		v += ", " + d + ": text only"
+	} else if st.Vision.Placement != "off" && st.Vision.Placement != "" {
 		v += ", " + encoderWord(st.Vision.Encoder)
 	}
 	parts = append(parts, v)
-	if d := Degraded(st); d != "" && st.Server.Phase == controlapi.PhaseReady {
-		parts = append(parts, d)
-	}
 	return clip(strings.Join(parts, " · "))
 }
 

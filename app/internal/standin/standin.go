@@ -35,8 +35,8 @@ type Request struct {
 
 // API is the running stand-in.
 type API struct {
-	Server *httptest.Server
-	Bus    *events.Bus
+	srv *httptest.Server // replaced by Start: read under mu
+	Bus *events.Bus
 
 	mu       sync.Mutex
 	done     chan struct{} // closed by Stop: ends the long polls
@@ -45,12 +45,20 @@ type API struct {
 	polls    int
 	LogFile  string
 	OnVision func(req controlapi.VisionRequest) // runs after the POST is recorded (optional)
+	capacity int
 }
 
 // New starts a stand-in with state st on loopback; it stops when t ends.
 func New(t testing.TB, st controlapi.State) *API {
 	t.Helper()
-	a := &API{state: st}
+	return NewCap(t, st, 1000)
+}
+
+// NewCap is New with an event bus that keeps only capacity events (to make
+// gaps).
+func NewCap(t testing.TB, st controlapi.State, capacity int) *API {
+	t.Helper()
+	a := &API{state: st, capacity: capacity}
 	a.Start()
 	t.Cleanup(a.Stop)
 	return a
@@ -60,11 +68,14 @@ func New(t testing.TB, st controlapi.State) *API {
 // 1, as a restarted service does. The state is kept (Seq reset).
 func (a *API) Start() {
 	a.mu.Lock()
-	a.Bus = events.NewBus(1000)
+	a.Bus = events.NewBus(a.capacity)
 	a.state.Seq = 0
 	a.done = make(chan struct{})
 	a.mu.Unlock()
-	a.Server = httptest.NewServer(http.HandlerFunc(a.serve))
+	srv := httptest.NewServer(http.HandlerFunc(a.serve))
+	a.mu.Lock()
+	a.srv = srv
+	a.mu.Unlock()
 }
 
 // Stop ends the API (as a stopped service): pending long polls end and
@@ -75,17 +86,25 @@ func (a *API) Stop() {
 		close(a.done)
 		a.done = nil
 	}
+	srv := a.srv
 	a.mu.Unlock()
-	a.Server.CloseClientConnections()
-	a.Server.Close()
+	srv.CloseClientConnections()
+	srv.Close()
+}
+
+// URL is http://host:port of the running instance.
+func (a *API) URL() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.srv.URL
 }
 
 // Addr is host:port.
-func (a *API) Addr() string { return strings.TrimPrefix(a.Server.URL, "http://") }
+func (a *API) Addr() string { return strings.TrimPrefix(a.URL(), "http://") }
 
 // Client is a controlapi client for the stand-in.
 func (a *API) Client() *controlapi.Client {
-	return &controlapi.Client{BaseURL: a.Server.URL, Token: Token, HTTP: &http.Client{}}
+	return &controlapi.Client{BaseURL: a.URL(), Token: Token, HTTP: &http.Client{}}
 }
 
 // WriteHome writes the address and token files a running service leaves in

@@ -1,0 +1,607 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/strata-companion/companion/app/internal/standin"
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/testenv"
+)
+
+// The real tray, built and started under Xvfb with a session bus and a tray
+// host (trayer), against the stand-in control API. Its menu is read and
+// clicked over DBus (com.canonical.dbusmenu, as every StatusNotifier host
+// does), notifications arrive at a stand-in freedesktop notification service
+// on the same bus, and a screenshot of the opened menu is taken with xdotool
+// and ImageMagick. STRATA_UPDATE_DOCS=1 writes it to docs/tray-menu.png.
+func TestRealTrayUnderXvfb(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Xvfb, dbus, trayer and the real tray")
+	}
+	bins := testenv.LookPath(t, "trayer", "xdotool", "import", "convert")
+	trayer, xdotool := bins[0], bins[1]
+	importBin, convertBin := "/usr/bin/import", "/usr/bin/convert" // another convert may come first on PATH
+	for _, p := range []string{importBin, convertBin} {
+		if _, err := os.Stat(p); err != nil {
+			testenv.Skip(t, p+" is missing (install imagemagick)")
+		}
+	}
+	disp := testenv.StartDisplay(t, 1024, 600)
+	dir := t.TempDir()
+
+	exe := filepath.Join(dir, "strata-tray")
+	build := exec.Command("go", "build", "-trimpath", "-o", exe, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building strata-tray: %v\n%s", err, out)
+	}
+
+	// The stand-in service, in a realistic state, and the files a running
+	// service leaves for its clients.
+	now := time.Now()
+	api := standin.New(t, realistic(now))
+	home := filepath.Join(dir, "home")
+	api.WriteHome(t, home)
+	settingsJSON, _ := json.Marshal(map[string]any{"vision": "remote", "remote": map[string]any{"host": "gpu-laptop", "user": "strata"}})
+	if err := os.WriteFile(filepath.Join(home, "settings.json"), settingsJSON, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// A stand-in zenity that answers "Continue" and records the question
+	// (the real one needs a person to click).
+	fakeBin := filepath.Join(dir, "bin")
+	os.MkdirAll(fakeBin, 0o755)
+	asked := filepath.Join(dir, "zenity-asked")
+	os.WriteFile(filepath.Join(fakeBin, "zenity"), []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" >> "+asked+"\nexit 0\n"), 0o755)
+
+	env := append([]string(nil), disp.Env...)
+	env = setEnv(env, "PATH", fakeBin+":"+os.Getenv("PATH"))
+	env = setEnv(env, "STRATA_COMPANION_HOME", home)
+	env = setEnv(env, "XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	env = setEnv(env, "XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	env = setEnv(env, "HOME", dir)
+
+	bus, err := dbus.Connect(disp.BusAddress)
+	if err != nil {
+		t.Fatalf("connecting to the test's session bus: %v", err)
+	}
+	defer bus.Close()
+	notes := &notificationServer{}
+	if err := notes.export(bus); err != nil {
+		t.Fatal(err)
+	}
+
+	tr := exec.Command(trayer, "--edge", "top", "--align", "right", "--widthtype", "request", "--height", "32", "--transparent", "false")
+	tr.Env = env
+	if err := tr.Start(); err != nil {
+		t.Fatalf("starting trayer: %v", err)
+	}
+	t.Cleanup(func() { tr.Process.Kill(); tr.Wait() })
+
+	var trayLog bytes.Buffer
+	tray := exec.Command(exe)
+	tray.Env, tray.Stdout, tray.Stderr = env, &syncWriter{w: &trayLog}, &syncWriter{w: &trayLog}
+	if err := tray.Start(); err != nil {
+		t.Fatalf("starting strata-tray: %v", err)
+	}
+	trayDone := make(chan error, 1)
+	go func() { trayDone <- tray.Wait() }()
+	defer func() {
+		tray.Process.Kill()
+		<-trayDone
+		if t.Failed() {
+			t.Logf("strata-tray's output:\n%s", trayLog.String())
+		}
+	}()
+
+	name := findTray(t, bus)
+	menu := func() []menuItem { return getLayout(t, bus, name) }
+	waitMenu := func(what string, ok func([]menuItem) bool) []menuItem {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			m := menu()
+			if ok(m) {
+				return m
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the tray's menu never showed %s; it shows:\n%s", what, dumpMenu(m))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	// 1. The status lines and choices for the realistic state.
+	m := waitMenu("the ready state", func(m []menuItem) bool { return hasLabel(m, "Strata: ready · Qwen3.6-35B-A3B IQ2_XS · up 2 h") })
+	for _, want := range []string{
+		"Vision: second PC · encoder ready · last picture",
+		"Second PC gpu-laptop: reachable · 1.3 ms · 5.7 GiB VRAM free",
+		"Vision: this GPU", "Vision: CPU", "Vision: second PC (gpu-laptop)", "Vision: off",
+		"Restart Strata", "Open Strata in the browser", "View logs", "Open setup...", "Start tray at login", "Quit tray",
+	} {
+		it, ok := findPrefix(m, want)
+		if strings.HasPrefix(want, "Vision: ") && !strings.Contains(want, "·") {
+			it = choice(m, want)
+			ok = it.toggle >= 0
+		}
+		if !ok || !it.visible {
+			t.Errorf("no visible item %q in:\n%s", want, dumpMenu(m))
+		}
+	}
+	if it, _ := findPrefix(m, "Strata: ready"); it.enabled {
+		t.Error("a status line is clickable")
+	}
+	if it := choice(m, "Vision: second PC (gpu-laptop)"); it.toggle != 1 {
+		t.Errorf("the remote choice is not checked: %+v", it)
+	}
+	if it := choice(m, "Start tray at login"); it.toggle != 0 {
+		t.Error("Start tray at login is on although nobody turned it on")
+	}
+	if title := sniProp(t, bus, name, "Title"); !strings.HasPrefix(title, "Strata: ready · Qwen3.6-35B-A3B IQ2_XS · vision on the second PC (gpu-laptop), encoder ready") {
+		t.Errorf("tooltip (SNI Title) = %q", title)
+	}
+	if label := sniProp(t, bus, name, "XAyatanaLabel"); label != "" {
+		t.Errorf("the panel label is %q; the status belongs in the tooltip, not beside the icon", label)
+	}
+
+	// 2. One tray per session: a second start exits at once, quietly.
+	second := exec.Command(exe)
+	second.Env = env
+	out, err := second.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "already running") {
+		t.Errorf("a second tray: %v, %q", err, out)
+	}
+
+	// 3. The screenshot of the opened menu.
+	screenshot(t, env, xdotool, importBin, convertBin, filepath.Join(dir, "tray-menu.png"))
+
+	// 4. The second PC goes away: the menu, the tooltip and exactly one
+	// notification say so.
+	api.Change(func(s *controlapi.State) {
+		s.Remote.Reachable, s.Remote.Reason, s.Remote.Since = false, "connection timed out", time.Now()
+	}, events.Event{Kind: events.RemoteUnreachable})
+	waitMenu("the second PC down", func(m []menuItem) bool {
+		return hasLabel(m, "Second PC gpu-laptop: not reachable (connection timed out)")
+	})
+	if title := sniProp(t, bus, name, "Title"); !strings.Contains(title, "not reachable: text only") {
+		t.Errorf("tooltip with the second PC down: %q", title)
+	}
+	got := notes.wait(t, 1)
+	if got[0].summary != "Pictures unavailable: second PC not reachable" || !strings.Contains(got[0].body, "connection timed out") ||
+		got[0].app != "Strata Companion" {
+		t.Errorf("notification %+v", got[0])
+	}
+
+	// 5. A click on "Vision: CPU": confirmed (stand-in zenity), posted to the
+	// service, progress shown.
+	api.OnVision = func(req controlapi.VisionRequest) {
+		api.Change(func(s *controlapi.State) {
+			s.Server.Phase, s.Server.Detail, s.Server.Since = controlapi.PhaseRestarting, "loading the model", time.Now()
+		}, events.Event{Kind: events.ConfigChanged}, events.Event{Kind: events.ServerRestarting})
+	}
+	cpu := choice(menu(), "Vision: CPU")
+	click(t, bus, name, cpu.id)
+	m = waitMenu("the switch in progress", func(m []menuItem) bool { return hasLabel(m, "Switching vision to the CPU: loading the model...") })
+	// The toolkit ticks a check box when clicked; the tray puts the tick back
+	// where the service says vision runs until the switch is done.
+	m = waitMenu("the check mark still on the second PC", func(m []menuItem) bool {
+		c := choice(m, "Vision: CPU")
+		r := choice(m, "Vision: second PC (")
+		return c.toggle == 0 && r.toggle == 1
+	})
+	if c := choice(m, "Vision: CPU"); c.enabled {
+		t.Errorf("the choices stay clickable while switching:\n%s", dumpMenu(m))
+	}
+	posts := api.Posts()
+	if len(posts) != 1 || posts[0].Vision == nil || posts[0].Vision.Placement != "cpu" {
+		t.Fatalf("the service received %+v, want one POST /v1/vision for cpu", posts)
+	}
+	if q, _ := os.ReadFile(asked); !bytes.Contains(q, []byte("--question")) || !bytes.Contains(q, []byte("Switching vision to the CPU restarts Strata")) {
+		t.Errorf("the confirmation asked: %q", q)
+	}
+
+	// The server comes back with vision on the CPU: the progress line goes,
+	// the tick moves, and a second notification says Strata is ready.
+	api.Change(func(s *controlapi.State) {
+		s.Server.Phase, s.Server.Detail, s.Server.Since = controlapi.PhaseReady, "", time.Now()
+		s.Vision = controlapi.VisionState{Placement: "cpu", Encoder: controlapi.EncoderReady}
+		s.Remote = nil
+	}, events.Event{Kind: events.ServerReady})
+	waitMenu("vision on the CPU", func(m []menuItem) bool {
+		c := choice(m, "Vision: CPU")
+		return c.toggle == 1 && c.enabled && !hasLabel(m, "Switching") && !hasLabel(m, "Second PC")
+	})
+	if got := notes.wait(t, 2); got[1].summary != "Strata is ready" {
+		t.Errorf("second notification %+v", got[1])
+	}
+
+	// 6. Start tray at login: only by a click, into the XDG autostart folder.
+	// (The toolkit flips a check box by itself on a click; the file is what
+	// the tray did.)
+	desktopFile := filepath.Join(dir, "config", "autostart", "strata-tray.desktop")
+	if _, err := os.Stat(desktopFile); !os.IsNotExist(err) {
+		t.Errorf("an autostart entry exists before anyone asked: %v", err)
+	}
+	auto := choice(menu(), "Start tray at login")
+	click(t, bus, name, auto.id)
+	waitFile := func(exists bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			_, err := os.Stat(desktopFile)
+			if (err == nil) == exists {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the autostart entry exists=%v, want %v", err == nil, exists)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitFile(true)
+	if b, _ := os.ReadFile(desktopFile); !bytes.Contains(b, []byte("Exec="+exe+"\n")) {
+		t.Errorf("autostart entry:\n%s", b)
+	}
+	waitMenu("autostart on", func(m []menuItem) bool { it := choice(m, "Start tray at login"); return it.toggle == 1 })
+	click(t, bus, name, auto.id)
+	waitFile(false)
+	waitMenu("autostart off", func(m []menuItem) bool { it := choice(m, "Start tray at login"); return it.toggle == 0 })
+
+	// 7. Quit tray ends the tray (the service is not touched).
+	quit, _ := findPrefix(menu(), "Quit tray")
+	click(t, bus, name, quit.id)
+	select {
+	case err := <-trayDone:
+		trayDone <- err
+		if err != nil {
+			t.Errorf("the tray ended with %v after Quit", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("the tray did not quit")
+	}
+	if n := len(api.Posts()); n != 1 {
+		t.Errorf("Quit tray sent %d requests to the service in all, want only the vision one", n)
+	}
+}
+
+func realistic(now time.Time) controlapi.State {
+	return controlapi.State{
+		Service: controlapi.ServiceInfo{Version: "0.1.0", Started: now.Add(-3 * time.Hour), PID: 812},
+		Server: controlapi.ServerState{Phase: controlapi.PhaseReady, Since: now.Add(-2*time.Hour - 14*time.Minute), PID: 1290, Port: 8080,
+			URL: "http://127.0.0.1:8080/v1", Model: "Qwen3.6-35B-A3B IQ2_XS", Context: 65536, Experts: 3641, ExpertCacheGiB: 6.96},
+		Vision: controlapi.VisionState{Placement: "remote", Encoder: controlapi.EncoderReady,
+			LastPicture: now.Add(-4 * time.Minute), LastPictureMS: 2830},
+		Remote: &controlapi.RemoteInfo{Host: "gpu-laptop", Reachable: true, RTTms: 1.3, FreeVRAMMiB: 5840, GPU: "NVIDIA GeForce RTX 3060 Laptop GPU", Since: now.Add(-3 * time.Hour)},
+		Config: controlapi.ConfigInfo{StrataRoot: "/opt/strata", Path: "/opt/strata/strata-iq2_xs.json", Valid: true},
+	}
+}
+
+func setEnv(env []string, k, v string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, k+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, k+"="+v)
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// --- the menu over DBus -----------------------------------------------------
+
+const (
+	sniPath  = "/org/ayatana/NotificationItem/systray"
+	menuPath = sniPath + "/Menu"
+)
+
+type menuItem struct {
+	id      int32
+	label   string
+	visible bool
+	enabled bool
+	toggle  int32 // -1: no check box
+	sep     bool
+}
+
+// findTray asks every connection on the bus for the tray's menu object.
+func findTray(t *testing.T, bus *dbus.Conn) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var names []string
+		if err := bus.BusObject().Call("org.freedesktop.DBus.ListNames", 0).Store(&names); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if !strings.HasPrefix(n, ":") || n == bus.Names()[0] {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			err := bus.Object(n, menuPath).CallWithContext(ctx, "com.canonical.dbusmenu.GetLayout", 0, int32(0), int32(-1), []string{}).Err
+			cancel()
+			if err == nil {
+				return n
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("no tray menu appeared on the session bus")
+	return ""
+}
+
+func getLayout(t *testing.T, bus *dbus.Conn, name string) []menuItem {
+	t.Helper()
+	var rev uint32
+	var root struct {
+		ID       int32
+		Props    map[string]dbus.Variant
+		Children []dbus.Variant
+	}
+	call := bus.Object(name, menuPath).Call("com.canonical.dbusmenu.GetLayout", 0, int32(0), int32(-1), []string{})
+	if err := call.Store(&rev, &root); err != nil {
+		t.Fatalf("GetLayout: %v", err)
+	}
+	var out []menuItem
+	for _, c := range root.Children {
+		f, ok := c.Value().([]any)
+		if !ok || len(f) < 2 {
+			t.Fatalf("unexpected layout entry %v", c)
+		}
+		props, _ := f[1].(map[string]dbus.Variant)
+		it := menuItem{id: f[0].(int32), visible: true, enabled: true, toggle: -1}
+		if v, ok := props["label"]; ok {
+			it.label, _ = v.Value().(string)
+		}
+		if v, ok := props["visible"]; ok {
+			it.visible, _ = v.Value().(bool)
+		}
+		if v, ok := props["enabled"]; ok {
+			it.enabled, _ = v.Value().(bool)
+		}
+		if v, ok := props["toggle-state"]; ok {
+			it.toggle, _ = v.Value().(int32)
+		}
+		if v, ok := props["type"]; ok && v.Value() == "separator" {
+			it.sep = true
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+func hasLabel(m []menuItem, prefix string) bool {
+	it, ok := findPrefix(m, prefix)
+	return ok && it.visible
+}
+
+func findPrefix(m []menuItem, prefix string) (menuItem, bool) {
+	for _, it := range m {
+		if strings.HasPrefix(it.label, prefix) {
+			return it, true
+		}
+	}
+	return menuItem{}, false
+}
+
+// choice finds a check box item (not a status line with the same start).
+func choice(m []menuItem, prefix string) menuItem {
+	for _, it := range m {
+		if it.toggle >= 0 && strings.HasPrefix(it.label, prefix) {
+			return it
+		}
+	}
+	return menuItem{toggle: -1}
+}
+
+func dumpMenu(m []menuItem) string {
+	var b strings.Builder
+	for _, it := range m {
+		switch {
+		case it.sep:
+			b.WriteString("  ----\n")
+		case !it.visible:
+		default:
+			fmt.Fprintf(&b, "  [%d] %q enabled=%v toggle=%d\n", it.id, it.label, it.enabled, it.toggle)
+		}
+	}
+	return b.String()
+}
+
+func click(t *testing.T, bus *dbus.Conn, name string, id int32) {
+	t.Helper()
+	err := bus.Object(name, menuPath).Call("com.canonical.dbusmenu.Event", 0, id, "clicked", dbus.MakeVariant(int32(0)), uint32(0)).Err
+	if err != nil {
+		t.Fatalf("clicking item %d: %v", id, err)
+	}
+}
+
+func sniProp(t *testing.T, bus *dbus.Conn, name, prop string) string {
+	t.Helper()
+	v, err := bus.Object(name, sniPath).GetProperty("org.kde.StatusNotifierItem." + prop)
+	if err != nil {
+		t.Fatalf("reading %s: %v", prop, err)
+	}
+	s, _ := v.Value().(string)
+	return s
+}
+
+// --- a stand-in freedesktop notification service ------------------------------
+
+type notification struct{ app, summary, body string }
+
+type notificationServer struct {
+	mu   sync.Mutex
+	got  []notification
+	next uint32
+}
+
+func (s *notificationServer) export(bus *dbus.Conn) error {
+	if err := bus.Export(s, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
+		return err
+	}
+	r, err := bus.RequestName("org.freedesktop.Notifications", dbus.NameFlagDoNotQueue)
+	if err != nil || r != dbus.RequestNameReplyPrimaryOwner {
+		return fmt.Errorf("owning org.freedesktop.Notifications: %v %v", r, err)
+	}
+	return nil
+}
+
+// Notify is the freedesktop method the tray calls.
+func (s *notificationServer) Notify(app string, replaces uint32, icon, summary, body string, actions []string, hints map[string]dbus.Variant, timeout int32) (uint32, *dbus.Error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, notification{app, summary, body})
+	s.next++
+	return s.next, nil
+}
+
+func (s *notificationServer) GetCapabilities() ([]string, *dbus.Error) { return []string{"body"}, nil }
+
+func (s *notificationServer) GetServerInformation() (string, string, string, string, *dbus.Error) {
+	return "test", "strata", "1", "1.2", nil
+}
+
+// wait returns the notifications once there are n, failing on more.
+func (s *notificationServer) wait(t *testing.T, n int) []notification {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s.mu.Lock()
+		got := append([]notification(nil), s.got...)
+		s.mu.Unlock()
+		if len(got) > n {
+			t.Fatalf("%d notifications, want %d: %+v", len(got), n, got)
+		}
+		if len(got) == n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d notifications, want %d: %+v", len(got), n, got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// --- the screenshot -------------------------------------------------------------
+
+// screenshot clicks the tray icon in trayer, waits for the menu to be drawn,
+// saves the screen's top right corner to out and checks the menu is on it.
+func screenshot(t *testing.T, env []string, xdotool, importBin, convertBin, out string) {
+	t.Helper()
+	run := func(name string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Env = env
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, b)
+		}
+		return string(b)
+	}
+	// The icon is trayer's only client: the "systray" window.
+	var win string
+	deadline := time.Now().Add(30 * time.Second)
+	for win == "" && time.Now().Before(deadline) {
+		cmd := exec.Command(xdotool, "search", "--classname", "^systray$")
+		cmd.Env = env
+		b, _ := cmd.Output()
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			win = f[0]
+		} else {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if win == "" {
+		t.Fatal("the tray icon never appeared in trayer")
+	}
+	full := filepath.Join(filepath.Dir(out), "before.png")
+	run(importBin, "-window", "root", full)
+	before := decodePNG(t, full)
+	run(xdotool, "mousemove", "--window", win, "16", "15", "click", "1")
+
+	// Wait until the menu is on screen: a large area under the icon changed.
+	var after image.Image
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		run(importBin, "-window", "root", full)
+		after = decodePNG(t, full)
+		if changed(before, after, image.Rect(600, 40, 1000, 300)) > 0.3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("clicking the tray icon did not open its menu")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // let the menu finish drawing
+	run(importBin, "-window", "root", full)
+	run(convertBin, full, "-crop", "560x420+464+0", "+repage", out)
+	run(xdotool, "key", "Escape")
+	if os.Getenv("STRATA_UPDATE_DOCS") == "1" {
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join("..", "docs", "tray-menu.png"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Log("wrote docs/tray-menu.png")
+	}
+}
+
+func decodePNG(t *testing.T, path string) image.Image {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("decoding %s: %v", path, err)
+	}
+	return img
+}
+
+// changed is the share of pixels in r that differ between a and b.
+func changed(a, b image.Image, r image.Rectangle) float64 {
+	n, total := 0, 0
+	for y := r.Min.Y; y < r.Max.Y; y += 2 {
+		for x := r.Min.X; x < r.Max.X; x += 2 {
+			total++
+			r1, g1, b1, _ := a.At(x, y).RGBA()
+			r2, g2, b2, _ := b.At(x, y).RGBA()
+			if r1 != r2 || g1 != g2 || b1 != b2 {
+				n++
+			}
+		}
+	}
+	return float64(n) / float64(total)
+}
