@@ -25,6 +25,7 @@ import (
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/sshx"
 	"github.com/strata-companion/companion/internal/strataconfig"
 	"github.com/strata-companion/companion/internal/stratainstall"
 	"github.com/strata-companion/companion/internal/version"
@@ -263,8 +264,15 @@ func applyVision(ctx context.Context, tr *state.Tracker, sup *supervisor.Supervi
 	if !pl.Valid() {
 		return nil, &controlserver.RequestError{Code: 400, Err: fmt.Errorf("unknown placement %q: use gpu, cpu, remote or off", req.Placement)}
 	}
-	if pl == settings.PlacementRemote && req.Host == "" {
-		return nil, &controlserver.RequestError{Code: 400, Err: errors.New("remote needs host ([user@]host[:port])")}
+	var ep sshx.Endpoint
+	if pl == settings.PlacementRemote {
+		if req.Host == "" {
+			return nil, &controlserver.RequestError{Code: 400, Err: errors.New("remote needs host ([user@]host[:port])")}
+		}
+		var err error
+		if ep, err = sshx.ParseEndpoint(req.Host); err != nil {
+			return nil, &controlserver.RequestError{Code: 400, Err: err}
+		}
 	}
 	cfg := in.ConfigInUse
 	sreq := strataconfig.VisionRequest{Placement: pl, Device: req.Device, Threads: req.Threads, Host: req.Host, SettingsPath: locations.SettingsFile()}
@@ -284,10 +292,11 @@ func applyVision(ctx context.Context, tr *state.Tracker, sup *supervisor.Supervi
 		return nil, err
 	}
 	resp.Written, resp.Backup = true, backup
+	// The settings record the choice as `vision` does (same function).
 	if s, err := settings.LoadDefault(); err == nil {
-		s.StrataRoot, s.ConfigPath, s.Vision = in.Root, cfg, pl
-		if err := s.SaveDefault(); err != nil {
-			tr.Publish(events.Event{Kind: events.ServerProgress, Message: "the config was changed but the companion settings could not be saved: " + err.Error()})
+		quiet := &cliEnv{stdout: io.Discard, stderr: io.Discard}
+		if err := recordVision(quiet, s, locations.SettingsFile(), in, cfg, pl, string(pl), ep, false); err != nil {
+			tr.Publish(events.Event{Kind: events.ServerProgress, Message: err.Error()})
 		}
 	}
 	tr.Publish(events.Event{Kind: events.ConfigChanged, Message: "vision is now " + string(pl),

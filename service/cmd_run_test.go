@@ -1,3 +1,5 @@
+//go:build !windows
+
 package main
 
 import (
@@ -211,4 +213,47 @@ func contains(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// `vision off` while the service runs goes through POST /v1/vision: the
+// service writes the config (with a backup) and restarts Strata.
+func TestVisionCommandGoesThroughTheService(t *testing.T) {
+	dir := t.TempDir()
+	enc := dir + "/strata-vision"
+	os.WriteFile(enc, []byte("#!/bin/sh\necho 'strata-vision: on the CPU, 2 threads, no warm-up' >&2\necho READY 2560\nwhile read c a b; do [ \"$c\" = QUIT ] && exit 0; echo 'ERR stand-in'; done\n"), 0o755)
+	for _, f := range []string{"mmproj-Q8_0.gguf", "stub.gguf"} {
+		os.WriteFile(dir+"/"+f, []byte("GGUF"), 0o644)
+	}
+	r := fakestrata.NewRoot(t, fakestrata.RootOptions{Extra: map[string]any{
+		"args":   []string{"-m", "model.gguf", "--vision", "--vram-reserve-mib", "700"},
+		"vision": map[string]any{"exe": enc, "mmproj": dir + "/mmproj-Q8_0.gguf", "model": dir + "/stub.gguf", "gpu": false, "threads": 2},
+	}})
+	c, _ := startRun(t, r)
+	ctx := context.Background()
+	var since uint64
+	follow(t, c, &since, events.ServerReady)
+	if st, _ := c.State(ctx); st.Vision.Placement != "cpu" {
+		t.Fatalf("placement before: %+v", st.Vision)
+	}
+	out := &syncBuf{}
+	if code := runCLI(ctx, []string{"vision", "off"}, strings.NewReader(""), out, out); code != 0 {
+		t.Fatalf("vision off: %d\n%s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "The service saved the config") || !strings.Contains(out.String(), "restarting the Strata server") {
+		t.Errorf("vision off said:\n%s", out.String())
+	}
+	seen := follow(t, c, &since, events.ConfigChanged, events.ServerExited, events.ServerReady)
+	for _, e := range seen {
+		if e.Kind == events.ServerRestarting {
+			t.Errorf("a requested restart counted as a crash: %+v", e)
+		}
+	}
+	st, _ := c.State(ctx)
+	if st.Vision.Placement != "off" || st.Server.Phase != controlapi.PhaseReady {
+		t.Errorf("after: %+v %+v", st.Vision, st.Server)
+	}
+	b, _ := os.ReadFile(r.Config)
+	if strings.Contains(string(b), `"vision"`) {
+		t.Errorf("the config still has vision:\n%s", b)
+	}
 }

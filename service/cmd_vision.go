@@ -96,6 +96,10 @@ func runVision(ctx context.Context, env *cliEnv, o visionOptions, args []string)
 	if err := checkVisionFlags(what, o); err != nil {
 		return &exitCode{code: 2, err: err}
 	}
+	// When the service runs, it makes the change (and restarts Strata).
+	if handled, err := visionThroughService(ctx, env, what, o); handled {
+		return err
+	}
 	s, settingsPath, err := loadSettings()
 	if err != nil {
 		return err
