@@ -69,6 +69,12 @@ func Parse(src Source, line string) (events.Event, bool) {
 	if strings.Contains(line, events.LinePrefix) {
 		return events.ParseLine(line)
 	}
+	// Most output lines are request logs: leave them before the regexps.
+	if !strings.Contains(line, "ready:") && !strings.Contains(line, "strata") &&
+		!strings.Contains(line, "vision") && !strings.Contains(line, "engine") &&
+		!strings.Contains(line, "model unloaded") {
+		return events.Event{}, false
+	}
 	details := func(kv ...any) map[string]any {
 		m := map[string]any{"source": src.String()}
 		for i := 0; i+1 < len(kv); i += 2 {

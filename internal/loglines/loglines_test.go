@@ -156,3 +156,17 @@ func FuzzParse(f *testing.F) {
 		_ = IsPortInUse(line)
 	})
 }
+
+// BenchmarkParse is the cost per line of server output (most lines are
+// not recognised, which is the common case).
+func BenchmarkParse(b *testing.B) {
+	lines := []string{
+		"INFO:     127.0.0.1:51234 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
+		"[strata] filling the GPU's expert cache (3112 experts, 5.96 GiB of VRAM) ...",
+		"ready: http://127.0.0.1:8080/v1  (OpenAI: ..., context 32768 tokens, images on, API key required)",
+		"prompt eval: 2048 tokens in 1.2 s",
+	}
+	for i := 0; i < b.N; i++ {
+		Parse(Stdout, lines[i%len(lines)])
+	}
+}

@@ -252,3 +252,35 @@ func TestFiles(t *testing.T) {
 		t.Error("the address file is still there")
 	}
 }
+
+// BenchmarkEventLatency is the time from Publish to a waiting long-poll
+// client having the event (loopback HTTP, one client).
+func BenchmarkEventLatency(b *testing.B) {
+	bus := events.NewBus(1 << 16)
+	s, err := New(Backend{Bus: bus})
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := Listen("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Serve(ctx, l)
+	c := &controlapi.Client{BaseURL: "http://" + l.Addr().String(), Token: s.Token(), HTTP: &http.Client{}}
+	b.ResetTimer()
+	var since uint64
+	for i := 0; i < b.N; i++ {
+		got := make(chan struct{})
+		go func() {
+			r, err := c.Events(ctx, since, 30*time.Second)
+			if err == nil {
+				since = r.Next
+			}
+			close(got)
+		}()
+		bus.Publish(events.Event{Kind: events.ServerProgress})
+		<-got
+	}
+}

@@ -1,0 +1,116 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/events"
+)
+
+func ev(kind events.Kind, msg string, kv ...any) events.Event {
+	d := map[string]any{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		d[kv[i].(string)] = kv[i+1]
+	}
+	return events.Event{Kind: kind, Message: msg, Details: d, Time: time.Unix(1000, 0)}
+}
+
+func TestFoldLifecycle(t *testing.T) {
+	st := controlapi.State{Vision: controlapi.VisionState{Placement: "gpu", Encoder: controlapi.EncoderUnknown}}
+	steps := []struct {
+		e     events.Event
+		check func(s controlapi.State) bool
+	}{
+		{ev(events.ServerStarting, "", "port", 8080), func(s controlapi.State) bool {
+			return s.Server.Phase == controlapi.PhaseStarting && s.Server.Port == 8080
+		}},
+		{ev(events.ServerProgress, "filling the GPU's expert cache"), func(s controlapi.State) bool {
+			return s.Server.Detail == "filling the GPU's expert cache"
+		}},
+		{ev(events.ExpertCache, "", "experts", 3112, "gib", 5.96), func(s controlapi.State) bool {
+			return s.Server.Experts == 3112 && s.Server.ExpertCacheGiB == 5.96
+		}},
+		{ev(events.EncoderStarting, ""), func(s controlapi.State) bool { return s.Vision.Encoder == controlapi.EncoderStarting }},
+		{ev(events.ServerReady, "", "url", "http://127.0.0.1:8080/v1", "pid", 42, "model", "m", "context", 32768, "images", true), func(s controlapi.State) bool {
+			return s.Server.Phase == controlapi.PhaseReady && s.Server.PID == 42 && s.Server.Context == 32768 &&
+				s.Server.Detail == "" && s.Vision.Encoder == controlapi.EncoderReady
+		}},
+		{ev(events.EncoderIdleStopped, "", "idle_s", 300.0), func(s controlapi.State) bool { return s.Vision.Encoder == controlapi.EncoderIdle }},
+		// Through JSON (a relay line), numbers are float64.
+		{ev(events.EncoderWoke, "", "shrink_ms", 120.0, "start_ms", 850.0, "encode_ms", 640.0, "wake_ms", 970.0), func(s controlapi.State) bool {
+			return s.Vision.Encoder == controlapi.EncoderReady && s.Vision.LastWakeMS == 970 && s.Vision.LastPictureMS == 640
+		}},
+		{ev(events.RemoteUnreachable, "pc2: no route to host", "host", "pc2"), func(s controlapi.State) bool {
+			return s.Remote != nil && !s.Remote.Reachable && s.Remote.Reason == "pc2: no route to host" && s.Remote.Host == "pc2"
+		}},
+		{ev(events.RemoteConnected, "", "host", "pc2", "rtt_ms", 1.5), func(s controlapi.State) bool {
+			return s.Remote.Reachable && s.Remote.Reason == "" && s.Remote.RTTms == 1.5
+		}},
+		{ev(events.ServerExited, "the Strata server exited unexpectedly (exit code 3)", "expected", false, "code", 3), func(s controlapi.State) bool {
+			return s.Server.Phase == controlapi.PhaseStopped && s.Server.PID == 0 && s.Server.LastError != ""
+		}},
+		{ev(events.ServerRestarting, "restarting in 2s", "attempt", 1), func(s controlapi.State) bool {
+			return s.Server.Phase == controlapi.PhaseRestarting && s.Server.Restarts == 1
+		}},
+		{ev(events.ServerReady, "", "pid", 43), func(s controlapi.State) bool {
+			return s.Server.Phase == controlapi.PhaseReady && s.Server.LastError == "" && s.Server.PID == 43
+		}},
+		{ev(events.EncoderFailed, "the vision encoder did not start: x"), func(s controlapi.State) bool {
+			return s.Vision.Encoder == controlapi.EncoderFailed && s.Vision.Error != ""
+		}},
+		{ev(events.ConfigChanged, "", "placement", "off", "path", "/s/strata-x.json"), func(s controlapi.State) bool {
+			return s.Vision.Placement == "off" && s.Vision.Encoder == controlapi.EncoderOff && s.Vision.Error == "" && s.Config.Path == "/s/strata-x.json"
+		}},
+		{ev(events.ServerFailed, "port 8080 is already in use"), func(s controlapi.State) bool {
+			return s.Server.Phase == controlapi.PhaseFailed && s.Server.LastError == "port 8080 is already in use"
+		}},
+		{ev(events.ServerStopped, ""), func(s controlapi.State) bool { return s.Server.Phase == controlapi.PhaseStopped }},
+	}
+	for i, s := range steps {
+		Fold(&st, s.e)
+		if !s.check(st) {
+			b, _ := json.MarshalIndent(st, "", " ")
+			t.Fatalf("step %d (%s): state\n%s", i, s.e.Kind, b)
+		}
+	}
+}
+
+// A client that reads the state and then follows events from its Seq sees
+// every later event exactly once, even while events are being published.
+func TestSnapshotSeqMatchesTheBus(t *testing.T) {
+	bus := events.NewBus(100000)
+	tr := New(bus, controlapi.State{})
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 500; i++ {
+				tr.Publish(events.Event{Kind: events.ServerProgress})
+			}
+		}()
+	}
+	snap := tr.Snapshot()
+	wg.Wait()
+	evs, _ := bus.Since(snap.Seq)
+	if got := snap.Seq + uint64(len(evs)); got != 2000 {
+		t.Fatalf("snapshot at %d plus %d later events = %d, want 2000", snap.Seq, len(evs), got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, _, err := bus.Wait(ctx, 1999); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func BenchmarkPublishAndFold(b *testing.B) {
+	tr := New(events.NewBus(1000), controlapi.State{})
+	e := events.Event{Kind: events.ExpertCache, Details: map[string]any{"experts": 3112, "gib": 5.96}}
+	for i := 0; i < b.N; i++ {
+		tr.Publish(e)
+	}
+}
