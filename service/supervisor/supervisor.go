@@ -353,7 +353,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 				cancel()
 			}
 			url, _ := r.details["url"].(string)
-			s.pub(events.ServerReady, fmt.Sprintf("the Strata server is ready at %s (after %d s)", url, int(time.Since(proc.started).Seconds())), r.details)
+			s.pub(events.ServerReady, fmt.Sprintf("the Strata server is ready at %s (after %.1f s)", url, time.Since(proc.started).Seconds()), r.details)
 
 		case <-progressC:
 			proc.mu.Lock()
