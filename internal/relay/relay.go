@@ -1,0 +1,699 @@
+// Package relay is the Strata-facing side of strata-vision-relay: it speaks
+// Strata's encoder line protocol (READY, ENC, OK/ERR, QUIT) on stdin/stdout
+// and does each picture's work on the second PC through one kept-alive ssh
+// connection to the agent (internal/agent), with frames (internal/framing).
+//
+// What it promises Strata: READY at once, whatever the second PC does; one
+// reply line per request within a bounded time, never a hang; an ERR that a
+// person can act on; a .sve that is complete or absent; the next picture after
+// the second PC comes back works without restarting anything.
+package relay
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/framing"
+	"github.com/strata-companion/companion/internal/sshx"
+)
+
+// Bounds (documented in docs/relay.md).
+const (
+	// DefaultConnectTimeout bounds reaching the second PC: TCP connect plus
+	// the ssh handshake; also how long a kept connection may leave a
+	// keepalive unanswered before it is declared dead.
+	DefaultConnectTimeout = 5 * time.Second
+	// DefaultHelloTimeout bounds the agent's start on the second PC.
+	DefaultHelloTimeout = 10 * time.Second
+	// DefaultRequestTimeout is the backstop for one picture on a live link:
+	// the agent's own bounds (encoder start 300 s, encode 120 s) come first.
+	DefaultRequestTimeout = 450 * time.Second
+	// keepaliveEvery is how often a kept connection is checked.
+	keepaliveEvery = 2 * time.Second
+	// pingEvery keeps the agent's silence watchdog (60 s) from firing.
+	pingEvery = 10 * time.Second
+)
+
+// Options configure a Relay.
+type Options struct {
+	// Host names the second PC in messages ("second PC 192.168.1.20").
+	Host string
+	Dial Dialer
+	// AgentCommand starts the agent on the second PC (AgentArgs.Command).
+	AgentCommand string
+	// NEmbd is what READY says.
+	NEmbd int
+	// SaveNEmbd records an n_embd the agent reported (settings write-back);
+	// optional, failures are logged and tolerated.
+	SaveNEmbd func(int) error
+
+	ConnectTimeout time.Duration
+	HelloTimeout   time.Duration
+	RequestTimeout time.Duration
+	// Stderr receives event lines and human lines (Strata appends it to
+	// its engine log, which the service follows).
+	Stderr io.Writer
+}
+
+// Relay serves one Strata encoder session.
+type Relay struct {
+	opt Options
+
+	outMu sync.Mutex // Stderr is written from several goroutines
+
+	conn      Conn
+	connStop  chan struct{} // closed to stop the conn's monitor
+	connDead  chan string   // the monitor's reason when it closed the conn
+	sessMu    sync.Mutex    // guards sess against the monitor's read
+	sess      *agentSession
+	nextID    uint32
+	reachable int // 1 up, -1 unreachable, 0 unknown: events on transitions only
+
+	nMu        sync.Mutex
+	savedNEmbd int
+
+	wg sync.WaitGroup // every goroutine the relay starts
+}
+
+// New makes a relay; Run serves it.
+func New(opt Options) *Relay {
+	if opt.ConnectTimeout <= 0 {
+		opt.ConnectTimeout = DefaultConnectTimeout
+	}
+	if opt.HelloTimeout <= 0 {
+		opt.HelloTimeout = DefaultHelloTimeout
+	}
+	if opt.RequestTimeout <= 0 {
+		opt.RequestTimeout = DefaultRequestTimeout
+	}
+	if opt.Stderr == nil {
+		opt.Stderr = io.Discard
+	}
+	return &Relay{opt: opt, savedNEmbd: opt.NEmbd}
+}
+
+func (r *Relay) logf(format string, args ...any) {
+	r.outMu.Lock()
+	defer r.outMu.Unlock()
+	fmt.Fprintf(r.opt.Stderr, "strata-vision-relay: "+format+"\n", args...)
+}
+
+func (r *Relay) emit(kind events.Kind, msg string, details map[string]any) {
+	line := events.FormatLine(events.Event{Time: time.Now(), Kind: kind, Message: msg, Details: details})
+	r.outMu.Lock()
+	defer r.outMu.Unlock()
+	fmt.Fprintln(r.opt.Stderr, line)
+}
+
+// Run prints READY, then answers each request line until QUIT, the end of
+// in, or ctx; it closes everything (the agent, the encoder it runs, the
+// connection) before returning.
+func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
+	w := bufio.NewWriter(out)
+	reply := func(s string) error {
+		w.WriteString(s)
+		w.WriteByte('\n')
+		return w.Flush()
+	}
+	defer r.Close()
+	if err := reply("READY " + strconv.Itoa(r.opt.NEmbd)); err != nil {
+		return err
+	}
+	lines := make(chan string)
+	readErr := make(chan error, 1)
+	// This reader is not in r.wg: a read cannot be interrupted, and Close
+	// must not wait for Strata to close our stdin (the process exits anyway).
+	go func() {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case readErr <- sc.Err():
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		var line string
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-readErr:
+			return err // end of input: Strata is gone
+		case line = <-lines:
+		}
+		line = strings.TrimRight(line, "\r")
+		switch {
+		case line == "QUIT":
+			return nil
+		case strings.HasPrefix(line, "ENC "):
+			img, sve, ok := splitENC(line[4:])
+			if !ok {
+				reply("ERR the request " + strconv.Quote(line) + " is not ENC <image> <output>")
+				continue
+			}
+			if err := reply(r.Encode(ctx, img, sve)); err != nil {
+				return err
+			}
+		case strings.TrimSpace(line) == "":
+		default:
+			if err := reply("ERR unknown request " + strconv.Quote(line)); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// splitENC splits "<image> <output>". Strata does not quote its paths, and a
+// Windows temp folder may hold spaces ("C:\Users\Ana Lu\..."): the image
+// always ends in .img and the output in .sve, so split there first.
+func splitENC(rest string) (img, out string, ok bool) {
+	rest = strings.TrimSpace(rest)
+	if i := strings.Index(rest, ".img "); i >= 0 && strings.HasSuffix(rest, ".sve") {
+		return rest[:i+4], strings.TrimSpace(rest[i+5:]), true
+	}
+	f := strings.Fields(rest)
+	if len(f) != 2 {
+		return "", "", false
+	}
+	return f[0], f[1], true
+}
+
+// Encode does one picture and returns the reply line ("OK ..." or "ERR ...").
+func (r *Relay) Encode(ctx context.Context, img, out string) string {
+	t0 := time.Now()
+	st, err := os.Stat(img)
+	if err != nil {
+		return "ERR cannot read the picture " + img + ": " + errText(err)
+	}
+	if st.Size() > framing.MaxPicture {
+		return fmt.Sprintf("ERR the picture is %.1f MiB; pictures read on the second PC may be at most %d MiB (send a smaller one)",
+			float64(st.Size())/(1<<20), framing.MaxPicture>>20)
+	}
+	data, err := os.ReadFile(img)
+	if err != nil {
+		return "ERR cannot read the picture " + img + ": " + errText(err)
+	}
+	if len(data) > framing.MaxPicture { // grew between stat and read
+		return fmt.Sprintf("ERR the picture is over %d MiB; send a smaller one", framing.MaxPicture>>20)
+	}
+	sess, err := r.session(ctx)
+	if err != nil {
+		return "ERR " + err.Error()
+	}
+	r.nextID++
+	id := r.nextID
+	sess.takeWoke() // a wake reported before this picture is not its wake
+	if err := sess.fw.Write(framing.Encode, framing.PutID(id), data); err != nil {
+		return "ERR " + r.lostReason(sess, err)
+	}
+	timer := time.NewTimer(r.opt.RequestTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return "ERR the relay is stopping"
+		case <-timer.C:
+			r.dropSession()
+			return fmt.Sprintf("ERR second PC %s gave no result within %s; pictures are unavailable for now, text still works", r.opt.Host, r.opt.RequestTimeout)
+		case <-sess.done:
+			return "ERR " + r.lostReason(sess, nil)
+		case f := <-sess.replies:
+			switch f.t {
+			case framing.Result:
+				rid, line, sve, err := framing.SplitResult(f.p)
+				if err != nil || rid != id {
+					continue // a reply to an abandoned request
+				}
+				if err := writeAtomic(out, sve); err != nil {
+					return "ERR " + err.Error()
+				}
+				r.reportPicture(sess, line, time.Since(t0))
+				return line
+			case framing.Error:
+				rid, msg, _ := framing.SplitID(f.p)
+				if rid != id {
+					continue
+				}
+				return "ERR " + oneLine(string(msg))
+			}
+		}
+	}
+}
+
+func (r *Relay) reportPicture(sess *agentSession, okLine string, total time.Duration) {
+	f := strings.Fields(okLine) // OK n nx ny ms
+	tokens, encMS := 0, 0
+	if len(f) >= 5 {
+		tokens, _ = strconv.Atoi(f[1])
+		encMS, _ = strconv.Atoi(f[4])
+	}
+	if w := sess.takeWoke(); w != nil {
+		r.emit(events.EncoderWoke, "", map[string]any{"start_ms": w.StartMS, "encode_ms": encMS, "where": "remote", "host": r.opt.Host})
+		r.logf("the encoder on %s woke: start %d ms, encode %d ms", r.opt.Host, w.StartMS, encMS)
+	}
+	r.emit(events.PictureEncoded, "", map[string]any{"ms": total.Milliseconds(), "encode_ms": encMS, "tokens": tokens, "where": "remote"})
+}
+
+func oneLine(s string) string {
+	return strings.TrimSpace(strings.NewReplacer("\r", " ", "\n", " ").Replace(s))
+}
+
+func errText(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// writeAtomic writes the .sve beside its final name and renames it there,
+// so Strata never reads a half-written result. It is not fsynced: the file
+// lives seconds in a temp folder and is worthless after a crash, while a
+// flush of 10 MB would cost every picture tens of milliseconds.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("cannot write the result beside %s: %s", path, errText(err))
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("cannot write the result %s: %s", path, errText(err))
+	}
+	return nil
+}
+
+// unavailable ends every message about an unreachable PC.
+const unavailable = "; pictures are unavailable, text still works"
+
+// session returns the live agent session, connecting and starting the agent
+// when needed.
+func (r *Relay) session(ctx context.Context) (*agentSession, error) {
+	if s := r.currentSession(); s != nil && !s.ended() {
+		return s, nil
+	}
+	r.dropSession()
+	for attempt := 0; ; attempt++ {
+		if err := r.connect(ctx); err != nil {
+			return nil, err
+		}
+		proc, err := r.conn.Start(r.opt.AgentCommand)
+		if err != nil {
+			// The kept connection died since its last check: one fresh dial.
+			r.closeConn()
+			if attempt == 0 {
+				continue
+			}
+			return nil, fmt.Errorf("second PC %s accepted the connection but not the agent session (%v)%s", r.opt.Host, err, unavailable)
+		}
+		s := r.startSession(proc)
+		select {
+		case <-s.hello:
+			r.setSession(s)
+			if s.info.Proto != framing.Version {
+				r.logf("the agent on %s speaks protocol %d, this relay %d; run `strata-service remote prepare` to update it", r.opt.Host, s.info.Proto, framing.Version)
+			}
+			r.noteNEmbd(s.info.NEmbd)
+			return s, nil
+		case <-s.done:
+			s.close()
+			why := s.stderrTail()
+			if why == "" {
+				why = "it ended at once"
+			}
+			return nil, fmt.Errorf("the agent on second PC %s did not start (%s); run `strata-service remote prepare`%s", r.opt.Host, why, unavailable)
+		case <-time.After(r.opt.HelloTimeout):
+			s.close()
+			return nil, fmt.Errorf("the agent on second PC %s did not answer within %s%s", r.opt.Host, r.opt.HelloTimeout, unavailable)
+		case <-ctx.Done():
+			s.close()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// connect makes sure a live connection exists.
+func (r *Relay) connect(ctx context.Context) error {
+	if r.conn != nil {
+		select {
+		case <-r.conn.Done():
+			r.closeConn()
+		default:
+			return nil
+		}
+	}
+	t0 := time.Now()
+	c, err := r.opt.Dial(ctx, r.opt.ConnectTimeout)
+	if err != nil {
+		msg := r.dialMessage(err)
+		r.logf("%s", msg)
+		if r.reachable != -1 {
+			r.emit(events.RemoteUnreachable, msg, map[string]any{"host": r.opt.Host, "reason": string(sshx.Classify(err))})
+		}
+		r.reachable = -1
+		return errors.New(msg)
+	}
+	handshake := time.Since(t0)
+	r.conn, r.connStop, r.connDead = c, make(chan struct{}), make(chan string, 1)
+	t1 := time.Now()
+	rtt := time.Duration(-1)
+	actx, cancel := context.WithTimeout(ctx, r.opt.ConnectTimeout)
+	if c.Alive(actx) == nil {
+		rtt = time.Since(t1)
+	}
+	cancel()
+	r.reachable = 1
+	r.emit(events.RemoteConnected, "", map[string]any{"host": r.opt.Host, "rtt_ms": float64(rtt.Microseconds()) / 1000, "connect_ms": handshake.Milliseconds()})
+	r.logf("connected to second PC %s (connect and ssh handshake %d ms, round trip %.1f ms)", r.opt.Host, handshake.Milliseconds(), float64(rtt.Microseconds())/1000)
+	r.wg.Add(1)
+	go r.monitor(c, r.connStop, r.connDead)
+	return nil
+}
+
+func (r *Relay) dialMessage(err error) string {
+	var de *sshx.DialError
+	prefix := "second PC " + r.opt.Host
+	if !errors.As(err, &de) {
+		return err.Error() + unavailable
+	}
+	switch sshx.Classify(err) {
+	case sshx.ReasonTimedOut:
+		return fmt.Sprintf("%s did not answer within %s%s", prefix, r.opt.ConnectTimeout.Round(time.Second), unavailable)
+	case sshx.ReasonRefused:
+		return fmt.Sprintf("%s refused the connection (is it starting up, or its ssh server stopped?)%s", prefix, unavailable)
+	case sshx.ReasonAuthFailed:
+		return fmt.Sprintf("%s refused the companion's key; pair it again (strata-service remote pair)%s", prefix, unavailable)
+	case sshx.ReasonHostKeyChanged, sshx.ReasonHostKeyUnknown:
+		return fmt.Sprintf("%s presented another host key than the one paired: if it was reinstalled, pair it again (strata-service remote pair); otherwise something is impersonating it%s", prefix, unavailable)
+	}
+	if strings.Contains(err.Error(), "host key mismatch") {
+		return fmt.Sprintf("%s presented another host key than the one paired: if it was reinstalled, pair it again (strata-service remote pair); otherwise something is impersonating it%s", prefix, unavailable)
+	}
+	return prefix + ": " + de.Error() + unavailable
+}
+
+// monitor checks the connection every few seconds and pings the agent; a
+// keepalive left unanswered for ConnectTimeout closes the connection, which
+// ends any wait on it: a PC that vanished without a word is noticed in
+// keepaliveEvery + ConnectTimeout.
+func (r *Relay) monitor(c Conn, stop chan struct{}, dead chan string) {
+	defer r.wg.Done()
+	tick := time.NewTicker(keepaliveEvery)
+	defer tick.Stop()
+	lastPing := time.Now()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-c.Done():
+			select {
+			case <-stop:
+				return // closed by us
+			default:
+			}
+			dead <- "the connection to second PC " + r.opt.Host + " closed"
+			r.emit(events.RemoteDisconnected, "the connection to second PC "+r.opt.Host+" closed", map[string]any{"host": r.opt.Host})
+			r.logf("the connection to second PC %s closed", r.opt.Host)
+			return
+		case <-tick.C:
+			ctx, cancel := context.WithTimeout(context.Background(), r.opt.ConnectTimeout)
+			err := c.Alive(ctx)
+			cancel()
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err != nil {
+				reason := fmt.Sprintf("second PC %s did not answer within %s", r.opt.Host, r.opt.ConnectTimeout.Round(time.Second))
+				dead <- reason
+				c.Close()
+				r.emit(events.RemoteDisconnected, reason, map[string]any{"host": r.opt.Host})
+				r.logf("%s; closing the connection", reason)
+				return
+			}
+			if time.Since(lastPing) >= pingEvery {
+				if s := r.currentSession(); s != nil {
+					s.fw.Write(framing.Ping)
+				}
+				lastPing = time.Now()
+			}
+		}
+	}
+}
+
+func (r *Relay) currentSession() *agentSession {
+	r.sessMu.Lock()
+	defer r.sessMu.Unlock()
+	return r.sess
+}
+
+func (r *Relay) setSession(s *agentSession) {
+	r.sessMu.Lock()
+	r.sess = s
+	r.sessMu.Unlock()
+}
+
+// lostReason says why a session ended mid-picture.
+func (r *Relay) lostReason(s *agentSession, err error) string {
+	// Wait briefly for the connection's verdict, so the message names the
+	// real cause (the PC vs. the agent).
+	select {
+	case why := <-r.connDead:
+		r.connDead <- why
+		r.dropSession()
+		return why + " while reading a picture" + unavailable
+	case <-time.After(200 * time.Millisecond):
+	}
+	tail := s.stderrTail()
+	r.dropSession()
+	msg := "the agent on second PC " + r.opt.Host + " stopped while reading the picture"
+	if tail != "" {
+		msg += " (" + tail + ")"
+	} else if err != nil {
+		msg += " (" + err.Error() + ")"
+	}
+	return msg + "; the next picture starts it again"
+}
+
+func (r *Relay) dropSession() {
+	r.sessMu.Lock()
+	s := r.sess
+	r.sess = nil
+	r.sessMu.Unlock()
+	if s != nil {
+		s.close()
+	}
+}
+
+func (r *Relay) closeConn() {
+	if r.conn == nil {
+		return
+	}
+	close(r.connStop)
+	r.conn.Close()
+	r.conn = nil
+}
+
+// Close ends the agent session (the agent stops its encoder and removes its
+// scratch folder when its input ends), then the connection, and waits for
+// every goroutine the relay started.
+func (r *Relay) Close() {
+	if s := r.currentSession(); s != nil {
+		s.proc.Stdin.Close()
+		select {
+		case <-s.done:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	r.dropSession()
+	r.closeConn()
+	r.wg.Wait()
+}
+
+// noteNEmbd records an n_embd the agent reported.
+func (r *Relay) noteNEmbd(n int) {
+	if n <= 0 {
+		return
+	}
+	r.nMu.Lock()
+	defer r.nMu.Unlock()
+	if n != r.opt.NEmbd && r.opt.NEmbd != 0 {
+		r.logf("warning: READY said n_embd %d but the second PC's encoder reports %d; restart Strata so it uses %d", r.opt.NEmbd, n, n)
+	}
+	if n == r.savedNEmbd || r.opt.SaveNEmbd == nil {
+		return
+	}
+	if err := r.opt.SaveNEmbd(n); err != nil {
+		r.logf("could not record n_embd %d in the companion settings (%v); READY may say 0 next time if the mmproj is unreadable", n, err)
+		return
+	}
+	r.savedNEmbd = n
+}
+
+type frame struct {
+	t framing.Type
+	p []byte
+}
+
+// agentSession is one running agent.
+type agentSession struct {
+	r       *Relay
+	proc    Proc
+	fw      *framing.Writer
+	hello   chan struct{}
+	info    framing.Info
+	replies chan frame
+	done    chan struct{} // its output ended
+	closing chan struct{}
+	once    sync.Once
+
+	mu   sync.Mutex
+	woke *framing.AgentEvent
+	tail string
+}
+
+func (r *Relay) startSession(p Proc) *agentSession {
+	s := &agentSession{r: r, proc: p, fw: framing.NewWriter(p.Stdin), hello: make(chan struct{}),
+		replies: make(chan frame, 2), done: make(chan struct{}), closing: make(chan struct{})}
+	r.wg.Add(2)
+	go s.readFrames()
+	go s.readStderr()
+	return s
+}
+
+func (s *agentSession) ended() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *agentSession) close() {
+	s.once.Do(func() {
+		close(s.closing)
+		s.proc.Stdin.Close()
+		s.proc.Close()
+	})
+}
+
+func (s *agentSession) takeWoke() *framing.AgentEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.woke
+	s.woke = nil
+	return w
+}
+
+func (s *agentSession) stderrTail() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tail
+}
+
+func (s *agentSession) readStderr() {
+	defer s.r.wg.Done()
+	sc := bufio.NewScanner(s.proc.Stderr)
+	sc.Buffer(make([]byte, 4096), 64<<10)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		s.mu.Lock()
+		s.tail = line
+		s.mu.Unlock()
+		s.r.logf("second PC: %s", line)
+	}
+}
+
+func (s *agentSession) readFrames() {
+	defer s.r.wg.Done()
+	defer close(s.done)
+	fr := framing.NewReader(s.proc.Stdout)
+	first := true
+	for {
+		t, p, err := fr.Next()
+		if err != nil {
+			return
+		}
+		if first {
+			first = false
+			if t != framing.Hello || json.Unmarshal(p, &s.info) != nil {
+				s.mu.Lock()
+				s.tail = "it did not greet as an agent (an old or foreign program?)"
+				s.mu.Unlock()
+				return
+			}
+			close(s.hello)
+			continue
+		}
+		switch t {
+		case framing.Pong:
+		case framing.Event:
+			var e framing.AgentEvent
+			if json.Unmarshal(p, &e) == nil {
+				s.onEvent(e)
+			}
+		case framing.Error:
+			if id, msg, err := framing.SplitID(p); err == nil && id == 0 {
+				s.r.logf("second PC: %s", msg)
+				continue
+			}
+			fallthrough
+		default:
+			select {
+			case s.replies <- frame{t, p}:
+			case <-s.closing:
+				return
+			}
+		}
+	}
+}
+
+func (s *agentSession) onEvent(e framing.AgentEvent) {
+	r := s.r
+	switch e.Kind {
+	case "woke", "started":
+		s.mu.Lock()
+		if e.Kind == "woke" {
+			s.woke = &e
+		}
+		s.mu.Unlock()
+		r.noteNEmbd(e.NEmbd)
+		if e.Kind == "started" {
+			r.emit(events.EncoderReady, "", map[string]any{"start_ms": e.StartMS, "where": "remote", "host": r.opt.Host})
+		}
+	case "idle_stopped":
+		r.emit(events.EncoderIdleStopped, "", map[string]any{"idle_s": e.IdleS, "where": "remote", "host": r.opt.Host})
+		r.logf("the encoder on %s stopped after %d s without pictures (its VRAM is free)", r.opt.Host, e.IdleS)
+	case "failed":
+		r.emit(events.EncoderFailed, e.Message, map[string]any{"where": "remote", "host": r.opt.Host})
+	}
+}

@@ -1,0 +1,492 @@
+//go:build linux
+
+package relay
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/fakeencoder"
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/testenv"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// binaries builds the relay (which is also the agent) and the stand-in
+// encoder once per test binary.
+func binaries(t testing.TB) (relayBin, standin string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "relay-test-bin-")
+		if buildErr != nil {
+			return
+		}
+		for out, pkg := range map[string]string{
+			"strata-vision-relay": "github.com/strata-companion/companion/relay",
+			"standin":             "github.com/strata-companion/companion/internal/fakeencoder/cmd/strata-vision-standin",
+		} {
+			if b, err := exec.Command("go", "build", "-o", filepath.Join(binDir, out), pkg).CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("building %s: %v\n%s", pkg, err, b)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "strata-vision-relay"), filepath.Join(binDir, "standin")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// secondPC is a "second PC" on loopback: a real sshd, a remote folder with
+// the agent, the stand-in encoder, the mmproj and the vocabulary stub.
+type secondPC struct {
+	sshd      *testenv.SSHD
+	dir       string // RemoteDir
+	scratch   string
+	agentBin  string
+	standin   string
+	mmproj    string // the server's local mmproj path (Strata passes it)
+	model     string
+	nTokens   int
+	nEmbd     int
+	remote    settings.Remote
+	stderr    *syncBuffer
+	encodeEnv string
+}
+
+func newSecondPC(t *testing.T, encodeEnv string) *secondPC {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a real sshd")
+	}
+	relayBin, standin := binaries(t)
+	pc := &secondPC{dir: t.TempDir(), scratch: t.TempDir(), standin: standin, nTokens: 4, nEmbd: 16, stderr: &syncBuffer{}, encodeEnv: encodeEnv}
+	pc.sshd = testenv.StartSSHD(t, testenv.SSHDOptions{})
+	// The server's own copies: the relay reads n_embd from its mmproj.
+	local := t.TempDir()
+	pc.mmproj, pc.model = filepath.Join(local, "mmproj-test.gguf"), filepath.Join(local, "model-00001-of-00002.gguf")
+	if err := fakeencoder.WriteMmproj(pc.mmproj, pc.nEmbd); err != nil {
+		t.Fatal(err)
+	}
+	fakeencoder.WriteModel(pc.model, 10)
+	rm, rmodel := RemoteFiles(pc.mmproj, pc.model)
+	copyFile(t, pc.mmproj, filepath.Join(pc.dir, rm))
+	fakeencoder.WriteModel(filepath.Join(pc.dir, rmodel), 10)
+	pc.agentBin = filepath.Join(pc.dir, AgentName("linux"))
+	copyFile(t, relayBin, pc.agentBin)
+	os.Chmod(pc.agentBin, 0o755)
+	os.WriteFile(filepath.Join(pc.dir, "strata-vision"), []byte("#!/bin/sh\n"+encodeEnv+" exec "+standin+" \"$@\"\n"), 0o755)
+	pc.remote = settings.Remote{
+		Host: pc.sshd.Host, Port: pc.sshd.Port, User: pc.sshd.User,
+		HostKey:   strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pc.sshd.HostSigner.PublicKey()))),
+		KeyFile:   pc.sshd.ClientKeyFile,
+		RemoteDir: pc.dir, EncoderPath: "strata-vision",
+	}
+	return pc
+}
+
+func copyFile(t testing.TB, from, to string) {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) events() []events.Event {
+	var out []events.Event
+	for _, l := range strings.Split(s.String(), "\n") {
+		if e, ok := events.ParseLine(l); ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// strata drives a relay as Strata's server does: line by line over pipes.
+type strata struct {
+	t    *testing.T
+	in   *io.PipeWriter
+	out  *bufio.Reader
+	done chan error
+	r    *Relay
+}
+
+func (pc *secondPC) startRelay(t *testing.T, opt Options) *strata {
+	t.Helper()
+	args := AgentArgs{OS: "linux", RemoteDir: pc.dir, Encoder: "strata-vision"}
+	args.Mmproj, args.Model = RemoteFiles(pc.mmproj, pc.model)
+	args.MaxTokens = pc.nTokens
+	args.IdleStopS = pc.remote.IdleStopS
+	if opt.AgentCommand == "" {
+		opt.AgentCommand = QuoteCommand("linux", append(args.Argv(), "--scratch", pc.scratch))
+	}
+	opt.Host = pc.remote.Host
+	if opt.Dial == nil {
+		opt.Dial = SSHDialer(pc.remote)
+	}
+	opt.NEmbd = pc.nEmbd
+	opt.Stderr = pc.stderr
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &strata{t: t, in: inW, out: bufio.NewReader(outR), done: make(chan error, 1), r: New(opt)}
+	go func() { s.done <- s.r.Run(context.Background(), inR, outW); outW.Close() }()
+	if l := s.line(); l != fmt.Sprintf("READY %d", pc.nEmbd) {
+		t.Fatalf("first line %q", l)
+	}
+	t.Cleanup(func() { s.quit() })
+	return s
+}
+
+func (s *strata) line() string {
+	s.t.Helper()
+	got := make(chan string, 1)
+	go func() { l, _ := s.out.ReadString('\n'); got <- strings.TrimSuffix(l, "\n") }()
+	select {
+	case l := <-got:
+		return l
+	case <-time.After(60 * time.Second):
+		s.t.Fatal("no reply line within 60 s: the relay hung")
+		return ""
+	}
+}
+
+func (s *strata) enc(img, out string) string {
+	s.t.Helper()
+	fmt.Fprintf(s.in, "ENC %s %s\n", img, out)
+	return s.line()
+}
+
+func (s *strata) quit() {
+	io.WriteString(s.in, "QUIT\n")
+	select {
+	case <-s.done:
+		s.done <- nil
+	case <-time.After(20 * time.Second):
+		s.t.Error("the relay did not end after QUIT")
+	}
+}
+
+// picture writes a small PNG-headed picture whose bytes depend on i, as
+// Strata does: <dir>/<sha>.img, the .sve beside it.
+func picture(t testing.TB, dir string, i, size int) (img, sve string, data []byte) {
+	data = make([]byte, size)
+	copy(data, "\x89PNG\r\n\x1a\n")
+	for j := 8; j < size; j++ {
+		data[j] = byte(i*31 + j*7)
+	}
+	img = filepath.Join(dir, fmt.Sprintf("%08x.img", i))
+	if err := os.WriteFile(img, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return img, strings.TrimSuffix(img, ".img") + ".sve", data
+}
+
+// procsRunning lists pids whose executable is one of paths.
+func procsRunning(paths ...string) []int {
+	var out []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		exe, err := os.Readlink(d + "/exe")
+		if err != nil {
+			continue
+		}
+		for _, p := range paths {
+			if exe == p {
+				var pid int
+				fmt.Sscan(filepath.Base(d), &pid)
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+func waitGone(t *testing.T, what string, paths ...string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if len(procsRunning(paths...)) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s still running: %v", what, procsRunning(paths...))
+}
+
+func TestPicturesThroughARealSSHDAreByteIdentical(t *testing.T) {
+	pc := newSecondPC(t, "")
+	s := pc.startRelay(t, Options{})
+	work := t.TempDir()
+	for i := 0; i < 3; i++ {
+		img, sve, data := picture(t, work, i, 5000+i)
+		line := s.enc(img, sve)
+		if !strings.HasPrefix(line, "OK 4 2 2 ") {
+			t.Fatalf("picture %d: %q\n%s", i, line, pc.stderr)
+		}
+		got, err := os.ReadFile(sve)
+		if err != nil || !bytes.Equal(got, fakeencoder.SVE(data, pc.nTokens, pc.nEmbd)) {
+			t.Fatalf("picture %d: the .sve differs from the encoder's (%d bytes, %v)", i, len(got), err)
+		}
+		os.Remove(img) // Strata deletes the picture as soon as the reply arrives
+	}
+	// A picture the encoder cannot read is its ERR, passed through.
+	bad := filepath.Join(work, "bad.img")
+	os.WriteFile(bad, []byte("GIF? no"), 0o644)
+	if l := s.enc(bad, filepath.Join(work, "bad.sve")); !strings.HasPrefix(l, "ERR ") || !strings.Contains(l, "not a JPEG") {
+		t.Fatalf("unreadable picture: %q", l)
+	}
+	if l := s.enc(filepath.Join(work, "gone.img"), filepath.Join(work, "gone.sve")); !strings.HasPrefix(l, "ERR cannot read the picture") {
+		t.Fatalf("missing picture: %q", l)
+	}
+	if ents, _ := filepath.Glob(filepath.Join(work, ".*tmp*")); len(ents) != 0 {
+		t.Fatalf("temporary files left beside the results: %v", ents)
+	}
+	s.quit()
+	waitGone(t, "the agent or the encoder after QUIT", pc.agentBin, pc.standin)
+	kinds := map[events.Kind]int{}
+	for _, e := range pc.stderr.events() {
+		kinds[e.Kind]++
+	}
+	if kinds[events.RemoteConnected] != 1 || kinds[events.PictureEncoded] != 3 || kinds[events.EncoderReady] != 1 {
+		t.Fatalf("events %v (one connection for every picture, one picture event each)\n%s", kinds, pc.stderr)
+	}
+	if ents, _ := os.ReadDir(pc.scratch); len(ents) != 0 {
+		t.Fatalf("scratch left on the second PC: %v", ents)
+	}
+}
+
+func TestSecondPCDownThenBack(t *testing.T) {
+	pc := newSecondPC(t, "")
+	pc.sshd.Stop()
+	s := pc.startRelay(t, Options{}) // READY came without the second PC
+	work := t.TempDir()
+	img, sve, data := picture(t, work, 1, 3000)
+	t0 := time.Now()
+	l := s.enc(img, sve)
+	if !strings.HasPrefix(l, "ERR second PC "+pc.remote.Host) || !strings.Contains(l, "text still works") {
+		t.Fatalf("with sshd stopped: %q", l)
+	}
+	t.Logf("ERR with the second PC down after %v: %s", time.Since(t0), l)
+	if _, err := os.Stat(sve); err == nil {
+		t.Fatal("a .sve appeared for a failed picture")
+	}
+	pc.sshd.Start()
+	if l := s.enc(img, sve); !strings.HasPrefix(l, "OK ") {
+		t.Fatalf("after the second PC came back: %q\n%s", l, pc.stderr)
+	}
+	got, _ := os.ReadFile(sve)
+	if !bytes.Equal(got, fakeencoder.SVE(data, pc.nTokens, pc.nEmbd)) {
+		t.Fatal(".sve differs")
+	}
+	// Gone mid-session, back again: the kept connection is reopened.
+	pc.sshd.Stop()
+	if l := s.enc(img, sve); !strings.HasPrefix(l, "ERR ") {
+		t.Fatalf("after sshd stopped with a kept connection: %q", l)
+	}
+	pc.sshd.Start()
+	if l := s.enc(img, sve); !strings.HasPrefix(l, "OK ") {
+		t.Fatalf("after sshd restarted: %q\n%s", l, pc.stderr)
+	}
+	// And a restart between two pictures costs no ERR at all.
+	pc.sshd.Stop()
+	pc.sshd.Start()
+	time.Sleep(100 * time.Millisecond)
+	if l := s.enc(img, sve); !strings.HasPrefix(l, "OK ") {
+		t.Fatalf("after a restart between pictures: %q\n%s", l, pc.stderr)
+	}
+	var up, down int
+	for _, e := range pc.stderr.events() {
+		switch e.Kind {
+		case events.RemoteUnreachable:
+			down++
+		case events.RemoteConnected:
+			up++
+		}
+	}
+	if down < 1 || up < 3 {
+		t.Fatalf("events: %d unreachable, %d connected\n%s", down, up, pc.stderr)
+	}
+}
+
+// A second PC whose port accepts but never speaks ssh (a hung machine, a
+// black-holing firewall): ERR within the connect bound, not a hang.
+func TestSilentSecondPCGivesErrWithinTheBound(t *testing.T) {
+	pc := newSecondPC(t, "")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	pc.remote.Port = l.Addr().(*net.TCPAddr).Port
+	s := pc.startRelay(t, Options{ConnectTimeout: 2 * time.Second})
+	img, sve, _ := picture(t, t.TempDir(), 1, 100)
+	t0 := time.Now()
+	line := s.enc(img, sve)
+	if !strings.HasPrefix(line, "ERR second PC") || !strings.Contains(line, "did not answer within 2s") {
+		t.Fatalf("reply %q", line)
+	}
+	t.Logf("ERR after %v (bound: the connect timeout, 2 s here, 5 s by default)", time.Since(t0))
+}
+
+func TestAgentKilledMidPicture(t *testing.T) {
+	pc := newSecondPC(t, "STRATA_STANDIN_ENCODE_MS=2000")
+	s := pc.startRelay(t, Options{})
+	img, sve, data := picture(t, t.TempDir(), 7, 2000)
+	got := make(chan string, 1)
+	go func() { got <- s.enc(img, sve) }()
+	// Wait until the picture is in the encoder's hands, then kill the agent.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		files, _ := filepath.Glob(filepath.Join(pc.scratch, "*", "*.img"))
+		if len(files) > 0 && len(procsRunning(pc.standin)) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the picture never reached the encoder\n%s", pc.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, pid := range procsRunning(pc.agentBin) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	l := <-got
+	if !strings.HasPrefix(l, "ERR the agent on second PC") || !strings.Contains(l, "next picture starts it again") {
+		t.Fatalf("after the agent was killed: %q", l)
+	}
+	waitGone(t, "the encoder after its agent was killed (orphan)", pc.standin)
+	if l := s.enc(img, sve); !strings.HasPrefix(l, "OK ") {
+		t.Fatalf("the next picture: %q\n%s", l, pc.stderr)
+	}
+	if b, _ := os.ReadFile(sve); !bytes.Equal(b, fakeencoder.SVE(data, pc.nTokens, pc.nEmbd)) {
+		t.Fatal(".sve differs")
+	}
+	// The new agent removed the killed one's scratch folder.
+	if ents, _ := os.ReadDir(pc.scratch); len(ents) != 1 {
+		t.Fatalf("scratch folders on the second PC: %v", ents)
+	}
+}
+
+func TestPictureOver32MiBIsRefused(t *testing.T) {
+	pc := newSecondPC(t, "")
+	s := pc.startRelay(t, Options{})
+	work := t.TempDir()
+	big := filepath.Join(work, "big.img")
+	f, _ := os.Create(big)
+	f.Write([]byte("\x89PNG\r\n\x1a\n"))
+	f.Truncate(33 << 20)
+	f.Close()
+	if l := s.enc(big, filepath.Join(work, "big.sve")); !strings.HasPrefix(l, "ERR the picture is 33.0 MiB") || !strings.Contains(l, "at most 32 MiB") {
+		t.Fatalf("33 MiB picture: %q", l)
+	}
+	img, sve, _ := picture(t, work, 1, 1000)
+	if l := s.enc(img, sve); !strings.HasPrefix(l, "OK ") {
+		t.Fatalf("a normal picture after the refusal: %q", l)
+	}
+}
+
+func countFDs(pid string) int {
+	ents, _ := os.ReadDir("/proc/" + pid + "/fd")
+	return len(ents)
+}
+
+func TestFiveHundredPicturesLeakNothing(t *testing.T) {
+	pc := newSecondPC(t, "")
+	s := pc.startRelay(t, Options{})
+	work := t.TempDir()
+	var baseG, baseFD, baseAgentFD int
+	var agentPID string
+	for i := 0; i < 500; i++ {
+		img, sve, _ := picture(t, work, i%50, 600)
+		if l := s.enc(img, sve); !strings.HasPrefix(l, "OK ") {
+			t.Fatalf("picture %d: %q\n%s", i, l, pc.stderr)
+		}
+		os.Remove(img)
+		os.Remove(sve)
+		if i == 49 {
+			runtime.GC()
+			baseG, baseFD = runtime.NumGoroutine(), countFDs("self")
+			pids := procsRunning(pc.agentBin)
+			if len(pids) != 1 {
+				t.Fatalf("agents running: %v", pids)
+			}
+			agentPID = fmt.Sprint(pids[0])
+			baseAgentFD = countFDs(agentPID)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	g, fd, afd := runtime.NumGoroutine(), countFDs("self"), countFDs(agentPID)
+	t.Logf("after 50 pictures: %d goroutines, %d fds here, %d fds in the agent; after 500: %d, %d, %d", baseG, baseFD, baseAgentFD, g, fd, afd)
+	if g > baseG+2 || fd > baseFD+2 || afd > baseAgentFD {
+		t.Fatalf("growth over 450 pictures: goroutines %d->%d, fds %d->%d, agent fds %d->%d", baseG, g, baseFD, fd, baseAgentFD, afd)
+	}
+	if pids := procsRunning(pc.agentBin); len(pids) != 1 || fmt.Sprint(pids[0]) != agentPID {
+		t.Fatalf("the agent was restarted: %v (one agent, one encoder for every picture)", pids)
+	}
+	scratch, _ := filepath.Glob(filepath.Join(pc.scratch, "*", "*"))
+	local, _ := os.ReadDir(work)
+	if len(scratch) != 0 || len(local) != 0 {
+		t.Fatalf("files left: %v on the second PC, %d here", scratch, len(local))
+	}
+	if n := len(pc.stderr.events()); n > 520 {
+		t.Logf("%d event lines", n)
+	}
+}

@@ -1,0 +1,137 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/sshx"
+)
+
+// Conn is one connection to the second PC that can start agent sessions.
+type Conn interface {
+	// Start runs command there with its stdin/stdout/stderr as pipes.
+	Start(command string) (Proc, error)
+	// Alive checks the connection with one round trip.
+	Alive(ctx context.Context) error
+	// Done is closed when the connection has ended.
+	Done() <-chan struct{}
+	Close() error
+}
+
+// Proc is a command running on the second PC.
+type Proc struct {
+	Stdin  io.WriteCloser
+	Stdout io.Reader
+	Stderr io.Reader
+	// Close ends the session (the remote side sees its input end).
+	Close func() error
+}
+
+// Dialer opens a connection within the timeout.
+type Dialer func(ctx context.Context, timeout time.Duration) (Conn, error)
+
+// SSHDialer dials the second PC of r: the pinned host key and the paired key
+// only; never the user's own ssh setup.
+func SSHDialer(r settings.Remote) Dialer {
+	return func(ctx context.Context, timeout time.Duration) (Conn, error) {
+		if r.Host == "" {
+			return nil, errors.New("no second PC is set in the companion settings; pair one first (strata-service remote pair)")
+		}
+		if strings.TrimSpace(r.HostKey) == "" {
+			return nil, fmt.Errorf("the host key of the second PC %s is not pinned in the companion settings; pair it again (strata-service remote pair)", r.Host)
+		}
+		hostKey, _, _, _, err := ssh.ParseAuthorizedKey([]byte(r.HostKey))
+		if err != nil {
+			return nil, fmt.Errorf("the pinned host key of %s in the companion settings is unreadable (%v); pair it again", r.Host, err)
+		}
+		signer, err := sshx.LoadSigner(r.KeyFile, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%v; pair the second PC again (strata-service remote pair)", err)
+		}
+		user := r.User
+		if user == "" {
+			return nil, fmt.Errorf("no user name for the second PC %s in the companion settings; pair it again", r.Host)
+		}
+		c, err := sshx.Dial(ctx, sshx.Config{
+			Endpoint:          sshx.Endpoint{User: user, Host: r.Host, Port: r.Port},
+			Auth:              []ssh.AuthMethod{ssh.PublicKeys(signer)},
+			HostKeyCallback:   ssh.FixedHostKey(hostKey),
+			HostKeyAlgorithms: hostKeyAlgorithms(hostKey.Type()),
+			Timeout:           timeout,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return newSSHConn(c), nil
+	}
+}
+
+// hostKeyAlgorithms asks the server for the pinned key's type, so a server
+// with several host keys presents the pinned one.
+func hostKeyAlgorithms(keyType string) []string {
+	if keyType == ssh.KeyAlgoRSA {
+		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA}
+	}
+	return []string{keyType}
+}
+
+type sshConn struct {
+	c    *ssh.Client
+	done chan struct{}
+}
+
+func newSSHConn(c *ssh.Client) *sshConn {
+	s := &sshConn{c: c, done: make(chan struct{})}
+	go func() { c.Wait(); close(s.done) }()
+	return s
+}
+
+// NewSSHConn wraps an ssh client already dialed (prepare uses it).
+func NewSSHConn(c *ssh.Client) Conn { return newSSHConn(c) }
+
+func (s *sshConn) Start(command string) (Proc, error) {
+	sess, err := s.c.NewSession()
+	if err != nil {
+		return Proc{}, err
+	}
+	stdin, err1 := sess.StdinPipe()
+	stdout, err2 := sess.StdoutPipe()
+	stderr, err3 := sess.StderrPipe()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		sess.Close()
+		return Proc{}, err
+	}
+	if err := sess.Start(command); err != nil {
+		sess.Close()
+		return Proc{}, err
+	}
+	return Proc{Stdin: stdin, Stdout: stdout, Stderr: stderr, Close: sess.Close}, nil
+}
+
+func (s *sshConn) Alive(ctx context.Context) error {
+	res := make(chan error, 1)
+	go func() {
+		// OpenSSH answers an unknown global request with a failure: any
+		// answer proves the PC and its sshd are there.
+		_, _, err := s.c.SendRequest("keepalive@openssh.com", true, nil)
+		res <- err
+	}()
+	select {
+	case err := <-res:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.done:
+		return errors.New("the connection closed")
+	}
+}
+
+func (s *sshConn) Done() <-chan struct{} { return s.done }
+func (s *sshConn) Close() error          { return s.c.Close() }

@@ -1,0 +1,5 @@
+package main
+
+import "os"
+
+func hangupSignal() os.Signal { return nil }
