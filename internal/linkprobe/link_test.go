@@ -20,6 +20,7 @@ import (
 // probe that measures the wrong thing (a local buffer, a process start, a
 // factor of 8 between bits and bytes).
 func TestMeasuredLinkMatchesTheImposedOne(t *testing.T) {
+	// Not parallel: other tests' CPU use would show up as a slower link.
 	if testing.Short() {
 		t.Skip("makes a network namespace and moves megabytes through a slow link")
 	}

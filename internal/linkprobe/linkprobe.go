@@ -18,6 +18,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -149,7 +150,9 @@ func (p *prober) exec(ctx context.Context, cmd string) (out []byte, status int, 
 		return nil, -1, fmt.Errorf("opening an ssh session: %w", err)
 	}
 	defer sess.Close()
-	var buf bytes.Buffer
+	// x/crypto copies stdout and stderr in two goroutines: one buffer for
+	// both needs a lock.
+	var buf lockedBuffer
 	sess.Stdout, sess.Stderr = &buf, &buf
 	stop := context.AfterFunc(ctx, func() { sess.Close() })
 	defer stop()
@@ -165,6 +168,23 @@ func (p *prober) exec(ctx context.Context, cmd string) (out []byte, status int, 
 		return buf.Bytes(), -1, err
 	}
 	return buf.Bytes(), 0, nil
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]byte(nil), l.b.Bytes()...)
 }
 
 // system finds the OS, the architecture and the kind of shell.
@@ -193,7 +213,7 @@ func (p *prober) system(ctx context.Context) {
 			"check that the account may run commands over ssh (no forced command, a working login shell)")
 		return
 	}
-	p.find(probe.SeverityWarning, fmt.Sprintf("the second PC's OS is not recognised (uname -sm said %q)", clip(line, 120)),
+	p.find(probe.SeverityWarning, fmt.Sprintf("the second PC's OS is not recognised (uname -sm said %q, exit status %d; cmd.exe /c ver said %q)", clip(string(out), 120), status, clip(string(ver), 120)),
 		"Strata's encoder runs on Windows and Linux; check that the login shell is a normal one")
 	p.r.Shell = "posix"
 }
@@ -483,13 +503,13 @@ func (p *prober) measureUp(ctx context.Context) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var stderr bytes.Buffer
+	var stderr lockedBuffer
 	sess.Stderr = &stderr
 	if err := sess.Start(p.sinkCommand(p.opts.TransferBytes)); err != nil {
 		return 0, err
 	}
 	if err := waitReady(stdout); err != nil {
-		return 0, fmt.Errorf("the sink did not start: %v %s", err, clip(stderr.String(), 200))
+		return 0, fmt.Errorf("the sink did not start: %v %s", err, clip(string(stderr.Bytes()), 200))
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -519,7 +539,7 @@ func (p *prober) measureUp(ctx context.Context) (float64, error) {
 		sent += n
 	}
 	if err := <-done; err != nil {
-		return 0, ctxOr(ctx, fmt.Errorf("the sink stopped before reading everything: %v %s", err, clip(stderr.String(), 200)))
+		return 0, ctxOr(ctx, fmt.Errorf("the sink stopped before reading everything: %v %s", err, clip(string(stderr.Bytes()), 200)))
 	}
 	elapsed := time.Since(t0)
 	stdin.Close()
@@ -543,13 +563,13 @@ func (p *prober) measureDown(ctx context.Context) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var stderr bytes.Buffer
+	var stderr lockedBuffer
 	sess.Stderr = &stderr
 	if err := sess.Start(p.sourceCommand(p.opts.TransferBytes)); err != nil {
 		return 0, err
 	}
 	if err := waitReady(stdout); err != nil {
-		return 0, fmt.Errorf("the source did not start: %v %s", err, clip(stderr.String(), 200))
+		return 0, fmt.Errorf("the source did not start: %v %s", err, clip(string(stderr.Bytes()), 200))
 	}
 	// The clock starts at the first byte after the marker; that first read
 	// is not counted, as its bytes were already on the way.
@@ -566,7 +586,7 @@ func (p *prober) measureDown(ctx context.Context) (float64, error) {
 	elapsed := time.Since(t0)
 	sess.Wait()
 	if got := int64(first) + n; got < p.opts.TransferBytes {
-		return 0, fmt.Errorf("only %d of %d bytes arrived %s", got, p.opts.TransferBytes, clip(stderr.String(), 200))
+		return 0, fmt.Errorf("only %d of %d bytes arrived %s", got, p.opts.TransferBytes, clip(string(stderr.Bytes()), 200))
 	}
 	// Counted bytes arrived over elapsed; no round trip is in it.
 	return rate(n, elapsed, 0), nil
@@ -645,4 +665,19 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
+}
+
+// System finds only the second PC's OS, architecture and shell kind
+// ("posix" or "windows"); pairing uses it to pick how to install the key.
+func System(ctx context.Context, c *ssh.Client) (goos, arch, shell string, err error) {
+	p := &prober{c: c, opts: Options{StepTimeout: 20 * time.Second}, r: &Result{}}
+	p.system(ctx)
+	if p.r.Shell == "" || p.r.OS == "" {
+		what := "the second PC's OS could not be determined"
+		if len(p.r.Findings) > 0 {
+			what = p.r.Findings[0].What
+		}
+		return p.r.OS, p.r.Arch, p.r.Shell, errors.New(what)
+	}
+	return p.r.OS, p.r.Arch, p.r.Shell, nil
 }

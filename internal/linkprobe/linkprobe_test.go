@@ -49,6 +49,7 @@ func dial(t testing.TB, s *testenv.SSHD, addr string) *ssh.Client {
 }
 
 func TestProbeAgainstARealSSHD(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a real sshd")
 	}
@@ -97,6 +98,7 @@ func TestProbeAgainstARealSSHD(t *testing.T) {
 }
 
 func TestProbeWithoutNvidiaSMI(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a real sshd")
 	}

@@ -1,0 +1,377 @@
+// Package pairing sets up the trust the relay uses unattended: with the
+// user's own credentials, once, it makes the companion's own ed25519 key,
+// installs its public half on the second PC (restricted: no forwarding, no
+// pty), pins the second PC's host key, proves the new key logs in alone, and
+// saves the second PC in the companion settings. Unpair removes all of it.
+package pairing
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/strata-companion/companion/internal/atomicfile"
+	"github.com/strata-companion/companion/internal/linkprobe"
+	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/sshx"
+)
+
+// Options for Pair. Zero values take the companion's usual places.
+type Options struct {
+	// Endpoint is the second PC, resolved (sshx.Resolve), with a user.
+	Endpoint sshx.Endpoint
+	// Auth and Password are the user's own credentials, used for this one
+	// login; nothing of them is kept.
+	Auth     []ssh.AuthMethod
+	Password func() (string, error)
+	// KnownHosts checks the host key; its Accept carries the user's explicit
+	// yes for a first contact. File defaults to locations.KnownHostsFile().
+	KnownHosts *sshx.KnownHosts
+	// KeyFile is the companion's private key (default locations.RelayKeyFile()).
+	// An existing key is reused, so pairing again changes nothing on disk.
+	KeyFile string
+	// SettingsFile defaults to locations.SettingsFile().
+	SettingsFile string
+	// AuthorizedKeysFile replaces the POSIX default ~/.ssh/authorized_keys on
+	// the second PC (a server whose AuthorizedKeysFile points elsewhere;
+	// tests). Relative paths are from the remote user's home.
+	AuthorizedKeysFile string
+	// ForcedCommand, when set, pins the key to that one command on the
+	// second PC (command="..."); see docs/second-pc.md for the trade-off.
+	ForcedCommand string
+	// Comment names our line in authorized_keys; default
+	// "strata-companion@<this PC's host name>".
+	Comment string
+	// Timeout bounds each dial (default sshx.DefaultTimeout).
+	Timeout time.Duration
+	// Progress, when set, is told each step in words.
+	Progress func(step string)
+}
+
+// Result says what Pair did.
+type Result struct {
+	Remote     settings.Remote
+	KeyCreated bool   // a new key was made (false: the existing one was reused)
+	Installed  string // the authorized_keys file written on the second PC
+	Line       string // the line installed there
+	OS, Arch   string // the second PC's
+}
+
+// DefaultComment names the companion's authorized_keys lines.
+func DefaultComment() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "this-pc"
+	}
+	return "strata-companion@" + safeComment.ReplaceAllString(h, "-")
+}
+
+var safeComment = regexp.MustCompile(`[^A-Za-z0-9@._-]`)
+
+func (o *Options) defaults() error {
+	if o.KeyFile == "" {
+		o.KeyFile = locations.RelayKeyFile()
+	}
+	if o.SettingsFile == "" {
+		o.SettingsFile = locations.SettingsFile()
+	}
+	if o.KnownHosts == nil {
+		o.KnownHosts = &sshx.KnownHosts{}
+	}
+	if o.KnownHosts.File == "" {
+		o.KnownHosts.File = locations.KnownHostsFile()
+	}
+	if o.Comment == "" {
+		o.Comment = DefaultComment()
+	}
+	if safeComment.MatchString(o.Comment) {
+		return fmt.Errorf("the key comment %q may hold only letters, digits and @ . _ -", o.Comment)
+	}
+	if o.Progress == nil {
+		o.Progress = func(string) {}
+	}
+	if strings.ContainsAny(o.ForcedCommand, "\"\n\r") {
+		return errors.New("the forced command may not contain double quotes or line breaks")
+	}
+	return nil
+}
+
+// Pair does the whole pairing. On an unknown host key it returns the
+// *sshx.HostKeyError (with the fingerprint) and changes nothing: ask the
+// user, set KnownHosts.Accept and call again.
+func Pair(ctx context.Context, o Options) (*Result, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	ep := o.Endpoint
+	o.Progress("connecting to " + ep.String() + " with your own credentials")
+	c, err := sshx.Dial(ctx, sshx.Config{Endpoint: ep, Auth: o.Auth, Password: o.Password,
+		HostKeyCallback: o.KnownHosts.Callback, HostKeyAlgorithms: o.KnownHosts.Algorithms(ep), Timeout: o.Timeout})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	hostKey := o.KnownHosts.Presented()
+
+	goos, arch, shell, err := linkprobe.System(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", ep, err)
+	}
+
+	signer, created, err := loadOrCreateKey(o.KeyFile, o.Comment)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{KeyCreated: created, OS: goos, Arch: arch}
+	res.Line = authorizedLine(signer.PublicKey(), o.Comment, o.ForcedCommand)
+
+	o.Progress("installing the companion's key on " + ep.String())
+	inst := installer(shell)
+	res.Installed, err = inst.install(ctx, c, res.Line, o.Comment, o.AuthorizedKeysFile)
+	if err != nil {
+		if created {
+			os.Remove(o.KeyFile)
+		}
+		return nil, fmt.Errorf("installing the companion's key on %s: %w", ep, err)
+	}
+
+	o.Progress("checking that the companion's key logs in on its own")
+	if err := prove(ctx, ep, signer, hostKey, o.Timeout, o.ForcedCommand != ""); err != nil {
+		// Leave nothing half-done behind: take our line out again.
+		inst.remove(ctx, c, signer.PublicKey(), o.Comment, o.AuthorizedKeysFile)
+		if created {
+			os.Remove(o.KeyFile)
+		}
+		return nil, fmt.Errorf("the key was installed in %s on %s, but logging in with it failed (%v); "+
+			"the second PC's ssh server may read keys from another file (its AuthorizedKeysFile setting) or refuse "+
+			"this file's permissions (StrictModes); the key was removed again", res.Installed, ep, err)
+	}
+
+	o.Progress("pinning the host key and saving the settings")
+	if err := sshx.Pin(o.KnownHosts.File, ep, hostKey); err != nil {
+		return nil, err
+	}
+	st, err := settings.Load(o.SettingsFile)
+	if err != nil {
+		return nil, err
+	}
+	r := settings.Remote{}
+	if st.Remote != nil && st.Remote.Host == ep.Host && st.Remote.Port == ep.Port && st.Remote.User == ep.User {
+		r = *st.Remote // pairing the same PC again keeps what prepare found
+	}
+	r.Host, r.Port, r.User = ep.Host, ep.Port, ep.User
+	r.KeyFile = o.KeyFile
+	r.HostKey = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(hostKey)))
+	r.OS, r.Arch = goos, arch
+	st.Remote = &r
+	if err := st.Save(o.SettingsFile); err != nil {
+		return nil, err
+	}
+	res.Remote = r
+	return res, nil
+}
+
+// authorizedLine is our authorized_keys line: "restrict" turns off port,
+// agent and X11 forwarding, the pty and ~/.ssh/rc, all of which the relay
+// never needs.
+func authorizedLine(pub ssh.PublicKey, comment, forced string) string {
+	opts := "restrict"
+	if forced != "" {
+		opts += `,command="` + forced + `"`
+	}
+	return opts + " " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))) + " " + comment
+}
+
+// prove logs in with the companion's key alone, as the relay will.
+func prove(ctx context.Context, ep sshx.Endpoint, signer ssh.Signer, hostKey ssh.PublicKey, timeout time.Duration, forced bool) error {
+	c, err := sshx.Dial(ctx, sshx.Config{Endpoint: ep, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: ssh.FixedHostKey(hostKey), HostKeyAlgorithms: []string{hostKey.Type()}, Timeout: timeout})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if forced {
+		return nil // the login itself is the proof; the command is not ours to run
+	}
+	sess, err := c.NewSession()
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	// echo is a command in sh, cmd.exe and PowerShell alike.
+	out, err := sess.CombinedOutput("echo strata-paired")
+	if err != nil || !strings.Contains(string(out), "strata-paired") {
+		return fmt.Errorf("a command run with the new key did not answer (%v: %q)", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// loadOrCreateKey reuses the key at path or makes a new ed25519 one there:
+// 0600 in a 0700 folder (on Windows the installer gives the secrets folder
+// an ACL for administrators and SYSTEM only).
+func loadOrCreateKey(path, comment string) (ssh.Signer, bool, error) {
+	if _, err := os.Stat(path); err == nil {
+		s, err := sshx.LoadSigner(path, nil)
+		if err != nil {
+			return nil, false, fmt.Errorf("the companion's key %s exists but cannot be used (%v); delete it and pair again", path, err)
+		}
+		return s, false, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, false, err
+	}
+	dir := filepath.Dir(path)
+	if dir == locations.Path(locations.SecretsDir) {
+		if _, err := locations.EnsureDir(locations.SecretsDir); err != nil {
+			return nil, false, fmt.Errorf("creating the secrets folder %s: %w", dir, err)
+		}
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, false, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, false, err
+	}
+	block, err := ssh.MarshalPrivateKey(priv, comment)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := atomicfile.Write(path, pem.EncodeToMemory(block), 0o600); err != nil {
+		return nil, false, fmt.Errorf("saving the companion's key: %w", err)
+	}
+	s, err := ssh.NewSignerFromKey(priv)
+	return s, true, err
+}
+
+// UnpairOptions for Unpair.
+type UnpairOptions struct {
+	// Remote is what the settings say (default: read from SettingsFile).
+	SettingsFile string
+	KnownHosts   string // default locations.KnownHostsFile()
+	// Auth and Password are the user's own credentials, tried when the
+	// companion's own key no longer logs in.
+	Auth     []ssh.AuthMethod
+	Password func() (string, error)
+	// AuthorizedKeysFile as in Options.
+	AuthorizedKeysFile string
+	Comment            string
+	Timeout            time.Duration
+	// Force removes the local key, pin and settings even when the second PC
+	// cannot be reached (its line then stays there; the message says so).
+	Force    bool
+	Progress func(step string)
+}
+
+// ErrNotPaired says the settings hold no second PC.
+var ErrNotPaired = errors.New("no second PC is paired (the companion settings hold none)")
+
+// Unpair removes our authorized_keys line from the second PC (only ours:
+// matched by the key, or by our comment), then the local key, the pin and the
+// second PC in the settings. It returns the second PC it unpaired.
+func Unpair(ctx context.Context, o UnpairOptions) (*settings.Remote, error) {
+	if o.SettingsFile == "" {
+		o.SettingsFile = locations.SettingsFile()
+	}
+	if o.KnownHosts == "" {
+		o.KnownHosts = locations.KnownHostsFile()
+	}
+	if o.Comment == "" {
+		o.Comment = DefaultComment()
+	}
+	if o.Progress == nil {
+		o.Progress = func(string) {}
+	}
+	st, err := settings.Load(o.SettingsFile)
+	if err != nil {
+		return nil, err
+	}
+	if st.Remote == nil || st.Remote.Host == "" {
+		return nil, ErrNotPaired
+	}
+	r := *st.Remote
+	ep := sshx.Endpoint{User: r.User, Host: r.Host, Port: r.Port}
+
+	remoteErr := removeRemote(ctx, o, r, ep)
+	if remoteErr != nil && !o.Force {
+		return nil, fmt.Errorf("could not remove the companion's key from %s: %w; nothing was changed here "+
+			"(to forget that PC anyway, unpair with --force and remove the line ending in %q from its authorized_keys yourself)",
+			ep, remoteErr, o.Comment)
+	}
+
+	o.Progress("removing the local key, the host key pin and the settings")
+	var errs []error
+	if r.KeyFile != "" {
+		for _, f := range []string{r.KeyFile, r.KeyFile + ".pub"} {
+			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := sshx.Unpin(o.KnownHosts, ep); err != nil {
+		errs = append(errs, err)
+	}
+	st.Remote = nil
+	if err := st.Save(o.SettingsFile); err != nil {
+		errs = append(errs, err)
+	}
+	if remoteErr != nil {
+		errs = append(errs, fmt.Errorf("the key's line is still in authorized_keys on %s (%v): remove the line ending in %q there", ep, remoteErr, o.Comment))
+	}
+	return &r, errors.Join(errs...)
+}
+
+func removeRemote(ctx context.Context, o UnpairOptions, r settings.Remote, ep sshx.Endpoint) error {
+	hostKey, _, _, _, err := ssh.ParseAuthorizedKey([]byte(r.HostKey))
+	if err != nil {
+		return fmt.Errorf("the pinned host key in the settings is unreadable (%v)", err)
+	}
+	dial := func(auth []ssh.AuthMethod, password func() (string, error)) (*ssh.Client, error) {
+		return sshx.Dial(ctx, sshx.Config{Endpoint: ep, Auth: auth, Password: password,
+			HostKeyCallback: ssh.FixedHostKey(hostKey), HostKeyAlgorithms: []string{hostKey.Type()}, Timeout: o.Timeout})
+	}
+	o.Progress("connecting to " + ep.String())
+	// The companion's own key first (no password needed); x/crypto tries
+	// only one publickey method per login, so the user's credentials get a
+	// login of their own when that one is refused (a forced command, a lost
+	// key).
+	var pub ssh.PublicKey
+	var c *ssh.Client
+	var shell string
+	if s, lerr := sshx.LoadSigner(r.KeyFile, nil); lerr == nil {
+		pub = s.PublicKey()
+		if c, err = dial([]ssh.AuthMethod{ssh.PublicKeys(s)}, nil); err == nil {
+			if _, _, shell, err = linkprobe.System(ctx, c); err != nil {
+				c.Close()
+				c = nil
+			}
+		}
+	} else {
+		err = lerr
+	}
+	if c == nil {
+		if len(o.Auth) == 0 && o.Password == nil {
+			return err
+		}
+		if c, err = dial(o.Auth, o.Password); err != nil {
+			return err
+		}
+		if _, _, shell, err = linkprobe.System(ctx, c); err != nil {
+			c.Close()
+			return err
+		}
+	}
+	defer c.Close()
+	o.Progress("removing the companion's key from " + ep.String())
+	return installer(shell).remove(ctx, c, pub, o.Comment, o.AuthorizedKeysFile)
+}
