@@ -117,6 +117,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Dial:         relay.SSHDialer(r),
 		AgentCommand: a.Command(),
 		NEmbd:        nEmbd,
+		SavedNEmbd:   r.NEmbd,
 		SaveNEmbd: func(n int) error {
 			s, err := settings.Load(settingsPath)
 			if err != nil {

@@ -57,6 +57,9 @@ type Options struct {
 	// SaveNEmbd records an n_embd the agent reported (settings write-back);
 	// optional, failures are logged and tolerated.
 	SaveNEmbd func(int) error
+	// SavedNEmbd is the value the settings hold now (SaveNEmbd is called
+	// only when the agent reports another).
+	SavedNEmbd int
 
 	ConnectTimeout time.Duration
 	HelloTimeout   time.Duration
@@ -100,7 +103,7 @@ func New(opt Options) *Relay {
 	if opt.Stderr == nil {
 		opt.Stderr = io.Discard
 	}
-	return &Relay{opt: opt, savedNEmbd: opt.NEmbd}
+	return &Relay{opt: opt, savedNEmbd: opt.SavedNEmbd}
 }
 
 func (r *Relay) logf(format string, args ...any) {
