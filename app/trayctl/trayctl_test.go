@@ -2,6 +2,7 @@ package trayctl
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -363,5 +364,47 @@ func TestSwitchWithoutDialog(t *testing.T) {
 	got := r.notes.titles()
 	if len(got) != 1 || got[0] != "Restart Strata" {
 		t.Errorf("notices %q", got)
+	}
+}
+
+// BenchmarkEventToMenu measures how long a change in the service takes to
+// reach the tray's menu: event published, long-poll answered, state re-read,
+// menu computed and shown.
+func BenchmarkEventToMenu(b *testing.B) {
+	api := standin.New(b, readyRemote(time.Now()))
+	view := newRecView()
+	ctl := New()
+	ctl.View = view
+	ctl.LoadSettings = func() (*settings.Settings, error) { return &settings.Settings{}, nil }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go ctl.Run(ctx)
+	w := &watch.Watcher{Connect: func() (*controlapi.Client, error) { return api.Client(), nil }, Wait: 5 * time.Second}
+	go w.Run(ctx, ctl.Update)
+	wait := func(rtt float64) {
+		for {
+			view.mu.Lock()
+			m, ch := view.last, view.changed
+			view.mu.Unlock()
+			if m.Items[traymodel.ItemRemote].Title != "" && strings.Contains(m.Items[traymodel.ItemRemote].Title, fmt.Sprintf("%.1f ms", rtt)) {
+				return
+			}
+			<-ch
+		}
+	}
+	wait(1.2)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rtt := float64(i%50+2) + 0.5
+		api.Change(func(s *controlapi.State) { s.Remote.RTTms = rtt }, events.Event{Kind: events.RemoteConnected})
+		wait(rtt)
+	}
+}
+
+func BenchmarkBuild(b *testing.B) {
+	st := readyRemote(time.Now())
+	in := traymodel.Input{Now: time.Now(), State: &st, RemoteName: "gpu-laptop"}
+	for i := 0; i < b.N; i++ {
+		traymodel.Build(in)
 	}
 }
