@@ -186,33 +186,56 @@ func (c *Controller) update(u watch.Update) {
 	} else {
 		c.in.State = u.State
 		c.in.Reach, c.in.Problem = traymodel.Connected, ""
+		var notices []traymodel.Notice
 		if c.seen {
-			for _, n := range c.rules.Observe(c.prev, u.State, u.Events, now) {
-				c.notify(n)
-			}
-		} else {
-			c.rules.Observe(nil, u.State, nil, now)
+			notices = c.rules.Observe(c.prev, u.State, u.Events, now)
 		}
 		c.seen = true
 		c.prev = u.State
+		if c.resolvePending() && !c.rules.Off && !hasTopic(notices, traymodel.TopicServerReady) {
+			// The user asked for this restart and watched the progress
+			// line: say when it is over even if a "ready" notice was
+			// rate-limited away.
+			st := u.State
+			notices = append(notices, traymodel.Notice{Topic: "tray.action", Title: "Strata is ready",
+				Body: "Strata is ready again; vision " + traymodel.PlacementName(st.Vision.Placement, c.in.RemoteName) + "."})
+		}
+		for _, n := range notices {
+			c.notify(n)
+		}
+		c.show()
+		return
 	}
 	c.resolvePending()
 	c.show()
 }
 
+func hasTopic(ns []traymodel.Notice, topic string) bool {
+	for _, n := range ns {
+		if n.Topic == topic {
+			return true
+		}
+	}
+	return false
+}
+
 // resolvePending ends the progress line once the server is ready again (or
 // turns it into the failure).
-func (c *Controller) resolvePending() {
-	if c.in.Pending == nil {
-		return
+// It reports whether an action the user started just finished well.
+func (c *Controller) resolvePending() (succeeded bool) {
+	p := c.in.Pending
+	if p == nil {
+		return false
 	}
-	done, failure := c.in.Pending.Resolve(c.in.State, c.now())
+	done, failure := p.Resolve(c.in.State, c.now())
 	switch {
 	case failure != "":
-		c.in.Pending.Err = failure
+		p.Err = failure
 	case done:
 		c.in.Pending = nil
+		return p.Err == "" && c.in.State != nil && c.in.State.Server.Phase == controlapi.PhaseReady
 	}
+	return false
 }
 
 // describe turns a watcher error into the reach and a line for the menu that
