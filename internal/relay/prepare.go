@@ -1,0 +1,625 @@
+package relay
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf16"
+
+	"github.com/strata-companion/companion/internal/framing"
+	"github.com/strata-companion/companion/internal/gguf"
+	"github.com/strata-companion/companion/internal/settings"
+)
+
+// PrepareOptions say what `strata-service remote prepare` puts on the second PC.
+type PrepareOptions struct {
+	Remote settings.Remote
+	// Mmproj and Model are the server's local files (the config's vision
+	// block): the mmproj is copied, the model's vocabulary stub is built.
+	Mmproj, Model string
+	// AgentBinary returns the path of a strata-vision-relay build for the
+	// second PC's OS and architecture.
+	AgentBinary func(goos, goarch string) (string, error)
+	// LocalEncoder is a strata-vision to copy when the second PC has the
+	// same OS and architecture as this one ("" copies nothing); files beside
+	// it whose names end in .dll or contain .so go along (its libraries).
+	LocalEncoder string
+	// EncoderPath points at strata-vision already on the second PC
+	// (absolute, or relative to RemoteDir); it wins over LocalEncoder.
+	EncoderPath string
+	// LocalOS/LocalArch are this PC's (runtime.GOOS/GOARCH).
+	LocalOS, LocalArch string
+	GPU                bool
+	Threads, MaxTokens int
+	// Progress receives lines for a person.
+	Progress io.Writer
+	// Dial defaults to SSHDialer(Remote).
+	Dial Dialer
+}
+
+// PrepareResult is what the settings should remember.
+type PrepareResult struct {
+	OS, Arch    string
+	RemoteDir   string // absolute, as the agent reported it
+	EncoderPath string
+	NEmbd       int
+	GPUs        []framing.GPU
+}
+
+// DefaultRemoteDir is the folder (under the login's home) used when the
+// settings name none.
+const DefaultRemoteDir = "strata-companion"
+
+const chunk = 1 << 20
+
+// Prepare uploads the agent, the mmproj, the vocabulary stub (and maybe the
+// encoder) to the second PC, resuming partial uploads and skipping files
+// whose sha256 already matches, then starts the encoder there through the
+// agent as the relay would, and waits for its READY.
+func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
+	var p io.Writer = io.Discard
+	if o.Progress != nil {
+		p = &lockedWriter{w: o.Progress}
+	}
+	if o.Dial == nil {
+		o.Dial = SSHDialer(o.Remote)
+	}
+	if o.Remote.RemoteDir == "" {
+		o.Remote.RemoteDir = DefaultRemoteDir
+	}
+	fmt.Fprintf(p, "connecting to %s ...\n", o.Remote.Host)
+	conn, err := o.Dial(ctx, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+
+	res := &PrepareResult{OS: o.Remote.OS, Arch: o.Remote.Arch}
+	if res.OS == "" || res.Arch == "" {
+		if res.OS, res.Arch, err = detectPlatform(conn); err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintf(p, "second PC: %s/%s\n", res.OS, res.Arch)
+	dir := o.Remote.RemoteDir
+
+	// 1. The agent itself: the only file that cannot travel through the
+	//    agent. It goes once through the remote shell, when missing or stale.
+	agentBin, err := o.AgentBinary(res.OS, res.Arch)
+	if err != nil {
+		return nil, err
+	}
+	agentSum, err := sha256File(agentBin)
+	if err != nil {
+		return nil, err
+	}
+	filesCmd := QuoteCommand(res.OS, []string{RemoteJoin(res.OS, dir, AgentName(res.OS)), "agent"})
+	cl, err := startClient(ctx, conn, filesCmd, p)
+	fresh := false
+	if err == nil {
+		fi, serr := cl.stat(SelfName)
+		if serr != nil || fi.SHA256 != agentSum {
+			cl.close()
+			cl, err = nil, errors.New("stale")
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(p, "installing the agent (%s) in %s ...\n", filepath.Base(agentBin), dir)
+		if err := bootstrapAgent(conn, res.OS, dir, agentBin, p); err != nil {
+			return nil, err
+		}
+		fresh = true
+		if cl, err = startClient(ctx, conn, filesCmd, p); err != nil {
+			return nil, fmt.Errorf("the agent was copied to the second PC but does not start: %v", err)
+		}
+		if fi, err := cl.stat(SelfName); err != nil || fi.SHA256 != agentSum {
+			cl.close()
+			return nil, errors.New("the agent on the second PC is not the one just copied (is another copy running and locked? stop Strata and try again)")
+		}
+	}
+	if !fresh {
+		fmt.Fprintln(p, "the agent is up to date")
+	}
+	res.RemoteDir = cl.info.Dir
+
+	// 2. The mmproj and the vocabulary stub.
+	rm, rmodel := RemoteFiles(o.Mmproj, o.Model)
+	if err := cl.upload(ctx, o.Mmproj, rm, 0o644); err != nil {
+		cl.close()
+		return nil, err
+	}
+	stub, err := os.CreateTemp("", "strata-vocab-*.gguf")
+	if err != nil {
+		cl.close()
+		return nil, err
+	}
+	defer os.Remove(stub.Name())
+	fmt.Fprintf(p, "building the vocabulary stub of %s ...\n", filepath.Base(o.Model))
+	bw := bufio.NewWriterSize(stub, 1<<20)
+	err = gguf.WriteVocabStub(o.Model, bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	stub.Close()
+	if err != nil {
+		cl.close()
+		return nil, err
+	}
+	if err := cl.upload(ctx, stub.Name(), rmodel, 0o644); err != nil {
+		cl.close()
+		return nil, err
+	}
+
+	// 3. strata-vision: pointed at, or copied when this PC's build fits.
+	encName := "strata-vision"
+	if res.OS == "windows" {
+		encName += ".exe"
+	}
+	switch {
+	case o.EncoderPath != "":
+		res.EncoderPath = o.EncoderPath
+	case o.LocalEncoder != "" && o.LocalOS == res.OS && o.LocalArch == res.Arch:
+		if err := cl.upload(ctx, o.LocalEncoder, encName, 0o755); err != nil {
+			cl.close()
+			return nil, err
+		}
+		for _, lib := range siblingLibs(o.LocalEncoder) {
+			if err := cl.upload(ctx, lib, filepath.Base(lib), 0o755); err != nil {
+				cl.close()
+				return nil, err
+			}
+		}
+		res.EncoderPath = encName
+	case o.Remote.EncoderPath != "":
+		res.EncoderPath = o.Remote.EncoderPath
+	default:
+		res.EncoderPath = encName
+	}
+	fi, err := cl.stat(RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
+	cl.close()
+	if err != nil || !fi.Exists {
+		return nil, fmt.Errorf("there is no strata-vision at %s on the second PC; install Strata's engine there and pass --encoder <its strata-vision>, or run prepare on a server with the same OS and architecture so it can be copied",
+			RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
+	}
+
+	// 4. Start the encoder there exactly as the relay will, and see READY.
+	args := AgentArgs{OS: res.OS, RemoteDir: res.RemoteDir, Encoder: res.EncoderPath, Mmproj: rm, Model: rmodel,
+		GPU: o.GPU, Threads: o.Threads, MaxTokens: o.MaxTokens}
+	fmt.Fprintf(p, "starting the encoder on the second PC: %s\n", args.Command())
+	cl, err = startClient(ctx, conn, args.Command(), p)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.close()
+	if err := cl.fw.Write(framing.Wake); err != nil {
+		return nil, err
+	}
+	t, b, err := cl.next(ctx, 330*time.Second, framing.StatusReply)
+	if err != nil {
+		return nil, err
+	}
+	if t == framing.Error {
+		return nil, errors.New(errMsg(b))
+	}
+	var st framing.StatusInfo
+	json.Unmarshal(b, &st)
+	if st.Encoder != "running" {
+		return nil, fmt.Errorf("the encoder on the second PC did not start: %s", st.Error)
+	}
+	res.NEmbd, res.GPUs = st.NEmbd, st.GPUs
+	fmt.Fprintf(p, "the encoder on the second PC answered READY %d\n", st.NEmbd)
+	for _, g := range st.GPUs {
+		fmt.Fprintf(p, "  GPU %d: %s, %d MiB of %d MiB free\n", g.Index, g.Name, g.FreeMiB, g.TotalMiB)
+	}
+	return res, nil
+}
+
+// SelfName asks the agent about its own executable (see agent.SelfName).
+const SelfName = "@self"
+
+func siblingLibs(exe string) []string {
+	ents, _ := os.ReadDir(filepath.Dir(exe))
+	var out []string
+	for _, e := range ents {
+		n := strings.ToLower(e.Name())
+		if e.Type().IsRegular() && (strings.HasSuffix(n, ".dll") || strings.Contains(n, ".so")) {
+			out = append(out, filepath.Join(filepath.Dir(exe), e.Name()))
+		}
+	}
+	return out
+}
+
+func sha256File(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// runOutput runs one command on the second PC and returns its stdout.
+func runOutput(conn Conn, cmd string) (string, error) {
+	proc, err := conn.Start(cmd)
+	if err != nil {
+		return "", err
+	}
+	defer proc.Close()
+	proc.Stdin.Close()
+	go io.Copy(io.Discard, proc.Stderr)
+	b, err := io.ReadAll(io.LimitReader(proc.Stdout, 4096))
+	return string(b), err
+}
+
+// detectPlatform asks the second PC's shell: uname on Unix, cmd.exe's
+// PROCESSOR_ARCHITECTURE on Windows.
+func detectPlatform(conn Conn) (goos, goarch string, err error) {
+	if out, _ := runOutput(conn, "uname -sm"); out != "" {
+		f := strings.Fields(out)
+		if len(f) == 2 {
+			goos = strings.ToLower(f[0])
+			switch f[1] {
+			case "x86_64", "amd64":
+				goarch = "amd64"
+			case "aarch64", "arm64":
+				goarch = "arm64"
+			}
+			if goarch != "" && (goos == "linux" || goos == "darwin") {
+				return goos, goarch, nil
+			}
+		}
+	}
+	if out, _ := runOutput(conn, "echo %PROCESSOR_ARCHITECTURE%"); out != "" {
+		switch strings.TrimSpace(out) {
+		case "AMD64":
+			return "windows", "amd64", nil
+		case "ARM64":
+			return "windows", "arm64", nil
+		}
+	}
+	return "", "", errors.New("cannot tell the second PC's system (neither `uname` nor cmd.exe answered as expected); set its OS and architecture in the companion settings")
+}
+
+// bootstrapAgent copies the agent through the remote shell (the one upload
+// that cannot use the agent itself), to a .part file renamed when complete.
+func bootstrapAgent(conn Conn, goos, dir, bin string, p io.Writer) error {
+	name := AgentName(goos)
+	var cmd string
+	if goos == "windows" {
+		// -EncodedCommand takes the script as base64 UTF-16: no quoting
+		// rules of cmd.exe or PowerShell to get wrong. The data itself
+		// streams raw on stdin.
+		d := strings.ReplaceAll(dir, "'", "''")
+		script := fmt.Sprintf(`$ErrorActionPreference='Stop'; $d='%s'; New-Item -ItemType Directory -Force -Path $d | Out-Null; `+
+			`$t=Join-Path $d '%s.part'; $f=[IO.File]::Create($t); [Console]::OpenStandardInput().CopyTo($f); $f.Close(); `+
+			`Move-Item -Force $t (Join-Path $d '%s')`, d, name, name)
+		u := utf16.Encode([]rune(script))
+		b := make([]byte, 2*len(u))
+		for i, c := range u {
+			b[2*i], b[2*i+1] = byte(c), byte(c>>8)
+		}
+		cmd = "powershell -NoProfile -NonInteractive -EncodedCommand " + base64.StdEncoding.EncodeToString(b)
+	} else {
+		q := func(s string) string { return quotePOSIX(s) }
+		part, final := RemoteJoin(goos, dir, "."+name+".part"), RemoteJoin(goos, dir, name)
+		cmd = fmt.Sprintf("mkdir -p %s && cat > %s && chmod 755 %s && mv -f %s %s", q(dir), q(part), q(part), q(part), q(final))
+	}
+	proc, err := conn.Start(cmd)
+	if err != nil {
+		return err
+	}
+	defer proc.Close()
+	var stderr strings.Builder
+	errDone := make(chan struct{})
+	go func() { io.Copy(&stderr, io.LimitReader(proc.Stderr, 4096)); close(errDone) }()
+	go io.Copy(io.Discard, proc.Stdout)
+	f, err := os.Open(bin)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, _ := f.Stat()
+	pr := &progress{w: p, name: AgentName(goos), total: st.Size()}
+	if _, err := io.Copy(proc.Stdin, io.TeeReader(f, pr)); err != nil {
+		return fmt.Errorf("copying the agent to the second PC: %v", err)
+	}
+	pr.done()
+	proc.Stdin.Close()
+	select {
+	case <-errDone:
+	case <-time.After(30 * time.Second):
+	}
+	// Success is judged by the agent's own checksum afterwards; stderr
+	// explains a failure.
+	if s := strings.TrimSpace(stderr.String()); s != "" {
+		return fmt.Errorf("copying the agent to the second PC failed: %s", s)
+	}
+	return nil
+}
+
+// progress prints a line per second (and at the end) of an upload.
+type progress struct {
+	w           io.Writer
+	name        string
+	total, sent int64
+	start, last time.Time
+}
+
+func (p *progress) Write(b []byte) (int, error) {
+	now := time.Now()
+	if p.start.IsZero() {
+		p.start, p.last = now, now
+	}
+	p.sent += int64(len(b))
+	if now.Sub(p.last) >= time.Second {
+		p.last = now
+		p.print()
+	}
+	return len(b), nil
+}
+
+func (p *progress) print() {
+	secs := time.Since(p.start).Seconds()
+	rate := 0.0
+	if secs > 0 {
+		rate = float64(p.sent) / secs / (1 << 20)
+	}
+	pct := 100.0
+	if p.total > 0 {
+		pct = 100 * float64(p.sent) / float64(p.total)
+	}
+	fmt.Fprintf(p.w, "  %s: %3.0f%% (%.1f of %.1f MiB, %.1f MiB/s)\n", p.name, pct, float64(p.sent)/(1<<20), float64(p.total)/(1<<20), rate)
+}
+
+func (p *progress) done() {
+	if p.start.IsZero() {
+		p.start = time.Now()
+	}
+	p.print()
+}
+
+// client is a sequential framed session with an agent (prepare's side).
+type client struct {
+	proc Proc
+	fw   *framing.Writer
+	fr   *framing.Reader
+	info framing.Info
+	p    io.Writer
+	tail *tailWriter
+}
+
+type tailWriter struct {
+	mu   sync.Mutex
+	last string
+}
+
+func (t *tailWriter) Write(b []byte) (int, error) {
+	if s := strings.TrimSpace(string(b)); s != "" {
+		lines := strings.Split(s, "\n")
+		t.mu.Lock()
+		t.last = lines[len(lines)-1]
+		t.mu.Unlock()
+	}
+	return len(b), nil
+}
+
+func (t *tailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
+}
+
+// lockedWriter lets the agent's stderr and the progress lines share one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// errMsg reads an Error frame's message.
+func errMsg(b []byte) string {
+	if _, m, err := framing.SplitID(b); err == nil {
+		return string(m)
+	}
+	return "the agent reported an unreadable error"
+}
+
+func startClient(ctx context.Context, conn Conn, cmd string, p io.Writer) (*client, error) {
+	proc, err := conn.Start(cmd)
+	if err != nil {
+		return nil, err
+	}
+	c := &client{proc: proc, fw: framing.NewWriter(proc.Stdin), fr: framing.NewReader(proc.Stdout), p: p, tail: &tailWriter{}}
+	go io.Copy(io.MultiWriter(c.tail, prefixed(p, "  second PC: ")), proc.Stderr)
+	t, b, err := c.next(ctx, 15*time.Second, framing.Hello)
+	if err != nil || t != framing.Hello || json.Unmarshal(b, &c.info) != nil {
+		c.close()
+		if err == nil {
+			err = errors.New("it did not greet as an agent")
+		}
+		return nil, fmt.Errorf("the agent did not start (%v %s)", err, c.tail.String())
+	}
+	return c, nil
+}
+
+// next reads frames until one of want (or an Error) arrives.
+func (c *client) next(ctx context.Context, within time.Duration, want ...framing.Type) (framing.Type, []byte, error) {
+	type res struct {
+		t   framing.Type
+		b   []byte
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		for {
+			t, b, err := c.fr.Next()
+			if err != nil {
+				ch <- res{err: err}
+				return
+			}
+			if t == framing.Error {
+				ch <- res{t: t, b: b}
+				return
+			}
+			for _, w := range want {
+				if t == w {
+					ch <- res{t: t, b: b}
+					return
+				}
+			}
+		}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return 0, nil, fmt.Errorf("the agent's session ended: %v", r.err)
+		}
+		return r.t, r.b, nil
+	case <-time.After(within):
+		c.close()
+		return 0, nil, fmt.Errorf("the second PC gave no answer within %s", within)
+	case <-ctx.Done():
+		c.close()
+		return 0, nil, ctx.Err()
+	}
+}
+
+func (c *client) close() {
+	c.proc.Stdin.Close()
+	c.proc.Close()
+}
+
+func (c *client) stat(name string) (framing.FileInfo, error) {
+	var fi framing.FileInfo
+	if err := c.fw.WriteJSON(framing.Stat, map[string]string{"name": name}); err != nil {
+		return fi, err
+	}
+	t, b, err := c.next(context.Background(), 5*time.Minute, framing.StatReply)
+	if err != nil {
+		return fi, err
+	}
+	if t == framing.Error {
+		return fi, errors.New(errMsg(b))
+	}
+	return fi, json.Unmarshal(b, &fi)
+}
+
+// upload sends local as name, skipping it when the second PC has the same
+// bytes and resuming a partial upload; a damaged result is sent again once.
+func (c *client) upload(ctx context.Context, local, name string, mode uint32) error {
+	sum, err := sha256File(local)
+	if err != nil {
+		return err
+	}
+	st, err := os.Stat(local)
+	if err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		fi, err := c.stat(name)
+		if err != nil {
+			return err
+		}
+		if fi.Exists && fi.SHA256 == sum {
+			fmt.Fprintf(c.p, "%s is already on the second PC (sha256 %s)\n", name, sum[:12])
+			return nil
+		}
+		off := int64(0)
+		if fi.PartialSize > 0 && fi.PartialSize <= st.Size() {
+			off = fi.PartialSize
+			fmt.Fprintf(c.p, "resuming %s at %.1f MiB\n", name, float64(off)/(1<<20))
+		} else {
+			fmt.Fprintf(c.p, "uploading %s (%.1f MiB)\n", name, float64(st.Size())/(1<<20))
+		}
+		err = c.send(ctx, local, framing.PutHeader{Name: name, Size: st.Size(), SHA256: sum, Offset: off, Mode: mode})
+		if err == nil {
+			return nil
+		}
+		if attempt > 0 || !strings.Contains(err.Error(), "damaged") {
+			return err
+		}
+		fmt.Fprintf(c.p, "%v; sending it again from the start\n", err)
+	}
+}
+
+func (c *client) send(ctx context.Context, local string, h framing.PutHeader) error {
+	f, err := os.Open(local)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Seek(h.Offset, io.SeekStart); err != nil {
+		return err
+	}
+	if err := c.fw.WriteJSON(framing.PutBegin, h); err != nil {
+		return err
+	}
+	pr := &progress{w: c.p, name: h.Name, total: h.Size, sent: h.Offset}
+	buf := make([]byte, chunk)
+	for {
+		if ctx.Err() != nil {
+			return ctx.Err() // the .part stays for a resume
+		}
+		n, rerr := io.ReadFull(f, buf)
+		if n > 0 {
+			if err := c.fw.Write(framing.PutData, buf[:n]); err != nil {
+				return fmt.Errorf("the connection broke while uploading %s (run prepare again to resume): %v", h.Name, err)
+			}
+			pr.Write(buf[:n])
+		}
+		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
+			break
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+	pr.done()
+	if err := c.fw.Write(framing.PutEnd); err != nil {
+		return err
+	}
+	t, b, err := c.next(ctx, 10*time.Minute, framing.PutReply)
+	if err != nil {
+		return err
+	}
+	if t == framing.Error {
+		return errors.New(errMsg(b))
+	}
+	return nil
+}
+
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func prefixed(w io.Writer, prefix string) io.Writer { return &prefixWriter{w, prefix} }
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if strings.TrimSpace(l) != "" {
+			fmt.Fprintln(p.w, p.prefix+l)
+		}
+	}
+	return len(b), nil
+}
