@@ -1,21 +1,112 @@
-// Command strata-setup is the first-run setup wizard of Strata Companion.
+// Command strata-setup is the first-run setup wizard of Strata Companion: a
+// thin fyne window over the setupflow state machine (internal/setupflow),
+// with the pages in wizard/pages and the real adapters in
+// internal/setupflow/live. Only this file imports fyne's app (and so GLFW).
 package main
 
 import (
+	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"time"
 
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/app"
+
+	"github.com/strata-companion/companion/app/desktop"
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/setupflow"
+	"github.com/strata-companion/companion/internal/setupflow/demo"
+	"github.com/strata-companion/companion/internal/setupflow/live"
 	"github.com/strata-companion/companion/internal/version"
+	"github.com/strata-companion/companion/wizard/pages"
 )
 
 func main() {
 	fs := flag.NewFlagSet("strata-setup", flag.ExitOnError)
+	page := fs.String("page", "", "open at this page: welcome, strata, this-pc, placement, remote")
+	root := fs.String("strata-root", "", "the Strata install folder (the one holding serve/ and engine/)")
+	cfg := fs.String("config", "", "the Strata config file (strata-<tag>.json) to use")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "strata-setup %s: the Strata Companion setup wizard.\n\nUsage: strata-setup\n\nNot yet available in this build; use \"strata-service setup --cli\".\n", version.Version)
+		fmt.Fprintf(fs.Output(), "strata-setup %s: the Strata Companion setup wizard.\n\nUsage: strata-setup [--page NAME] [--strata-root DIR] [--config FILE]\n\nFlags:\n", version.Version)
 		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), "\nOn a machine without a display use \"strata-service setup --cli\".\n")
 	}
 	fs.Parse(os.Args[1:])
-	fmt.Fprintln(os.Stderr, "strata-setup: not yet available in this build")
-	os.Exit(1)
+	var opts setupflow.Options
+	if *page != "" {
+		p, err := setupflow.ParsePage(*page)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "strata-setup:", err)
+			os.Exit(2)
+		}
+		opts.StartPage = p
+	}
+
+	a := app.NewWithID("io.github.strata-companion.companion")
+	w := a.NewWindow("Strata Companion setup")
+	w.Resize(fyne.NewSize(880, 700))
+
+	var ui *pages.UI
+	confirm := func(ctx context.Context, k setupflow.HostKey) bool { return ui.ConfirmHostKey(ctx, k) }
+	deps, isDemo := depsFor(*root, *cfg, confirm)
+	flow, err := setupflow.New(context.Background(), deps, opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "strata-setup:", err)
+		os.Exit(1)
+	}
+	ui = pages.New(w, flow)
+	ui.OnClose = func() { w.Close() }
+	w.SetCloseIntercept(func() {
+		if flow.Busy() == "apply" {
+			ui.Cancel() // asks, and puts things back
+			return
+		}
+		ui.Close()
+		w.Close()
+	})
+	if isDemo && os.Getenv("STRATA_SETUP_AUTOPILOT") == "1" {
+		// Screenshots: print "shot NAME", wait for a line on stdin.
+		in := bufio.NewReader(os.Stdin)
+		a.Lifecycle().SetOnStarted(func() {
+			ui.Autopilot(func(name string) {
+				time.Sleep(400 * time.Millisecond) // let the frame paint
+				fmt.Printf("shot %s\n", name)
+				in.ReadString('\n')
+			})
+		})
+	}
+	w.ShowAndRun()
 }
+
+// depsFor returns the real adapters, or the canned demo machine when
+// STRATA_SETUP_DEMO=1 (screenshots, trying the wizard without a GPU).
+func depsFor(root, cfg string, confirm setupflow.ConfirmHostKey) (setupflow.Deps, bool) {
+	if os.Getenv("STRATA_SETUP_DEMO") == "1" {
+		dir := filepath.Join(os.TempDir(), "strata-setup-demo", "Strata")
+		w := demo.NewWorld(dir)
+		w.Delay = 300 * time.Millisecond
+		if f := os.Getenv("STRATA_SETUP_DEMO_FAIL"); f != "" {
+			w.Fail[f] = fmt.Errorf("the engine stopped while filling the expert cache (exit code 3221225477): the GPU ran out of memory. Close other programs that use the GPU, or choose the second PC to free VRAM, then try again")
+		}
+		if os.Getenv("STRATA_SETUP_DEMO_CONFIGURED") == "1" {
+			w.Settings = &settings.Settings{StrataRoot: dir, ConfigPath: w.Config, Vision: settings.PlacementGPU}
+			w.Installed, w.Running = true, true
+		}
+		return w.Deps(confirm), true
+	}
+	tray := desktop.Autostart{}
+	if self, err := os.Executable(); err == nil {
+		tray.Exe = filepath.Join(filepath.Dir(self), "strata-tray"+filepath.Ext(self))
+	}
+	return live.Deps(live.Options{StrataRoot: root, ConfigPath: cfg, Login: loginItem{tray}, Confirm: confirm}), false
+}
+
+// loginItem adapts the tray's autostart entry.
+type loginItem struct{ a desktop.Autostart }
+
+func (l loginItem) Enabled() bool            { on, _ := l.a.Enabled(); return on }
+func (l loginItem) SetEnabled(on bool) error { return l.a.Set(on) }

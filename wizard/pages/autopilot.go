@@ -1,0 +1,53 @@
+package pages
+
+import (
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/setupflow"
+)
+
+// Autopilot walks the demo through every page for screenshots: on each
+// settled page it calls shot(name) (which returns once the picture is taken)
+// and then does what a user would. Only strata-setup's demo mode uses it.
+func (u *UI) Autopilot(shot func(name string)) {
+	remoteStep := 0
+	u.OnPageShown = func(p setupflow.Page) {
+		name := p.String()
+		if p == setupflow.PageSecondPC {
+			remoteStep++
+			switch remoteStep {
+			case 1:
+				name = "remote-empty"
+			case 2:
+				name = "remote-probed"
+			}
+		}
+		go func() {
+			shot(name)
+			u.do(func() { u.autopilotAct(p, remoteStep) })
+		}()
+	}
+	u.settled()
+}
+
+func (u *UI) autopilotAct(p setupflow.Page, remoteStep int) {
+	switch p {
+	case setupflow.PagePlacement:
+		u.Flow.Choose(settings.PlacementRemote, nil)
+		u.Next()
+	case setupflow.PageSecondPC:
+		switch remoteStep {
+		case 1:
+			u.remoteW.addr.SetText("gaming-laptop")
+			u.remoteW.user.SetText("sam")
+			u.remoteW.probe.OnTapped()
+		case 2:
+			u.remoteW.pair.OnTapped()
+		default:
+			u.Next()
+		}
+	case setupflow.PageDone:
+		u.Next()
+	default:
+		u.Next()
+	}
+}

@@ -1,0 +1,654 @@
+package pages
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/setupflow"
+)
+
+func (u *UI) welcomePage() fyne.CanvasObject {
+	var text string
+	if u.Flow.Configured() {
+		in, cfg, _ := u.Flow.Selected()
+		text = fmt.Sprintf("Strata Companion already runs Strata from %s with %s.\n\n"+
+			"Use Next to change where pictures are read; Back and Cancel leave everything as it is.", in.Root, filepath.Base(cfg))
+	} else {
+		text = "This sets up Strata Companion in a few steps:\n\n" +
+			"  1. find your Strata install,\n" +
+			"  2. look at this PC's graphics card, processor and memory,\n" +
+			"  3. choose where pictures are read: this GPU, the CPU, a second PC, or not at all,\n" +
+			"  4. review the exact change to Strata's config,\n" +
+			"  5. install the Strata service and start Strata.\n\n" +
+			"Nothing is changed until you press Apply on the Review page. Cancel closes setup at any time."
+	}
+	u.goAsync(func() { u.do(u.settled) })
+	return container.NewVScroll(container.NewVBox(bold("Welcome to Strata Companion"), para(text)))
+}
+
+func (u *UI) findPage() fyne.CanvasObject {
+	b := newBar()
+	list := container.NewVBox()
+	configs := widget.NewSelect(nil, func(s string) {
+		if err := u.Flow.SelectConfig(s); err != nil {
+			u.setHint(err.Error())
+		}
+		u.updateButtons()
+	})
+	problems := para("")
+	problems.Importance = widget.WarningImportance
+	path := widget.NewEntry()
+	path.SetPlaceHolder("or type the Strata folder (the one holding serve/ and engine/)")
+	var rebuild func()
+	radios := widget.NewRadioGroup(nil, nil)
+	rebuild = func() {
+		ins := u.Flow.Installs()
+		sel, cfg, ok := u.Flow.Selected()
+		var opts []string
+		for _, in := range ins {
+			opts = append(opts, in.Root)
+		}
+		radios.Options = opts
+		radios.OnChanged = nil
+		if ok {
+			radios.SetSelected(sel.Root)
+		}
+		radios.OnChanged = func(s string) {
+			for i, in := range u.Flow.Installs() {
+				if in.Root == s {
+					u.Flow.SelectInstall(i)
+				}
+			}
+			rebuild()
+		}
+		radios.Refresh()
+		configs.Options = nil
+		problems.SetText("")
+		if ok {
+			configs.Options = append(configs.Options, sel.Configs...)
+			configs.OnChanged, configs.Selected = nil, cfg
+			configs.OnChanged = func(s string) {
+				if err := u.Flow.SelectConfig(s); err != nil {
+					u.setHint(err.Error())
+				}
+				u.updateButtons()
+			}
+			if cfg == "" && len(sel.Configs) > 1 {
+				configs.PlaceHolder = "Several configs and no run script names one: choose"
+			}
+			if len(sel.Problems) > 0 {
+				problems.SetText("This install cannot run yet: " + strings.Join(sel.Problems, "; "))
+			}
+		}
+		configs.Refresh()
+		u.updateButtons()
+	}
+	browse := func(dir string) {
+		u.goAsync(func() {
+			_, err := u.Flow.Browse(u.ctx, dir)
+			u.do(func() {
+				if err != nil {
+					u.setHint(err.Error())
+				} else {
+					u.setHint("")
+				}
+				rebuild()
+			})
+		})
+	}
+	path.OnSubmitted = browse
+	useB := widget.NewButtonWithIcon("Use this folder", theme.FolderOpenIcon(), func() { browse(path.Text) })
+	list.Add(b.box)
+	list.Add(bold("Strata installs on this PC"))
+	list.Add(radios)
+	list.Add(container.NewBorder(nil, nil, nil, useB, path))
+	list.Add(problems)
+	list.Add(bold("Config (the model Strata runs)"))
+	list.Add(configs)
+	if len(u.Flow.Installs()) > 0 {
+		b.done("")
+		b.box.Hide()
+		rebuild()
+		u.goAsync(func() { u.do(u.settled) })
+	} else {
+		b.set(setupflow.Progress{Fraction: -1, Text: "Looking for Strata in the usual places..."})
+		u.goAsync(func() {
+			_, err := u.Flow.Find(u.ctx)
+			u.do(func() {
+				if isCancel(err) {
+					return
+				}
+				b.box.Hide()
+				if err != nil {
+					u.setHint(err.Error() + "\nBrowse to the Strata folder, or install Strata first (github.com/Niko1221/Strata).")
+				}
+				rebuild()
+				u.settled()
+			})
+		})
+	}
+	return container.NewVScroll(list)
+}
+
+func mib(v int) string {
+	if v < 0 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.1f GB", float64(v)/1024)
+}
+
+func (u *UI) thisPCPage() fyne.CanvasObject {
+	b := newBar()
+	facts := container.NewVBox()
+	fill := func(m *setupflow.Machine) {
+		facts.RemoveAll()
+		if len(m.GPUs) == 0 {
+			facts.Add(bold("No NVIDIA graphics card was found"))
+		}
+		for _, g := range m.GPUs {
+			card := widget.NewCard(fmt.Sprintf("GPU %d: %s", g.Index, g.Name), "",
+				widget.NewForm(
+					widget.NewFormItem("Video memory", widget.NewLabel(fmt.Sprintf("%s total, %s free", mib(g.TotalMiB), mib(g.FreeMiB)))),
+					widget.NewFormItem("Driver", widget.NewLabel(g.Driver)),
+				))
+			facts.Add(card)
+		}
+		cpu := fmt.Sprintf("%s (%d cores, %d threads)", m.CPU, m.Cores, m.Threads)
+		facts.Add(widget.NewCard("Processor and memory", "", widget.NewForm(
+			widget.NewFormItem("CPU", widget.NewLabel(cpu)),
+			widget.NewFormItem("Memory", widget.NewLabel(fmt.Sprintf("%s total, %s free", mib(m.RAMMiB), mib(m.FreeMiB)))),
+		)))
+		for _, w := range m.Warnings {
+			l := para("! " + w)
+			l.Importance = widget.WarningImportance
+			facts.Add(l)
+		}
+	}
+	if m := u.Flow.Machine(); m != nil {
+		b.box.Hide()
+		fill(m)
+		u.goAsync(func() { u.do(u.settled) })
+	} else {
+		b.set(setupflow.Progress{Fraction: -1, Text: "Probing this PC..."})
+		u.goAsync(func() {
+			m, err := u.Flow.ProbeLocal(u.ctx, u.progressTo(b))
+			u.do(func() {
+				if isCancel(err) {
+					return
+				}
+				b.box.Hide()
+				if m != nil {
+					fill(m)
+				}
+				u.updateButtons()
+				u.settled()
+			})
+		})
+	}
+	return container.NewVScroll(container.NewVBox(b.box, facts))
+}
+
+func optionFigures(o setupflow.Option) string {
+	var parts []string
+	if o.PictureSeconds > 0 {
+		parts = append(parts, "about "+setupflow.FormatSeconds(o.PictureSeconds)+" per picture")
+	}
+	switch {
+	case o.VRAMMiB > 0:
+		parts = append(parts, fmt.Sprintf("uses %.1f GB of this GPU's VRAM", float64(o.VRAMMiB)/1024))
+	case o.VRAMMiB < 0:
+		parts = append(parts, fmt.Sprintf("frees %.1f GB of VRAM for Strata", float64(-o.VRAMMiB)/1024))
+	}
+	return strings.Join(parts, " · ")
+}
+
+func (u *UI) placementPage() fyne.CanvasObject {
+	box := container.NewVBox()
+	build := func() {
+		box.RemoveAll()
+		rec := u.Flow.Recommendation()
+		choice := u.Flow.Choice()
+		if rec.Reason != "" {
+			r := widget.NewCard("Recommended: "+labelFor(rec, rec.Best), "", para(rec.Reason))
+			box.Add(r)
+		}
+		var groups []*widget.RadioGroup
+		for _, o := range rec.Options {
+			o := o
+			title := o.Label
+			if o.Placement == rec.Best {
+				title += " (recommended)"
+			}
+			g := widget.NewRadioGroup([]string{title}, nil)
+			if o.Placement == choice.Placement && sameDevice(o.Device, choice.Device) {
+				g.Selected = title
+			}
+			if !o.Available {
+				g.Disable()
+			}
+			groups = append(groups, g)
+			g.OnChanged = func(s string) {
+				if s == "" {
+					return
+				}
+				for _, other := range groups {
+					if other != g {
+						other.OnChanged, other.Selected = nil, ""
+						other.Refresh()
+					}
+				}
+				if err := u.Flow.Choose(o.Placement, o.Device); err != nil {
+					u.setHint(err.Error())
+				} else {
+					u.setHint("")
+				}
+				u.refresh()
+			}
+			details := optionFigures(o)
+			note := o.Note
+			if !o.Available {
+				note = "Not possible here: " + o.Why
+			}
+			lines := container.NewVBox(g)
+			if details != "" {
+				d := widget.NewLabelWithStyle(details, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+				lines.Add(container.NewPadded(d))
+			}
+			if note != "" {
+				n := para(note)
+				if !o.Available {
+					n.Importance = widget.LowImportance
+				}
+				lines.Add(n)
+			}
+			box.Add(lines)
+			box.Add(widget.NewSeparator())
+		}
+		if rec.Basis != "" {
+			l := para("Estimates rest on " + rec.Basis + ".")
+			l.Importance = widget.LowImportance
+			box.Add(l)
+		}
+		u.updateButtons()
+	}
+	u.refresh = build
+	if u.Flow.Machine() == nil { // opened here directly (tray, already configured)
+		b := newBar()
+		b.set(setupflow.Progress{Fraction: -1, Text: "Probing this PC for the estimates..."})
+		box.Add(b.box)
+		u.goAsync(func() {
+			_, err := u.Flow.ProbeLocal(u.ctx, u.progressTo(b))
+			u.do(func() {
+				if isCancel(err) {
+					return
+				}
+				build()
+				u.settled()
+			})
+		})
+	} else {
+		build()
+		u.goAsync(func() { u.do(u.settled) })
+	}
+	return container.NewVScroll(box)
+}
+
+func labelFor(rec setupflow.Recommendation, p settings.Placement) string {
+	if o, ok := rec.Option(p); ok {
+		return o.Label
+	}
+	return string(p)
+}
+
+func sameDevice(a, b *int) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+// confirmHostKey shows the fingerprint and waits for the user's answer.
+func (u *UI) ConfirmHostKey(ctx context.Context, k setupflow.HostKey) bool {
+	ans := make(chan bool, 1)
+	u.do(func() {
+		msg := widget.NewLabel(fmt.Sprintf("This is the first connection to %s. Its host key is\n\n%s %s\n\n"+
+			"Check it on that PC (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub, or on Windows\n"+
+			"C:\\ProgramData\\ssh\\ssh_host_ed25519_key.pub) before you trust it.", k.Address, k.Type, k.Fingerprint))
+		u.confirm("Trust this PC?", msg, "Trust", "Do not trust", func(ok bool) { ans <- ok })
+	})
+	select {
+	case ok := <-ans:
+		return ok
+	case <-ctx.Done():
+		u.do(func() { u.AnswerModal(false) })
+		return false
+	}
+}
+
+func (u *UI) secondPCPage() fyne.CanvasObject {
+	t := u.Flow.Target()
+	addr := widget.NewSelectEntry(nil)
+	var sugg []string
+	users := map[string]string{}
+	for _, s := range u.Flow.Suggestions() {
+		label := s.Alias
+		sugg = append(sugg, label)
+		users[label] = s.User
+	}
+	addr.SetOptions(sugg)
+	addr.SetPlaceHolder("name or address, e.g. 192.168.1.20 or a Host from ~/.ssh/config")
+	addr.SetText(t.Address)
+	user := widget.NewEntry()
+	user.SetPlaceHolder("your user name on that PC")
+	user.SetText(t.User)
+	addr.OnChanged = func(s string) {
+		if u, ok := users[s]; ok && u != "" && user.Text == "" {
+			user.SetText(u)
+		}
+	}
+	pass := widget.NewPasswordEntry()
+	pass.SetPlaceHolder("used once, to install the companion's own key; never stored")
+	auth := widget.NewRadioGroup([]string{"ssh agent or my keys", "Password"}, func(s string) {
+		if s == "Password" {
+			pass.Enable()
+		} else {
+			pass.Disable()
+		}
+	})
+	auth.Horizontal = true
+	auth.SetSelected("ssh agent or my keys")
+	if t.Password != "" {
+		auth.SetSelected("Password")
+		pass.SetText(t.Password)
+	}
+	target := func() setupflow.RemoteTarget {
+		rt := setupflow.RemoteTarget{Address: strings.TrimSpace(addr.Text), User: strings.TrimSpace(user.Text), UseAgent: auth.Selected != "Password"}
+		if !rt.UseAgent {
+			rt.Password = pass.Text
+		}
+		return rt
+	}
+	form := widget.NewForm(
+		widget.NewFormItem("Address", addr),
+		widget.NewFormItem("User", user),
+		widget.NewFormItem("Sign in with", auth),
+		widget.NewFormItem("Password", pass),
+	)
+	u.remoteW = remoteWidgets{addr: addr, user: user}
+	probeBar, pairBar, prepBar := newBar(), newBar(), newBar()
+	probeBar.box.Hide()
+	pairBar.box.Hide()
+	prepBar.box.Hide()
+	results := widget.NewForm()
+	resultsCard := widget.NewCard("The second PC", "", results)
+	resultsCard.Hide()
+	showReport := func(r *setupflow.RemoteReport) {
+		results.Items = nil
+		results.Append("System", widget.NewLabel(r.OS+" / "+r.Arch))
+		results.Append("GPU", widget.NewLabel(r.GPUName()))
+		results.Append("Free VRAM", widget.NewLabel(mib(r.FreeVRAMMiB())))
+		results.Append("Round trip", widget.NewLabel(fmt.Sprintf("%.1f ms", r.RTTms)))
+		results.Append("Throughput", widget.NewLabel(fmt.Sprintf("%.0f MB/s up, %.0f MB/s down", r.UpMBps, r.DownMBps)))
+		if r.PictureSeconds > 0 {
+			results.Append("One picture", widget.NewLabelWithStyle("about "+setupflow.FormatSeconds(r.PictureSeconds), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
+		}
+		for _, p := range r.Problems {
+			l := para(p)
+			l.Importance = widget.WarningImportance
+			results.Append("Note", l)
+		}
+		results.Refresh()
+		resultsCard.Show()
+	}
+	var probeB, pairB *widget.Button
+	state := func() {
+		_, paired, prepared := u.Flow.RemoteState()
+		busy := u.Flow.Busy() != ""
+		if busy {
+			probeB.Disable()
+			pairB.Disable()
+		} else {
+			probeB.Enable()
+			if u.Flow.RemoteReport() != nil {
+				pairB.Enable()
+			} else {
+				pairB.Disable()
+			}
+		}
+		switch {
+		case paired && prepared:
+			pairB.SetText("Paired and prepared")
+		case paired:
+			pairB.SetText("Prepare")
+		default:
+			pairB.SetText("Pair and prepare")
+		}
+		u.updateButtons()
+	}
+	probeB = widget.NewButtonWithIcon("Probe", theme.SearchIcon(), func() {
+		u.Flow.SetTarget(target())
+		probeBar.box.Show()
+		probeBar.set(setupflow.Progress{Fraction: 0, Text: "Connecting..."})
+		u.setHint("")
+		u.goAsync(func() {
+			u.do(state)
+			r, err := u.Flow.ProbeRemote(u.ctx, u.progressTo(probeBar))
+			u.do(func() {
+				if err != nil {
+					if !isCancel(err) {
+						probeBar.done("Failed")
+						u.setHint(err.Error())
+					}
+				} else {
+					probeBar.done(fmt.Sprintf("Reached %s", r.Address))
+					showReport(r)
+				}
+				state()
+				u.settled()
+			})
+		})
+	})
+	pairB = widget.NewButtonWithIcon("Pair and prepare", theme.ConfirmIcon(), func() {
+		u.Flow.SetTarget(target())
+		u.setHint("")
+		u.goAsync(func() {
+			_, paired, _ := u.Flow.RemoteState()
+			if !paired {
+				u.do(func() { pairBar.box.Show(); pairBar.set(setupflow.Progress{Fraction: 0, Text: "Pairing..."}); state() })
+				if _, err := u.Flow.Pair(u.ctx, u.progressTo(pairBar)); err != nil {
+					u.do(func() {
+						if !isCancel(err) {
+							pairBar.done("Pairing failed")
+							u.setHint(err.Error())
+						}
+						state()
+					})
+					return
+				}
+				u.do(func() { pairBar.done("Paired: the companion has its own key on that PC") })
+			}
+			u.do(func() {
+				prepBar.box.Show()
+				prepBar.set(setupflow.Progress{Fraction: 0, Text: "Preparing..."})
+				state()
+			})
+			err := u.Flow.Prepare(u.ctx, u.progressTo(prepBar))
+			u.do(func() {
+				if err != nil {
+					if !isCancel(err) {
+						prepBar.done("Preparing failed")
+						u.setHint(err.Error())
+					}
+				} else {
+					prepBar.done("Prepared: the encoder started there and answered READY")
+				}
+				state()
+				u.settled()
+			})
+		})
+	})
+	u.remoteW.probe, u.remoteW.pair = probeB, pairB
+	pairBar.text.SetText("")
+	if r := u.Flow.RemoteReport(); r != nil {
+		showReport(r)
+	}
+	_, paired, prepared := u.Flow.RemoteState()
+	if paired && prepared && u.Flow.RemoteReport() == nil {
+		u.setHint("This second PC is already paired and prepared. Probe it again to see fresh figures, or press Next.")
+	}
+	state()
+	u.goAsync(func() { u.do(u.settled) })
+	intro := para("Pictures go to this PC over ssh and come back as the encoder's result (about 10 MB each); text never waits for them. " +
+		"The second PC needs an NVIDIA GPU with about 1.5 GB free and an ssh server.")
+	return container.NewVScroll(container.NewVBox(intro, form,
+		container.NewHBox(probeB, pairB), probeBar.box, resultsCard, pairBar.box, prepBar.box))
+}
+
+// diffGrid shows a unified diff with added lines green and removed red.
+func diffGrid(diff string) *widget.TextGrid {
+	g := widget.NewTextGrid()
+	g.SetText(strings.TrimRight(diff, "\n"))
+	add := &widget.CustomTextGridStyle{FGColor: theme.Color(theme.ColorNameSuccess)}
+	del := &widget.CustomTextGridStyle{FGColor: theme.Color(theme.ColorNameError)}
+	hdr := &widget.CustomTextGridStyle{FGColor: theme.Color(theme.ColorNamePlaceHolder)}
+	for i, l := range strings.Split(strings.TrimRight(diff, "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(l, "+++") || strings.HasPrefix(l, "---") || strings.HasPrefix(l, "@@"):
+			g.SetRowStyle(i, hdr)
+		case strings.HasPrefix(l, "+"):
+			g.SetRowStyle(i, add)
+		case strings.HasPrefix(l, "-"):
+			g.SetRowStyle(i, del)
+		}
+	}
+	return g
+}
+
+func (u *UI) reviewPage() fyne.CanvasObject {
+	box := container.NewVBox()
+	b := newBar()
+	b.set(setupflow.Progress{Fraction: -1, Text: "Working out the exact change..."})
+	box.Add(b.box)
+	u.next.SetText("Apply")
+	u.next.SetIcon(theme.ConfirmIcon())
+	u.goAsync(func() {
+		rv, err := u.Flow.PlanReview(u.ctx)
+		u.do(func() {
+			if isCancel(err) {
+				return
+			}
+			box.RemoveAll()
+			if err != nil {
+				u.setHint(err.Error() + "\nGo Back and choose differently, or fix the config and come back.")
+				u.updateButtons()
+				u.settled()
+				return
+			}
+			box.Add(bold(rv.Summary + "."))
+			if rv.Diff == "" {
+				box.Add(para(rv.ConfigPath + " already says this: it will not be changed."))
+			} else {
+				box.Add(para("This exact change will be made to " + rv.ConfigPath + " (a backup is kept):"))
+				box.Add(container.NewHScroll(diffGrid(rv.Diff)))
+			}
+			box.Add(widget.NewSeparator())
+			box.Add(bold("The service"))
+			for _, l := range rv.Service {
+				box.Add(para(l))
+			}
+			tray := widget.NewCheck("Start the tray icon when I log in", u.Flow.SetTrayAtLogin)
+			tray.SetChecked(rv.TrayAtLogin)
+			box.Add(tray)
+			u.updateButtons()
+			u.settled()
+		})
+	})
+	return container.NewVScroll(box)
+}
+
+// logView is the live tail of Strata's output.
+type logView struct {
+	grid  *widget.TextGrid
+	lines []string
+	scr   *container.Scroll
+}
+
+func (l *logView) add(s string) {
+	l.lines = append(l.lines, s)
+	if len(l.lines) > 200 {
+		l.lines = l.lines[len(l.lines)-200:]
+	}
+	l.grid.SetText(strings.Join(l.lines, "\n"))
+	l.scr.ScrollToBottom()
+}
+
+func (u *UI) applyPage() fyne.CanvasObject {
+	b := newBar()
+	phase := bold("")
+	lv := &logView{grid: widget.NewTextGrid()}
+	lv.scr = container.NewScroll(lv.grid)
+	lv.scr.SetMinSize(fyne.NewSize(600, 220))
+	result := container.NewVBox()
+	u.back.Disable()
+	run := func() {
+		result.RemoveAll()
+		u.next.Disable()
+		u.back.Disable()
+		b.set(setupflow.Progress{Fraction: 0, Text: "Starting..."})
+		u.goAsync(func() {
+			err := u.Flow.Apply(u.ctx, func(p setupflow.Progress) {
+				u.do(func() {
+					b.set(p)
+					if p.Phase != "" {
+						phase.SetText("Strata: " + p.Phase)
+					}
+					if p.LogLine != "" {
+						lv.add(p.LogLine)
+					}
+				})
+			})
+			u.do(func() {
+				if u.Flow.Cancelled() {
+					return
+				}
+				if err != nil {
+					b.done("Setup did not complete")
+					l := para(err.Error())
+					l.Importance = widget.DangerImportance
+					result.Add(widget.NewCard("Strata is not running with the new settings", "", l))
+					result.Add(para("Go Back to Review to try again, or Cancel to close. The log above shows what Strata printed."))
+				} else {
+					b.done("Strata is ready")
+					phase.SetText("Strata: ready")
+				}
+				u.updateButtons()
+				u.settled()
+			})
+		})
+	}
+	run()
+	return container.NewBorder(container.NewVBox(b.box, phase), result, nil, nil, lv.scr)
+}
+
+func (u *UI) donePage() fyne.CanvasObject {
+	u.next.SetText("Finish")
+	u.next.SetIcon(theme.ConfirmIcon())
+	u.cancelB.Hide()
+	_, lines := u.Flow.Applied()
+	box := container.NewVBox(bold("Strata Companion is set up."))
+	for _, l := range lines {
+		box.Add(para(l))
+	}
+	box.Add(para("The service starts Strata when this PC starts. The tray icon shows what Strata is doing; " +
+		"open this setup again from its menu (or the Start menu) to change where pictures are read."))
+	u.goAsync(func() { u.do(u.settled) })
+	return container.NewVScroll(box)
+}

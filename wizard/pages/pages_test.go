@@ -1,0 +1,401 @@
+package pages_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/setupflow"
+	"github.com/strata-companion/companion/internal/setupflow/demo"
+	"github.com/strata-companion/companion/wizard/pages"
+)
+
+type harness struct {
+	mu     sync.Mutex
+	queue  []func()
+	t      *testing.T
+	w      *demo.World
+	win    fyne.Window
+	ui     *pages.UI
+	closed bool
+}
+
+func start(t *testing.T, w *demo.World, opts setupflow.Options) *harness {
+	t.Helper()
+	a := test.NewApp()
+	t.Cleanup(a.Quit)
+	h := &harness{t: t, w: w}
+	h.win = test.NewWindow(nil)
+	h.win.Resize(fyne.NewSize(880, 700))
+	var ui *pages.UI
+	confirm := func(ctx context.Context, k setupflow.HostKey) bool { return ui.ConfirmHostKey(ctx, k) }
+	f, err := setupflow.New(context.Background(), w.Deps(confirm), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ui = pages.NewWithDo(h.win, f, h.enqueue)
+	ui.OnClose = func() { h.closed = true }
+	h.ui = ui
+	h.settle()
+	return h
+}
+
+// enqueue is the UI's fyne.Do: the test's goroutine is the UI thread.
+func (h *harness) enqueue(fn func()) {
+	h.mu.Lock()
+	h.queue = append(h.queue, fn)
+	h.mu.Unlock()
+}
+
+func (h *harness) drain() bool {
+	h.mu.Lock()
+	q := h.queue
+	h.queue = nil
+	h.mu.Unlock()
+	for _, fn := range q {
+		fn()
+	}
+	return len(q) > 0
+}
+
+// settle runs queued UI work until no background work is left.
+func (h *harness) settle() { h.settleUntil(func() bool { return false }) }
+
+func (h *harness) settleUntil(cond func() bool) {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		idle := h.ui == nil || h.ui.Running() == 0
+		ran := h.drain()
+		if cond() || (idle && !ran) {
+			return
+		}
+		if !ran {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	h.t.Fatal("the UI did not settle within 20 s")
+}
+
+// text is everything the window shows, as text.
+func (h *harness) text() string {
+	var b strings.Builder
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		if o == nil || !o.Visible() {
+			return
+		}
+		switch w := o.(type) {
+		case *widget.Label:
+			b.WriteString(w.Text + "\n")
+		case *widget.Button:
+			b.WriteString("[" + w.Text + "]\n")
+		case *widget.Check:
+			b.WriteString("[check " + w.Text + "]\n")
+		case *widget.RadioGroup:
+			b.WriteString("(" + strings.Join(w.Options, "|") + " sel=" + w.Selected + ")\n")
+		case *widget.TextGrid:
+			b.WriteString(w.Text() + "\n")
+		case *widget.Card:
+			b.WriteString(w.Title + "\n")
+			walk(w.Content)
+			return
+		case *widget.Form:
+			for _, it := range w.Items {
+				b.WriteString(it.Text + ": ")
+				walk(it.Widget)
+			}
+			return
+		case *widget.Select:
+			b.WriteString("<" + w.Selected + ">\n")
+		}
+		if c, ok := o.(*fyne.Container); ok {
+			for _, ch := range c.Objects {
+				walk(ch)
+			}
+			return
+		}
+		if wid, ok := o.(fyne.Widget); ok {
+			if _, isLeaf := o.(*widget.Label); isLeaf {
+				return
+			}
+			r := test.WidgetRenderer(wid)
+			for _, ch := range r.Objects() {
+				walk(ch)
+			}
+		}
+	}
+	walk(h.win.Content())
+	for _, o := range h.win.Canvas().Overlays().List() {
+		walk(o)
+	}
+	return b.String()
+}
+
+func (h *harness) must(sub ...string) {
+	h.t.Helper()
+	txt := h.text()
+	for _, s := range sub {
+		if !strings.Contains(txt, s) {
+			h.t.Errorf("page %s does not show %q; it shows:\n%s", h.ui.Page(), s, txt)
+		}
+	}
+}
+
+func (h *harness) next(want setupflow.Page) {
+	h.t.Helper()
+	test.Tap(h.ui.NextButton())
+	h.settle()
+	if h.ui.Page() != want {
+		h.t.Fatalf("Next went to %s (hint %q), want %s", h.ui.Page(), h.ui.Hint(), want)
+	}
+}
+
+func (h *harness) key(k fyne.KeyName) {
+	h.win.Canvas().(interface{ OnTypedKey() func(*fyne.KeyEvent) }).OnTypedKey()(&fyne.KeyEvent{Name: k})
+	h.settle()
+}
+
+func findRadio(o fyne.CanvasObject, prefix string) *widget.RadioGroup {
+	switch w := o.(type) {
+	case *widget.RadioGroup:
+		for _, opt := range w.Options {
+			if strings.HasPrefix(opt, prefix) {
+				return w
+			}
+		}
+	case *fyne.Container:
+		for _, c := range w.Objects {
+			if r := findRadio(c, prefix); r != nil {
+				return r
+			}
+		}
+	case fyne.Widget:
+		if _, ok := w.(*widget.Label); ok {
+			return nil
+		}
+		for _, c := range test.WidgetRenderer(w).Objects() {
+			if r := findRadio(c, prefix); r != nil {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+func findButton(o fyne.CanvasObject, text string) *widget.Button {
+	switch w := o.(type) {
+	case *widget.Button:
+		if w.Text == text {
+			return w
+		}
+	case *fyne.Container:
+		for _, c := range w.Objects {
+			if r := findButton(c, text); r != nil {
+				return r
+			}
+		}
+	case fyne.Widget:
+		if _, ok := w.(*widget.Label); ok {
+			return nil
+		}
+		for _, c := range test.WidgetRenderer(w).Objects() {
+			if r := findButton(c, text); r != nil {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+func findEntries(o fyne.CanvasObject, out *[]*widget.Entry) {
+	switch w := o.(type) {
+	case *widget.Entry:
+		*out = append(*out, w)
+		return
+	case *widget.SelectEntry:
+		*out = append(*out, &w.Entry)
+		return
+	case *widget.Form:
+		for _, it := range w.Items {
+			findEntries(it.Widget, out)
+		}
+		return
+	case *fyne.Container:
+		for _, c := range w.Objects {
+			findEntries(c, out)
+		}
+	case fyne.Widget:
+		if _, ok := w.(*widget.Label); ok {
+			return
+		}
+		for _, c := range test.WidgetRenderer(w).Objects() {
+			findEntries(c, out)
+		}
+	}
+}
+
+// Every page, through the "second PC" path, with the keyboard and the mouse.
+func TestEveryPageSecondPC(t *testing.T) {
+	w := demo.NewWorld("/opt/strata")
+	h := start(t, w, setupflow.Options{})
+	h.must("Welcome to Strata Companion", "Nothing is changed until you press Apply", "[Next]", "[Cancel]")
+	if !h.ui.BackButton().Disabled() {
+		t.Error("Back is enabled on the first page")
+	}
+	h.key(fyne.KeyReturn) // Enter = Next
+	if h.ui.Page() != setupflow.PageFindStrata {
+		t.Fatalf("Enter went to %s", h.ui.Page())
+	}
+	h.must("/opt/strata", "strata-old", "/opt/strata/strata-iq2_xs.json")
+	// The broken install says what is missing and blocks Next.
+	r := findRadio(h.win.Content(), "/opt/strata")
+	r.SetSelected("/opt/strata-old")
+	h.settle()
+	h.must("cannot run yet", "no Python venv")
+	if !h.ui.NextButton().Disabled() {
+		t.Error("Next is enabled on a broken install")
+	}
+	r.SetSelected("/opt/strata")
+	h.next(setupflow.PageThisPC)
+	h.must("NVIDIA GeForce RTX 4080", "16.0 GB total", "AMD Ryzen 7 7800X3D", "8 cores, 16 threads", "581.57")
+	h.next(setupflow.PagePlacement)
+	h.must("This PC's GPU (recommended)", "about 1.6 s per picture", "uses 1.4 GB of this GPU's VRAM",
+		"This PC's CPU", "about 15 s per picture", "A second PC", "frees 1.4 GB of VRAM", "Off (text only)", "Recommended: This PC's GPU")
+	if rg := findRadio(h.win.Content(), "This PC's GPU"); rg.Selected == "" {
+		t.Error("the recommendation is not preselected")
+	}
+	findRadio(h.win.Content(), "A second PC").SetSelected("A second PC")
+	h.settle()
+	if got := h.ui.Flow.Choice().Placement; got != settings.PlacementRemote {
+		t.Fatalf("choice %s", got)
+	}
+	if findRadio(h.win.Content(), "This PC's GPU").Selected != "" {
+		t.Error("two placements selected at once")
+	}
+	h.next(setupflow.PageSecondPC)
+	h.must("Address", "User", "Sign in with", "[Probe]")
+	var es []*widget.Entry
+	findEntries(h.win.Content(), &es)
+	if len(es) < 3 {
+		t.Fatalf("entries: %d", len(es))
+	}
+	test.Type(es[0], "192.168.1.20")
+	test.Type(es[1], "sam")
+	test.Tap(findButton(h.win.Content(), "Probe"))
+	// The host key question: the fingerprint is shown, Trust answers it.
+	h.settleUntil(h.ui.ModalOpen)
+	h.must("Trust this PC?", demo.HostKey.Fingerprint)
+	test.Tap(findButton(h.win.Canvas().Overlays().Top(), "Trust"))
+	h.settle()
+	h.must("windows / amd64", "NVIDIA GeForce RTX 3060 Laptop GPU", "5.7 GB", "0.9 ms", "112 MB/s up", "One picture")
+	test.Tap(findButton(h.win.Content(), "Pair and prepare"))
+	h.settle()
+	h.must("Paired: the companion has its own key", "Prepared: the encoder started")
+	h.next(setupflow.PageReview)
+	h.must("[Apply]", "+ ", "strata-vision-relay", "Service: strata-service will be installed", "Start the tray icon when I log in")
+	if w.Login {
+		t.Error("login item on")
+	}
+	h.next(setupflow.PageApply)
+	h.must("ready: http://127.0.0.1:8080/v1", "Strata is ready")
+	if !h.ui.BackButton().Disabled() {
+		t.Error("Back enabled after Apply")
+	}
+	h.next(setupflow.PageDone)
+	h.must("Strata Companion is set up.", "[Finish]")
+	test.Tap(h.ui.NextButton())
+	if !h.closed {
+		t.Error("Finish did not close")
+	}
+	if w.Settings == nil || w.Settings.Vision != settings.PlacementRemote {
+		t.Errorf("settings %+v", w.Settings)
+	}
+}
+
+// Escape asks, and confirming closes with nothing changed, on each page.
+func TestEscapeCancelsOnEveryPage(t *testing.T) {
+	for _, p := range []setupflow.Page{setupflow.PageWelcome, setupflow.PageFindStrata, setupflow.PageThisPC, setupflow.PagePlacement, setupflow.PageReview} {
+		t.Run(p.String(), func(t *testing.T) {
+			w := demo.NewWorld("/opt/strata")
+			h := start(t, w, setupflow.Options{})
+			for h.ui.Page() != p {
+				h.next(h.ui.Page() + 1 + map[bool]setupflow.Page{true: 1}[h.ui.Page() == setupflow.PagePlacement])
+			}
+			h.key(fyne.KeyEscape)
+			h.must("Cancel setup", "Nothing on this PC has been changed")
+			h.key(fyne.KeyEscape) // Escape again answers "keep going"
+			if h.closed || h.ui.ModalOpen() {
+				t.Fatal("the second Escape did not just close the question")
+			}
+			h.key(fyne.KeyEscape)
+			test.Tap(findButton(h.win.Canvas().Overlays().Top(), "Cancel setup"))
+			h.settle()
+			if !h.closed {
+				t.Fatal("not closed")
+			}
+			for _, c := range w.Calls() {
+				if strings.HasPrefix(c, "write") || strings.HasPrefix(c, "install") || strings.HasPrefix(c, "settings-save") {
+					t.Errorf("Cancel on %s after %s", p, c)
+				}
+			}
+		})
+	}
+}
+
+func TestBackReturns(t *testing.T) {
+	h := start(t, demo.NewWorld("/opt/strata"), setupflow.Options{})
+	h.next(setupflow.PageFindStrata)
+	h.next(setupflow.PageThisPC)
+	test.Tap(h.ui.BackButton())
+	h.settle()
+	if h.ui.Page() != setupflow.PageFindStrata {
+		t.Fatalf("Back went to %s", h.ui.Page())
+	}
+	h.must("/opt/strata")
+}
+
+func TestApplyFailureShowsRollback(t *testing.T) {
+	w := demo.NewWorld("/opt/strata")
+	w.Fail["follow"] = errors.New("the engine stopped while filling the expert cache")
+	h := start(t, w, setupflow.Options{})
+	h.next(setupflow.PageFindStrata)
+	h.next(setupflow.PageThisPC)
+	h.next(setupflow.PagePlacement)
+	findRadio(h.win.Content(), "This PC's CPU").SetSelected("This PC's CPU")
+	h.next(setupflow.PageReview)
+	h.next(setupflow.PageApply)
+	h.must("Strata is not running with the new settings", "the engine stopped while filling", "Put back as it was", "Strata config", "Go Back to Review")
+	if !h.ui.NextButton().Disabled() {
+		t.Error("Next enabled after a failure")
+	}
+	test.Tap(h.ui.BackButton())
+	h.settle()
+	if h.ui.Page() != setupflow.PageReview {
+		t.Errorf("Back went to %s", h.ui.Page())
+	}
+}
+
+func TestAlreadyConfiguredAndStartPage(t *testing.T) {
+	w := demo.NewWorld("/opt/strata")
+	w.Settings = &settings.Settings{StrataRoot: "/opt/strata", ConfigPath: w.Config, Vision: settings.PlacementCPU}
+	h := start(t, w, setupflow.Options{})
+	if h.ui.Page() != setupflow.PagePlacement {
+		t.Fatalf("configured machine opened on %s", h.ui.Page())
+	}
+	if r := findRadio(h.win.Content(), "This PC's CPU"); r == nil || r.Selected == "" {
+		t.Error("the current setting (CPU) is not selected")
+	}
+	h2 := start(t, w, setupflow.Options{StartPage: setupflow.PageSecondPC})
+	if h2.ui.Page() != setupflow.PageSecondPC {
+		t.Fatalf("--page remote opened %s", h2.ui.Page())
+	}
+	h2.must("[Probe]")
+}
