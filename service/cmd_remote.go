@@ -1,12 +1,25 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/term"
+
+	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/pairing"
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/sshx"
 )
 
 // remoteSubcommands is filled by init() functions (pair, unpair here; prepare in cmd_remote_prepare.go).
@@ -42,7 +55,7 @@ func init() {
 				sc.setFlags(tmp)
 				tmp.VisitAll(func(f *flag.Flag) {
 					if fs.Lookup(f.Name) == nil {
-						fs.Var(f.Value, f.Name, f.Usage+" ("+name+")")
+						fs.Var(f.Value, f.Name, f.Usage)
 					}
 				})
 			}
@@ -78,25 +91,28 @@ func runRemote(ctx context.Context, env *cliEnv, args []string) error {
 		printRemoteUsage(env.stderr)
 		return &exitCode{code: 2, err: fmt.Errorf("unknown subcommand %q (one of: %s)", args[0], strings.Join(remoteNames(), ", "))}
 	}
-	// Re-apply the flags given to the chosen subcommand's own set.
+	// Re-apply the flags given to the chosen subcommand's own set. Their
+	// values are read first: setFlags below resets the variables behind them.
+	type given struct{ name, value string }
+	var set []given
+	if remoteFlags != nil {
+		remoteFlags.Visit(func(f *flag.Flag) {
+			if f.Name != "strata-root" && f.Name != "config" {
+				set = append(set, given{f.Name, f.Value.String()})
+			}
+		})
+	}
 	sub := flag.NewFlagSet("strata-service remote "+args[0], flag.ContinueOnError)
 	sub.SetOutput(io.Discard)
 	if sc.setFlags != nil {
 		sc.setFlags(sub)
 	}
-	var given []*flag.Flag
-	if remoteFlags != nil {
-		remoteFlags.Visit(func(f *flag.Flag) { given = append(given, f) })
-	}
-	for _, f := range given {
-		if f.Name == "strata-root" || f.Name == "config" {
-			continue
+	for _, g := range set {
+		if sub.Lookup(g.name) == nil {
+			return &exitCode{code: 2, err: fmt.Errorf("--%s does not apply to \"remote %s\"", g.name, args[0])}
 		}
-		if sub.Lookup(f.Name) == nil {
-			return &exitCode{code: 2, err: fmt.Errorf("--%s does not apply to \"remote %s\"", f.Name, args[0])}
-		}
-		if err := sub.Set(f.Name, f.Value.String()); err != nil {
-			return &exitCode{code: 2, err: fmt.Errorf("--%s: %v", f.Name, err)}
+		if err := sub.Set(g.name, g.value); err != nil {
+			return &exitCode{code: 2, err: fmt.Errorf("--%s: %v", g.name, err)}
 		}
 	}
 	return sc.run(ctx, env, args[1:])
@@ -105,3 +121,253 @@ func runRemote(ctx context.Context, env *cliEnv, args []string) error {
 // remoteFlags is the remote command's parsed flag set (set by setFlags, which
 // runCLI calls once per invocation before run).
 var remoteFlags *flag.FlagSet
+
+// sshLogin is how the CLI logs in to a second PC with the user's own
+// credentials: flags, ~/.ssh/config prefill, prompts on a terminal.
+type sshLogin struct {
+	identity      string
+	acceptHostKey string
+	passwordStdin bool
+	timeout       time.Duration
+}
+
+func (l *sshLogin) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&l.identity, "identity", "", "log in with this private key file (else: your ssh-agent, the IdentityFile of ~/.ssh/config, ~/.ssh/id_*)")
+	fs.StringVar(&l.acceptHostKey, "accept-host-key", "", "trust the second PC's host key if its fingerprint is exactly this (SHA256:...), after checking it on that PC")
+	fs.BoolVar(&l.passwordStdin, "password-stdin", false, "read your password on that PC from the first line of stdin (for scripts)")
+	fs.DurationVar(&l.timeout, "connect-timeout", sshx.DefaultTimeout, "give up when the connection and ssh handshake take longer than this")
+}
+
+// endpoint parses target and completes it from the user's ssh config.
+func (l *sshLogin) endpoint(target string) (sshx.Endpoint, sshx.HostConfig, error) {
+	ep, err := sshx.ParseEndpoint(target)
+	if err != nil {
+		return ep, sshx.HostConfig{}, err
+	}
+	return sshx.Resolve(ep, sshx.UserSSHConfigFiles()...)
+}
+
+// credentials builds the user's auth: agent, key files, password. extraKeys
+// (the companion's own key, when probing the paired PC) are offered too.
+func (l *sshLogin) credentials(env *cliEnv, ep sshx.Endpoint, hc sshx.HostConfig, extraKeys ...string) (auth []ssh.AuthMethod, password func() (string, error), closeFn func(), err error) {
+	ua := sshx.UserAuth{Passphrase: terminalPassphrase(env)}
+	if l.identity != "" {
+		ua.IdentityFiles = []string{l.identity}
+	} else {
+		files := existing(hc.IdentityFiles)
+		if len(hc.IdentityFiles) == 0 {
+			files = sshx.DefaultIdentityFiles()
+		}
+		ua.IdentityFiles = files
+	}
+	ua.IdentityFiles = append(ua.IdentityFiles, existing(extraKeys)...)
+	auth, closeFn, err = ua.Methods()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	switch {
+	case l.passwordStdin:
+		var once sync.Once
+		var pw string
+		var perr error
+		password = func() (string, error) {
+			once.Do(func() {
+				line, err := bufio.NewReader(env.stdin).ReadString('\n')
+				if err != nil && line == "" {
+					perr = errors.New("--password-stdin: no password on stdin")
+				}
+				pw = strings.TrimRight(line, "\r\n")
+			})
+			return pw, perr
+		}
+	case isTerminal(env.stdin):
+		password = func() (string, error) {
+			fmt.Fprintf(env.stderr, "Password for %s: ", ep)
+			b, err := term.ReadPassword(int(env.stdin.(*os.File).Fd()))
+			fmt.Fprintln(env.stderr)
+			return string(b), err
+		}
+	}
+	return auth, password, closeFn, nil
+}
+
+// confirmHostKey asks on a terminal whether to trust an unknown host key;
+// elsewhere it says how to (--accept-host-key). It returns the fingerprint
+// accepted, or "".
+func (l *sshLogin) confirmHostKey(env *cliEnv, hk *sshx.HostKeyError) string {
+	if hk.Changed() || hk.Rejected != "" || !isTerminal(env.stdin) {
+		return ""
+	}
+	fmt.Fprintf(env.stderr, "%s\nTrust this host key (%s)? Type yes to trust it: ", hk.Error(), hk.Fingerprint)
+	line, _ := bufio.NewReader(env.stdin).ReadString('\n')
+	if strings.TrimSpace(strings.ToLower(line)) == "yes" {
+		return hk.Fingerprint
+	}
+	return ""
+}
+
+// hostKeyHint is what to add to an unknown-host error on the command line.
+func hostKeyHint(err error) string {
+	var hk *sshx.HostKeyError
+	if errors.As(err, &hk) && !hk.Changed() && hk.Rejected == "" {
+		return fmt.Sprintf("; if it matches, run again with --accept-host-key %s", hk.Fingerprint)
+	}
+	return ""
+}
+
+func terminalPassphrase(env *cliEnv) sshx.Passphrase {
+	if !isTerminal(env.stdin) {
+		return nil
+	}
+	return func(path string) ([]byte, error) {
+		fmt.Fprintf(env.stderr, "Passphrase for %s: ", path)
+		b, err := term.ReadPassword(int(env.stdin.(*os.File).Fd()))
+		fmt.Fprintln(env.stderr)
+		return b, err
+	}
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func existing(files []string) []string {
+	var out []string
+	for _, f := range files {
+		if f == "" {
+			continue
+		}
+		if _, err := os.Stat(f); err == nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// dialWithConfirm dials; on an unknown host key it asks on a terminal and
+// dials again once with the user's yes.
+func (l *sshLogin) dial(ctx context.Context, env *cliEnv, cfg sshx.Config, kh *sshx.KnownHosts) (*ssh.Client, error) {
+	c, err := sshx.Dial(ctx, cfg)
+	var hk *sshx.HostKeyError
+	if err != nil && errors.As(err, &hk) {
+		if fp := l.confirmHostKey(env, hk); fp != "" {
+			kh.Accept = fp
+			return sshx.Dial(ctx, cfg)
+		}
+	}
+	return c, err
+}
+
+func init() {
+	var (
+		login         sshLogin
+		forced        string
+		authorizedKey string
+	)
+	remoteSubcommands["pair"] = remoteSubcommand{
+		summary: "give the companion its own key on the second PC (asks for your credentials once)",
+		setFlags: func(fs *flag.FlagSet) {
+			login.addFlags(fs)
+			fs.StringVar(&forced, "forced-command", "", "pin the companion's key to this one command on the second PC (see docs/second-pc.md)")
+			fs.StringVar(&authorizedKey, "authorized-keys", "", "install the key in this file on the second PC (when its sshd's AuthorizedKeysFile is not ~/.ssh/authorized_keys)")
+		},
+		run: func(ctx context.Context, env *cliEnv, args []string) error {
+			if len(args) != 1 {
+				return &exitCode{code: 2, err: errors.New("usage: strata-service remote pair [user@]host[:port]")}
+			}
+			ep, hc, err := login.endpoint(args[0])
+			if err != nil {
+				return err
+			}
+			auth, password, closeFn, err := login.credentials(env, ep, hc)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			kh := &sshx.KnownHosts{File: locations.KnownHostsFile(), Accept: login.acceptHostKey}
+			opts := pairing.Options{Endpoint: ep, Auth: auth, Password: password, KnownHosts: kh,
+				ForcedCommand: forced, AuthorizedKeysFile: authorizedKey, Timeout: login.timeout,
+				Progress: func(s string) { fmt.Fprintln(env.stderr, "... "+s) }}
+			res, err := pairing.Pair(ctx, opts)
+			var hk *sshx.HostKeyError
+			if errors.As(err, &hk) {
+				if fp := login.confirmHostKey(env, hk); fp != "" {
+					kh.Accept = fp
+					res, err = pairing.Pair(ctx, opts)
+				}
+			}
+			if err != nil {
+				return fmt.Errorf("%v%s", err, hostKeyHint(err))
+			}
+			hostKey, _, _, _, _ := ssh.ParseAuthorizedKey([]byte(res.Remote.HostKey))
+			fmt.Fprintf(env.stdout, "Paired with %s (%s/%s).\n", ep, res.OS, res.Arch)
+			if res.KeyCreated {
+				fmt.Fprintf(env.stdout, "  The companion's own key: %s (new)\n", res.Remote.KeyFile)
+			} else {
+				fmt.Fprintf(env.stdout, "  The companion's own key: %s (kept)\n", res.Remote.KeyFile)
+			}
+			fmt.Fprintf(env.stdout, "  Installed in %s on that PC, restricted (no forwarding, no terminal)\n", res.Installed)
+			if hostKey != nil {
+				fmt.Fprintf(env.stdout, "  Host key pinned: %s\n", sshx.Fingerprint(hostKey))
+			}
+			fmt.Fprintln(env.stdout, "  Checked: the companion's key logs in on its own.")
+			fmt.Fprintf(env.stdout, "Next: strata-service probe --ssh %s, then strata-service remote prepare\n", ep)
+			return nil
+		},
+	}
+
+	var (
+		unLogin sshLogin
+		force   bool
+		unAK    string
+	)
+	remoteSubcommands["unpair"] = remoteSubcommand{
+		summary: "remove the companion's key from the second PC, and its pin and key here",
+		setFlags: func(fs *flag.FlagSet) {
+			unLogin.addFlags(fs)
+			fs.BoolVar(&force, "force", false, "forget the second PC here even when it cannot be reached (its authorized_keys line then stays)")
+			fs.StringVar(&unAK, "authorized-keys", "", "the file on the second PC the key was installed in, if not the default")
+		},
+		run: func(ctx context.Context, env *cliEnv, args []string) error {
+			st, err := settings.LoadDefault()
+			if err != nil {
+				return err
+			}
+			if st.Remote == nil || st.Remote.Host == "" {
+				return errors.New("no second PC is paired; nothing to do")
+			}
+			paired := sshx.Endpoint{User: st.Remote.User, Host: st.Remote.Host, Port: st.Remote.Port}
+			if len(args) > 1 {
+				return &exitCode{code: 2, err: errors.New("usage: strata-service remote unpair [[user@]host[:port]]")}
+			}
+			if len(args) == 1 {
+				ep, err := sshx.ParseEndpoint(args[0])
+				if err != nil {
+					return err
+				}
+				if ep.Host != paired.Host || (ep.Port != 0 && ep.Port != paired.Port) {
+					return fmt.Errorf("the paired second PC is %s, not %s", paired, args[0])
+				}
+			}
+			// The user's own credentials are only a fallback: the
+			// companion's key normally removes itself.
+			auth, password, closeFn, err := unLogin.credentials(env, paired, sshx.HostConfig{})
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			r, err := pairing.Unpair(ctx, pairing.UnpairOptions{Auth: auth, Password: password, Force: force,
+				AuthorizedKeysFile: unAK, Timeout: unLogin.timeout,
+				Progress: func(s string) { fmt.Fprintln(env.stderr, "... "+s) }})
+			if r == nil {
+				return err
+			}
+			fmt.Fprintf(env.stdout, "Unpaired %s: its host key pin, the companion's key and the settings entry are gone here.\n", paired)
+			if st.Vision == settings.PlacementRemote {
+				fmt.Fprintln(env.stdout, "  Vision is still set to the second PC: pictures fail until you pair again or run \"strata-service vision gpu|cpu|off\".")
+			}
+			return err
+		},
+	}
+}
