@@ -9,7 +9,6 @@ import (
 // honestly instead of pretending. Each is removed from this list by the
 // change that implements it in its own cmd_<name>.go file.
 var notYet = map[string]string{
-	"setup":     "the first-run setup (--cli for a terminal)",
 }
 
 func init() {
