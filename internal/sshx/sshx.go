@@ -74,7 +74,9 @@ func (e Endpoint) String() string {
 // Config says how to dial.
 type Config struct {
 	Endpoint Endpoint
-	// Auth methods, tried in order (see auth.go helpers).
+	// Auth methods, tried in order (see auth.go helpers). x/crypto/ssh tries
+	// each method name once: put every key in ONE publickey method
+	// (UserAuth.Methods does), or the second one is never offered.
 	Auth []ssh.AuthMethod
 	// Password, when set, is asked for after the Auth methods, only if the
 	// server wants a password; it is asked once and also answers a
