@@ -9,24 +9,28 @@ import (
 	"os/exec"
 )
 
-// confirm uses zenity when installed: the tray has no window toolkit of its
-// own (fyne must not share a process with systray).
+// confirm uses zenity (GNOME and most desktops) or kdialog (KDE) when
+// installed: the tray has no window toolkit of its own (fyne must not share a
+// process with systray). Both exit 0 for yes and 1 for no.
 func confirm(ctx context.Context, title, question string) (yes, asked bool) {
-	z, err := exec.LookPath("zenity")
-	if err != nil {
+	var cmd *exec.Cmd
+	if z, err := exec.LookPath("zenity"); err == nil {
+		cmd = exec.CommandContext(ctx, z, "--question", "--title="+title, "--text="+question,
+			"--ok-label=Continue", "--cancel-label=Cancel", "--width=420")
+	} else if k, err := exec.LookPath("kdialog"); err == nil {
+		cmd = exec.CommandContext(ctx, k, "--title", title, "--yesno", question)
+	} else {
 		return false, false
 	}
-	cmd := exec.CommandContext(ctx, z, "--question", "--title="+title, "--text="+question,
-		"--ok-label=Continue", "--cancel-label=Cancel", "--width=420")
-	err = cmd.Run()
+	err := cmd.Run()
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
 		return true, true
 	case errors.As(err, &ee) && ee.ExitCode() == 1:
-		return false, true // Cancel or closed
+		return false, true // Cancel, No, or the dialog closed
 	}
-	return false, false // zenity could not show a dialog (no display)
+	return false, false // no dialog could be shown (no display, killed)
 }
 
 func open(target string) error {

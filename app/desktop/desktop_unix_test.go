@@ -3,7 +3,9 @@
 package desktop
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,5 +87,25 @@ func TestSetupPath(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "strata-setup"), []byte("#!/bin/sh\n"), 0o755)
 	if p, err := SetupPath(); err != nil || p != filepath.Join(dir, "strata-setup") {
 		t.Errorf("SetupPath = %q, %v", p, err)
+	}
+}
+
+// The dialog's answer is its exit code; a missing dialog program is "not
+// asked" so the caller can go ahead and say so.
+func TestConfirm(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PATH", dir)
+	if _, asked := confirm(context.Background(), "t", "q"); asked {
+		t.Error("asked without a dialog program")
+	}
+	for code, want := range map[int][2]bool{0: {true, true}, 1: {false, true}, 5: {false, false}} {
+		os.WriteFile(filepath.Join(dir, "kdialog"), []byte(fmt.Sprintf("#!/bin/sh\necho \"$@\" > %s/args\nexit %d\n", dir, code)), 0o755)
+		yes, asked := confirm(context.Background(), "Switch vision", "Continue?")
+		if yes != want[0] || asked != want[1] {
+			t.Errorf("exit %d: yes=%v asked=%v, want %v", code, yes, asked, want)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "args")); string(b) != "--title Switch vision --yesno Continue?\n" {
+		t.Errorf("kdialog got %q", b)
 	}
 }
