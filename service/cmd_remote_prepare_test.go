@@ -1,0 +1,61 @@
+//go:build linux
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/strata-companion/companion/internal/fakeencoder"
+	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/testenv"
+)
+
+func TestRemotePrepareCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the relay and starts a real sshd")
+	}
+	isolate(t)
+	if _, stderr, code := remoteCLI(t, "", "remote", "prepare"); code != 1 || !strings.Contains(stderr, "remote pair") {
+		t.Fatalf("prepare before pairing: exit %d: %s", code, stderr)
+	}
+	bins := t.TempDir()
+	for out, pkg := range map[string]string{"strata-vision-relay": "../relay", "standin": "../internal/fakeencoder/cmd/strata-vision-standin"} {
+		if b, err := exec.Command("go", "build", "-o", filepath.Join(bins, out), pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	s := testenv.StartSSHD(t, testenv.SSHDOptions{})
+	// What pairing leaves behind.
+	st := &settings.Settings{Remote: &settings.Remote{Host: s.Host, Port: s.Port, User: s.User,
+		HostKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.HostSigner.PublicKey()))), KeyFile: s.ClientKeyFile}}
+	if err := st.Save(locations.SettingsFile()); err != nil {
+		t.Fatal(err)
+	}
+	local := t.TempDir()
+	mm, model := filepath.Join(local, "mmproj.gguf"), filepath.Join(local, "m-00001-of-00002.gguf")
+	fakeencoder.WriteMmproj(mm, 48)
+	fakeencoder.WriteModel(model, 30)
+	remoteDir := filepath.Join(t.TempDir(), "pc2")
+	out, stderr, code := remoteCLI(t, "", "remote", "prepare", "--mmproj", mm, "--model", model,
+		"--agent-binary", filepath.Join(bins, "strata-vision-relay"), "--local-encoder", filepath.Join(bins, "standin"),
+		"--remote-dir", remoteDir, "--max-tokens", "4")
+	if code != 0 || !strings.Contains(out, "answered READY 48") {
+		t.Fatalf("prepare: exit %d\n%s\n%s", code, out, stderr)
+	}
+	got, _ := settings.Load(locations.SettingsFile())
+	if r := got.Remote; r.RemoteDir != remoteDir || r.NEmbd != 48 || r.OS != "linux" || r.EncoderPath != "strata-vision" || r.HostKey != st.Remote.HostKey {
+		t.Fatalf("settings after prepare: %+v", r)
+	}
+	for _, n := range []string{"strata-vision-relay", "mmproj.gguf", "m-00001-of-00002.vocab.gguf", "strata-vision"} {
+		if _, err := os.Stat(filepath.Join(remoteDir, n)); err != nil {
+			t.Errorf("missing on the second PC: %s", n)
+		}
+	}
+}
