@@ -14,6 +14,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/strata-companion/companion/app/internal/svcpaths"
 	"github.com/strata-companion/companion/app/traymodel"
 	"github.com/strata-companion/companion/app/watch"
 	"github.com/strata-companion/companion/internal/controlapi"
@@ -54,9 +55,10 @@ type Controller struct {
 	Notifier  Notifier
 	Desktop   Desktop
 	Autostart Autostart
-	// Connect makes a control API client for actions (default controlapi.NewClient).
+	// Connect makes a control API client for actions (default watch.Connect).
 	Connect func() (*controlapi.Client, error)
-	// LoadSettings reads the companion settings (default settings.LoadDefault).
+	// LoadSettings reads the companion settings (default: the first of
+	// svcpaths.SettingsFiles that exists).
 	LoadSettings func() (*settings.Settings, error)
 	// Quit ends the tray (systray.Quit); the service keeps running.
 	Quit func()
@@ -143,7 +145,7 @@ func (c *Controller) Run(ctx context.Context) {
 func (c *Controller) loadLocal() {
 	load := c.LoadSettings
 	if load == nil {
-		load = settings.LoadDefault
+		load = loadSettings
 	}
 	s, err := load()
 	if err != nil {
@@ -354,7 +356,7 @@ func (c *Controller) act(d traymodel.Decision, title string, p *traymodel.Pendin
 		}
 		connect := c.Connect
 		if connect == nil {
-			connect = controlapi.NewClient
+			connect = watch.Connect
 		}
 		started := c.now()
 		err := func() error {
@@ -412,7 +414,18 @@ func (c *Controller) connectOrDefault() (*controlapi.Client, error) {
 	if c.Connect != nil {
 		return c.Connect()
 	}
-	return controlapi.NewClient()
+	return watch.Connect()
+}
+
+// loadSettings reads the companion settings where the service keeps them.
+func loadSettings() (*settings.Settings, error) {
+	files := svcpaths.SettingsFiles()
+	for _, f := range files {
+		if fileExists(f) {
+			return settings.Load(f)
+		}
+	}
+	return settings.Load(files[0])
 }
 
 func fileExists(p string) bool {

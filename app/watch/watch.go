@@ -31,7 +31,7 @@ type Update struct {
 type Watcher struct {
 	// Connect makes a client; it runs again at every reconnect because the
 	// service writes a new address and token each time it starts.
-	// Default: controlapi.NewClient.
+	// Default: Connect.
 	Connect func() (*controlapi.Client, error)
 	// Wait is the long-poll duration (default 25 s).
 	Wait time.Duration
@@ -47,7 +47,7 @@ type Watcher struct {
 func (w *Watcher) Run(ctx context.Context, out func(Update)) error {
 	connect := w.Connect
 	if connect == nil {
-		connect = controlapi.NewClient
+		connect = Connect
 	}
 	wait := w.Wait
 	if wait <= 0 {

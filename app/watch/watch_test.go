@@ -58,14 +58,15 @@ func TestGapRereadsState(t *testing.T) {
 	if u := next(t, ch); u.State == nil || u.State.Seq != 0 {
 		t.Fatalf("first update %+v", u)
 	}
-	// The watcher now waits to hand over its next update (nobody reads ch),
-	// or polls; either way 20 events overflow the 5 the bus keeps.
+	// One event; the watcher hands it over only when read, so it cannot
+	// poll while the next 20 overflow the 5 events the bus keeps: its next
+	// poll is answered with a gap, whatever the timing.
 	api.Change(nil, events.Event{Kind: events.ServerProgress})
-	u := next(t, ch) // the first event, already picked up
 	for i := 0; i < 20; i++ {
 		api.Change(func(s *controlapi.State) { s.Server.Detail = "step" }, events.Event{Kind: events.ServerProgress})
 	}
-	sawGap := false
+	u := next(t, ch) // the first event (or, if it was fetched late, already a gap)
+	sawGap := u.State != nil && u.State.Seq == 21 && len(u.Events) == 0
 	for !sawGap {
 		u = next(t, ch)
 		if u.State != nil && u.State.Seq == 21 && len(u.Events) == 0 {
@@ -121,6 +122,18 @@ func TestNotInstalled(t *testing.T) {
 	ch, _ := follow(t, nil)
 	u := next(t, ch)
 	if u.State != nil || !errors.Is(u.Err, controlapi.ErrNotRunning) {
+		t.Fatalf("update %+v", u)
+	}
+}
+
+// The default Connect finds the service through the files it writes.
+func TestConnectThroughTheServiceFiles(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("STRATA_COMPANION_HOME", home)
+	api := standin.New(t, state())
+	api.WriteHome(t, home)
+	ch, _ := follow(t, nil)
+	if u := next(t, ch); u.State == nil || u.State.Server.Model != "m" {
 		t.Fatalf("update %+v", u)
 	}
 }
