@@ -466,15 +466,17 @@ func (p *prober) throughput(ctx context.Context) {
 	p.r.DownBytesPerSec = down
 }
 
-// Both remote ends first print "R" when ready, so the remote program's start
-// (PowerShell's is a second or more) is not counted as transfer time; the
-// sink prints "D" once it has read n bytes, so the session's teardown is not
-// counted either.
+// Both remote ends first print "R" when ready. The sink prints it from the
+// very process that then reads (awk's BEGIN; PowerShell), so its start
+// (seconds on a busy PC, PowerShell's a second anyway) is never counted as
+// transfer time; and it prints "D" once it has read everything, so the
+// session's teardown is not counted either. The data is lines of "x" (awk
+// reads records; a megabyte-long line of zeros would strain some awks).
 func (p *prober) sinkCommand(n int64) string {
 	if p.windows() {
 		return fmt.Sprintf(`powershell -NoProfile -NonInteractive -Command "[Console]::Out.Write('R'); [Console]::Out.Flush(); $i=[Console]::OpenStandardInput(); $b=New-Object byte[] 65536; $t=0; while ($t -lt %d) { $k=$i.Read($b,0,65536); if ($k -le 0) { break }; $t+=$k }; [Console]::Out.Write('D'); [Console]::Out.Flush()"`, n)
 	}
-	return fmt.Sprintf("echo R; head -c %d > /dev/null; echo D", n)
+	return `awk 'BEGIN { printf "R"; fflush() } END { printf "D" }'`
 }
 
 func (p *prober) sourceCommand(n int64) string {
@@ -527,6 +529,12 @@ func (p *prober) measureUp(ctx context.Context) (float64, error) {
 		}
 	}()
 	buf := make([]byte, 32*1024)
+	for i := range buf {
+		buf[i] = 'x'
+		if i%1024 == 1023 {
+			buf[i] = '\n'
+		}
+	}
 	t0 := time.Now()
 	for sent := int64(0); sent < p.opts.TransferBytes; {
 		n := int64(len(buf))
@@ -538,11 +546,11 @@ func (p *prober) measureUp(ctx context.Context) (float64, error) {
 		}
 		sent += n
 	}
+	stdin.Close() // the end of the data: the sink answers "D" once it read it all
 	if err := <-done; err != nil {
 		return 0, ctxOr(ctx, fmt.Errorf("the sink stopped before reading everything: %v %s", err, clip(string(stderr.Bytes()), 200)))
 	}
 	elapsed := time.Since(t0)
-	stdin.Close()
 	sess.Wait()
 	// From the first byte leaving to the "D" coming back is the transfer
 	// plus one round trip.
