@@ -64,7 +64,8 @@ type Controller struct {
 	Quit func()
 	Now  func() time.Time
 	Logf func(format string, args ...any)
-	// Refresh redraws the menu this often so uptimes move (default 30 s).
+	// Refresh redraws the menu this often so durations move (default 5 s;
+	// the settings and the autostart entry are re-read every sixth time).
 	Refresh time.Duration
 
 	work chan func()
@@ -122,10 +123,13 @@ func (c *Controller) Run(ctx context.Context) {
 	c.show()
 	every := c.Refresh
 	if every <= 0 {
-		every = 30 * time.Second
+		// Often enough that "for 40 s" while starting moves; Show only
+		// passes on what changed, so a ready menu is left alone.
+		every = 5 * time.Second
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	ticks := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -133,7 +137,9 @@ func (c *Controller) Run(ctx context.Context) {
 		case f := <-c.work:
 			f()
 		case <-tick.C:
-			c.loadLocal()
+			if ticks++; ticks%6 == 0 {
+				c.loadLocal()
+			}
 			c.resolvePending()
 			c.show()
 		}
@@ -261,6 +267,7 @@ func (c *Controller) notify(n traymodel.Notice) {
 	if c.Notifier == nil {
 		return
 	}
+	c.logf("notice: %s: %s", n.Title, n.Body)
 	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
 	defer cancel()
 	if err := c.Notifier.Notify(ctx, n); err != nil {

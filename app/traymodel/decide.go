@@ -34,24 +34,27 @@ func DecideVision(st *controlapi.State, target, remoteName string, now time.Time
 	if target == "remote" && remoteName == "" {
 		return Decision{OpenSetupPage: "remote"}
 	}
-	return confirmRestart(st, "Switching vision to "+PlacementName(target, remoteName), now)
+	what := "Switching vision to " + PlacementName(target, remoteName)
+	return confirmRestart(st, what+" restarts Strata: it stops", what, now)
 }
 
 // DecideRestart decides whether Restart Strata needs confirming.
 func DecideRestart(st *controlapi.State, now time.Time) Decision {
-	return confirmRestart(st, "Restarting Strata", now)
+	return confirmRestart(st, "Strata stops", "Restarting Strata", now)
 }
 
 // confirmRestart asks when a restart would interrupt a running (or loading)
 // server: requests in progress are cut off and Strata is away for a minute or
 // two. A stopped or failed server has nothing to interrupt.
-func confirmRestart(st *controlapi.State, what string, now time.Time) Decision {
+// lead starts the sentence about the restart ("... stops answering"); what
+// names the action for a start in progress.
+func confirmRestart(st *controlapi.State, lead, what string, now time.Time) Decision {
 	if st == nil {
 		return Decision{}
 	}
 	switch st.Server.Phase {
 	case controlapi.PhaseReady:
-		q := what + " restarts Strata: it stops answering for 1-3 minutes while the model loads again, and requests in progress are cut off."
+		q := lead + " answering for 1-3 minutes while the model loads again, and requests in progress are cut off."
 		if lp := st.Vision.LastPicture; !lp.IsZero() && now.Sub(lp) < RecentPicture && now.Sub(lp) >= 0 {
 			q += fmt.Sprintf(" A picture was read %s ago.", Duration(now.Sub(lp)))
 		}

@@ -42,8 +42,8 @@ func TestDecideVision(t *testing.T) {
 			}
 		})
 	}
-	if d := DecideRestart(ready(), t0); !d.Confirm {
-		t.Error("restarting a ready server must ask")
+	if d := DecideRestart(ready(), t0); !d.Confirm || !strings.HasPrefix(d.Question, "Strata stops answering for 1-3 minutes") {
+		t.Errorf("restarting a ready server must ask: %+v", d)
 	}
 	if d := DecideRestart(with(phase(controlapi.PhaseFailed, 0)), t0); d.Confirm {
 		t.Error("restarting a failed server must not ask")
