@@ -86,7 +86,7 @@ func main() {
 // STRATA_SETUP_DEMO=1 (screenshots, trying the wizard without a GPU).
 func depsFor(root, cfg string, confirm setupflow.ConfirmHostKey) (setupflow.Deps, bool) {
 	if os.Getenv("STRATA_SETUP_DEMO") == "1" {
-		dir := filepath.Join(os.TempDir(), "strata-setup-demo", "Strata")
+		dir := "/home/sam/Strata" // a path for show; nothing is read or written there
 		w := demo.NewWorld(dir)
 		w.Delay = 300 * time.Millisecond
 		if f := os.Getenv("STRATA_SETUP_DEMO_FAIL"); f != "" {

@@ -10,6 +10,12 @@ import (
 // and then does what a user would. Only strata-setup's demo mode uses it.
 func (u *UI) Autopilot(shot func(name string)) {
 	remoteStep := 0
+	u.onHostKeyShown = func() {
+		go func() {
+			shot("remote-hostkey")
+			u.do(func() { u.AnswerModal(true) })
+		}()
+	}
 	u.OnPageShown = func(p setupflow.Page) {
 		name := p.String()
 		if p == setupflow.PageSecondPC {
@@ -26,7 +32,9 @@ func (u *UI) Autopilot(shot func(name string)) {
 			u.do(func() { u.autopilotAct(p, remoteStep) })
 		}()
 	}
-	u.settled()
+	if u.hasSettled {
+		u.settled()
+	}
 }
 
 func (u *UI) autopilotAct(p setupflow.Page, remoteStep int) {

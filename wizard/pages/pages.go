@@ -2,7 +2,9 @@ package pages
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"image/color"
 	"path/filepath"
 	"strings"
 
@@ -53,17 +55,23 @@ func (u *UI) findPage() fyne.CanvasObject {
 		ins := u.Flow.Installs()
 		sel, cfg, ok := u.Flow.Selected()
 		var opts []string
+		selected := ""
 		for _, in := range ins {
-			opts = append(opts, in.Root)
+			label := in.Root
+			if len(in.Problems) > 0 {
+				label += "  (cannot run yet)"
+			}
+			if ok && in.Root == sel.Root {
+				selected = label
+			}
+			opts = append(opts, label)
 		}
 		radios.Options = opts
 		radios.OnChanged = nil
-		if ok {
-			radios.SetSelected(sel.Root)
-		}
+		radios.Selected = selected
 		radios.OnChanged = func(s string) {
-			for i, in := range u.Flow.Installs() {
-				if in.Root == s {
+			for i, o := range opts {
+				if o == s {
 					u.Flow.SelectInstall(i)
 				}
 			}
@@ -154,7 +162,7 @@ func (u *UI) thisPCPage() fyne.CanvasObject {
 			facts.Add(bold("No NVIDIA graphics card was found"))
 		}
 		for _, g := range m.GPUs {
-			card := widget.NewCard(fmt.Sprintf("GPU %d: %s", g.Index, g.Name), "",
+			card := section(fmt.Sprintf("GPU %d: %s", g.Index, g.Name),
 				widget.NewForm(
 					widget.NewFormItem("Video memory", widget.NewLabel(fmt.Sprintf("%s total, %s free", mib(g.TotalMiB), mib(g.FreeMiB)))),
 					widget.NewFormItem("Driver", widget.NewLabel(g.Driver)),
@@ -162,7 +170,7 @@ func (u *UI) thisPCPage() fyne.CanvasObject {
 			facts.Add(card)
 		}
 		cpu := fmt.Sprintf("%s (%d cores, %d threads)", m.CPU, m.Cores, m.Threads)
-		facts.Add(widget.NewCard("Processor and memory", "", widget.NewForm(
+		facts.Add(section("Processor and memory", widget.NewForm(
 			widget.NewFormItem("CPU", widget.NewLabel(cpu)),
 			widget.NewFormItem("Memory", widget.NewLabel(fmt.Sprintf("%s total, %s free", mib(m.RAMMiB), mib(m.FreeMiB)))),
 		)))
@@ -217,7 +225,7 @@ func (u *UI) placementPage() fyne.CanvasObject {
 		rec := u.Flow.Recommendation()
 		choice := u.Flow.Choice()
 		if rec.Reason != "" {
-			r := widget.NewCard("Recommended: "+labelFor(rec, rec.Best), "", para(rec.Reason))
+			r := section("Recommended: "+labelFor(rec, rec.Best), para(rec.Reason))
 			box.Add(r)
 		}
 		var groups []*widget.RadioGroup
@@ -257,19 +265,18 @@ func (u *UI) placementPage() fyne.CanvasObject {
 			if !o.Available {
 				note = "Not possible here: " + o.Why
 			}
-			lines := container.NewVBox(g)
+			under := container.NewVBox()
 			if details != "" {
-				d := widget.NewLabelWithStyle(details, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-				lines.Add(container.NewPadded(d))
+				under.Add(widget.NewLabelWithStyle(details, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 			}
 			if note != "" {
 				n := para(note)
 				if !o.Available {
 					n.Importance = widget.LowImportance
 				}
-				lines.Add(n)
+				under.Add(n)
 			}
-			box.Add(lines)
+			box.Add(container.NewVBox(g, indent(under)))
 			box.Add(widget.NewSeparator())
 		}
 		if rec.Basis != "" {
@@ -323,6 +330,9 @@ func (u *UI) ConfirmHostKey(ctx context.Context, k setupflow.HostKey) bool {
 			"Check it on that PC (ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub, or on Windows\n"+
 			"C:\\ProgramData\\ssh\\ssh_host_ed25519_key.pub) before you trust it.", k.Address, k.Type, k.Fingerprint))
 		u.confirm("Trust this PC?", msg, "Trust", "Do not trust", func(ok bool) { ans <- ok })
+		if u.onHostKeyShown != nil {
+			u.onHostKeyShown()
+		}
 	})
 	select {
 	case ok := <-ans:
@@ -387,19 +397,21 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 	probeBar.box.Hide()
 	pairBar.box.Hide()
 	prepBar.box.Hide()
-	results := widget.NewForm()
-	resultsCard := widget.NewCard("The second PC", "", results)
+	results, results2 := widget.NewForm(), widget.NewForm()
+	resultsCard := section("The second PC", container.NewGridWithColumns(2, results, results2))
 	resultsCard.Hide()
 	showReport := func(r *setupflow.RemoteReport) {
-		results.Items = nil
+		results.Items, results2.Items = nil, nil
+		gpu := para(r.GPUName())
 		results.Append("System", widget.NewLabel(r.OS+" / "+r.Arch))
-		results.Append("GPU", widget.NewLabel(r.GPUName()))
+		results.Append("GPU", gpu)
 		results.Append("Free VRAM", widget.NewLabel(mib(r.FreeVRAMMiB())))
-		results.Append("Round trip", widget.NewLabel(fmt.Sprintf("%.1f ms", r.RTTms)))
-		results.Append("Throughput", widget.NewLabel(fmt.Sprintf("%.0f MB/s up, %.0f MB/s down", r.UpMBps, r.DownMBps)))
+		results2.Append("Round trip", widget.NewLabel(fmt.Sprintf("%.1f ms", r.RTTms)))
+		results2.Append("Throughput", widget.NewLabel(fmt.Sprintf("%.0f MB/s up, %.0f down", r.UpMBps, r.DownMBps)))
 		if r.PictureSeconds > 0 {
-			results.Append("One picture", widget.NewLabelWithStyle("about "+setupflow.FormatSeconds(r.PictureSeconds), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
+			results2.Append("One picture", widget.NewLabelWithStyle("about "+setupflow.FormatSeconds(r.PictureSeconds), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 		}
+		results2.Refresh()
 		for _, p := range r.Problems {
 			l := para(p)
 			l.Importance = widget.WarningImportance
@@ -426,6 +438,7 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 		switch {
 		case paired && prepared:
 			pairB.SetText("Paired and prepared")
+			pairB.Disable()
 		case paired:
 			pairB.SetText("Prepare")
 		default:
@@ -516,8 +529,14 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 func diffGrid(diff string) *widget.TextGrid {
 	g := widget.NewTextGrid()
 	g.SetText(strings.TrimRight(diff, "\n"))
-	add := &widget.CustomTextGridStyle{FGColor: theme.Color(theme.ColorNameSuccess)}
-	del := &widget.CustomTextGridStyle{FGColor: theme.Color(theme.ColorNameError)}
+	// Darker green and red on a light background, lighter on a dark one:
+	// the theme's own success colour is too pale to read as text on white.
+	addC, delC := color.NRGBA{0x1a, 0x7f, 0x37, 0xff}, color.NRGBA{0xcf, 0x22, 0x2e, 0xff}
+	if fyne.CurrentApp() != nil && fyne.CurrentApp().Settings().ThemeVariant() == theme.VariantDark {
+		addC, delC = color.NRGBA{0x3f, 0xb9, 0x50, 0xff}, color.NRGBA{0xf8, 0x51, 0x49, 0xff}
+	}
+	add := &widget.CustomTextGridStyle{FGColor: addC}
+	del := &widget.CustomTextGridStyle{FGColor: delC}
 	hdr := &widget.CustomTextGridStyle{FGColor: theme.Color(theme.ColorNamePlaceHolder)}
 	for i, l := range strings.Split(strings.TrimRight(diff, "\n"), "\n") {
 		switch {
@@ -596,6 +615,7 @@ func (u *UI) applyPage() fyne.CanvasObject {
 	lv := &logView{grid: widget.NewTextGrid()}
 	lv.scr = container.NewScroll(lv.grid)
 	lv.scr.SetMinSize(fyne.NewSize(600, 220))
+	logTitle := bold("Strata's output")
 	result := container.NewVBox()
 	u.back.Disable()
 	run := func() {
@@ -608,7 +628,7 @@ func (u *UI) applyPage() fyne.CanvasObject {
 				u.do(func() {
 					b.set(p)
 					if p.Phase != "" {
-						phase.SetText("Strata: " + p.Phase)
+						phase.SetText(phaseWords(p.Phase))
 					}
 					if p.LogLine != "" {
 						lv.add(p.LogLine)
@@ -620,14 +640,13 @@ func (u *UI) applyPage() fyne.CanvasObject {
 					return
 				}
 				if err != nil {
-					b.done("Setup did not complete")
-					l := para(err.Error())
-					l.Importance = widget.DangerImportance
-					result.Add(widget.NewCard("Strata is not running with the new settings", "", l))
+					b.box.Hide()
+					result.Add(failureCard(err))
 					result.Add(para("Go Back to Review to try again, or Cancel to close. The log above shows what Strata printed."))
 				} else {
-					b.done("Strata is ready")
-					phase.SetText("Strata: ready")
+					b.done("")
+					phase.SetText("Strata is ready.")
+					u.cancelB.Hide()
 				}
 				u.updateButtons()
 				u.settled()
@@ -635,13 +654,14 @@ func (u *UI) applyPage() fyne.CanvasObject {
 		})
 	}
 	run()
-	return container.NewBorder(container.NewVBox(b.box, phase), result, nil, nil, lv.scr)
+	return container.NewBorder(container.NewVBox(b.box, phase, logTitle), result, nil, nil, lv.scr)
 }
 
 func (u *UI) donePage() fyne.CanvasObject {
 	u.next.SetText("Finish")
 	u.next.SetIcon(theme.ConfirmIcon())
 	u.cancelB.Hide()
+	u.back.Hide()
 	_, lines := u.Flow.Applied()
 	box := container.NewVBox(bold("Strata Companion is set up."))
 	for _, l := range lines {
@@ -651,4 +671,41 @@ func (u *UI) donePage() fyne.CanvasObject {
 		"open this setup again from its menu (or the Start menu) to change where pictures are read."))
 	u.goAsync(func() { u.do(u.settled) })
 	return container.NewVScroll(box)
+}
+
+func phaseWords(p string) string {
+	switch p {
+	case "failed":
+		return "Strata stopped while starting."
+	case "ready":
+		return "Strata is ready."
+	}
+	return "Strata is " + p + "..."
+}
+
+// failureCard says what failed and, one per line, what was put back.
+func failureCard(err error) fyne.CanvasObject {
+	head := widget.NewLabelWithStyle("Strata is not running with the new settings", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	head.Importance = widget.DangerImportance
+	box := container.NewVBox(head)
+	var ae *setupflow.ApplyError
+	if errors.As(err, &ae) {
+		box.Add(para(fmt.Sprintf("Could not %s: %v", ae.Step, ae.Err)))
+		if len(ae.RolledBack) > 0 {
+			box.Add(bold("Put back as it was:"))
+			for _, r := range ae.RolledBack {
+				box.Add(para("•  " + r))
+			}
+		} else if ae.RollbackErr == nil {
+			box.Add(para("Nothing was changed."))
+		}
+		if ae.RollbackErr != nil {
+			l := para("Putting things back failed too: " + ae.RollbackErr.Error())
+			l.Importance = widget.DangerImportance
+			box.Add(l)
+		}
+	} else {
+		box.Add(para(err.Error()))
+	}
+	return widget.NewCard("", "", box)
 }

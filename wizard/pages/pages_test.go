@@ -257,7 +257,7 @@ func TestEveryPageSecondPC(t *testing.T) {
 	h.must("/opt/strata", "strata-old", "/opt/strata/strata-iq2_xs.json")
 	// The broken install says what is missing and blocks Next.
 	r := findRadio(h.win.Content(), "/opt/strata")
-	r.SetSelected("/opt/strata-old")
+	r.SetSelected("/opt/strata-old  (cannot run yet)")
 	h.settle()
 	h.must("cannot run yet", "no Python venv")
 	if !h.ui.NextButton().Disabled() {

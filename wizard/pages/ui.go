@@ -8,12 +8,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image/color"
 	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
@@ -54,6 +56,10 @@ type UI struct {
 	refresh func()
 	modal   *modal
 	remoteW remoteWidgets
+	// hasSettled: the current page's automatic step is done.
+	hasSettled bool
+	// onHostKeyShown is the autopilot's hook for the host key question.
+	onHostKeyShown func()
 }
 
 // remoteWidgets are the Second PC page's inputs (tests and the autopilot).
@@ -73,7 +79,7 @@ func NewWithDo(win fyne.Window, flow *setupflow.Flow, do func(func())) *UI {
 	u := &UI{Flow: flow, Win: win, do: do}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	u.title = widget.NewLabelWithStyle("", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	u.title.SizeName = theme.SizeNameSubHeadingText
+	u.title.SizeName = theme.SizeNameHeadingText
 	u.steps = container.NewHBox()
 	u.body = container.NewStack()
 	u.hint = widget.NewLabel("")
@@ -272,6 +278,7 @@ func (u *UI) showSteps() {
 // show builds page p.
 func (u *UI) show(p setupflow.Page) {
 	u.page = p
+	u.hasSettled = false
 	u.onNext, u.refresh = nil, nil
 	u.setHint("")
 	u.title.SetText(p.Title())
@@ -279,6 +286,7 @@ func (u *UI) show(p setupflow.Page) {
 	u.next.SetText("Next")
 	u.next.SetIcon(theme.NavigateNextIcon())
 	u.cancelB.Show()
+	u.back.Show()
 	var content fyne.CanvasObject
 	switch p {
 	case setupflow.PageWelcome:
@@ -308,6 +316,7 @@ func (u *UI) show(p setupflow.Page) {
 
 // settled tells the autopilot the page is ready to be looked at.
 func (u *UI) settled() {
+	u.hasSettled = true
 	if u.OnPageShown != nil {
 		u.OnPageShown(u.page)
 	}
@@ -364,6 +373,18 @@ func para(s string) *widget.Label {
 	l := widget.NewLabel(s)
 	l.Wrapping = fyne.TextWrapWord
 	return l
+}
+
+// indent shifts o right, under a radio button's text.
+func indent(o fyne.CanvasObject) fyne.CanvasObject {
+	pad := canvas.NewRectangle(color.Transparent)
+	pad.SetMinSize(fyne.NewSize(theme.IconInlineSize()+theme.Padding()*2, 1))
+	return container.NewBorder(nil, nil, pad, nil, o)
+}
+
+// section is a card with a bold heading no larger than the page's title.
+func section(title string, content fyne.CanvasObject) *widget.Card {
+	return widget.NewCard("", "", container.NewVBox(bold(title), content))
 }
 
 func bold(s string) *widget.Label {

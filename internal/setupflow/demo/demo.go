@@ -421,12 +421,12 @@ func LineDiff(a, b, name string) string {
 		case i < n && j < m && al[i] == bl[j]:
 			out.WriteString("  " + al[i] + "\n")
 			i, j = i+1, j+1
-		case j < m && (i == n || lcs[i][j+1] >= lcs[i+1][j]):
-			out.WriteString("+ " + bl[j] + "\n")
-			j++
-		default:
+		case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
 			out.WriteString("- " + al[i] + "\n")
 			i++
+		default:
+			out.WriteString("+ " + bl[j] + "\n")
+			j++
 		}
 	}
 	return out.String()
