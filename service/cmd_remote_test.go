@@ -139,6 +139,12 @@ func TestRemotePairProbeUnpairCLI(t *testing.T) {
 	if err != nil || st.Remote == nil || st.Remote.KeyFile != locations.RelayKeyFile() {
 		t.Fatalf("settings after pair: %+v %v", st, err)
 	}
+	// The key is for the service alone; the settings beside it are for all.
+	for dir, mode := range map[string]os.FileMode{locations.Path(locations.SecretsDir): 0o700, locations.Path(locations.ConfigDir): 0o755} {
+		if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != mode {
+			t.Errorf("%s: mode %v, %v (want %v)", dir, fi.Mode().Perm(), err, mode)
+		}
+	}
 
 	// Once paired, the probe gets in with the companion's key alone.
 	out, _, code = remoteCLI(t, "", "probe", "--ssh", target, "--transfer-mb", "1")

@@ -233,6 +233,11 @@ func loadOrCreateKey(path, comment string) (ssh.Signer, bool, error) {
 	}
 	dir := filepath.Dir(path)
 	if dir == locations.Path(locations.SecretsDir) {
+		// The settings folder above it first, readable by all (the tray and
+		// the wizard read the settings): MkdirAll would make it 0700 too.
+		if _, err := locations.EnsureDir(locations.ConfigDir); err != nil {
+			return nil, false, fmt.Errorf("creating the settings folder: %w", err)
+		}
 		if _, err := locations.EnsureDir(locations.SecretsDir); err != nil {
 			return nil, false, fmt.Errorf("creating the secrets folder %s: %w", dir, err)
 		}
