@@ -1,0 +1,111 @@
+package live_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/setupflow"
+	"github.com/strata-companion/companion/internal/setupflow/demo"
+	"github.com/strata-companion/companion/internal/setupflow/live"
+	"github.com/strata-companion/companion/internal/testenv"
+)
+
+// Against a real OpenSSH server: the probe asks about the unknown host key
+// (and a "no" sends nothing), pairing installs the companion's key, and a
+// Cancel before Apply takes it off the second PC again and leaves no local
+// key or pin.
+func TestSecondPCRealSSHD(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts sshd")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	os.MkdirAll(bin, 0o755)
+	os.WriteFile(filepath.Join(bin, "nvidia-smi"), []byte("#!/bin/sh\necho '0, NVIDIA GeForce RTX 3060, 12288, 498, 11790, 581.57, 8.6, Disabled'\n"), 0o755)
+	sshd := testenv.StartSSHD(t, testenv.SSHDOptions{PathDirs: []string{bin}})
+	authBefore, _ := os.ReadFile(sshd.AuthorizedKeysFile)
+
+	home := filepath.Join(dir, "companion")
+	os.MkdirAll(home, 0o700)
+	r := &live.Remote{SSHConfig: filepath.Join(dir, "none"), KnownHostsFile: filepath.Join(home, "known_hosts"),
+		KeyFile: filepath.Join(home, "relay_ed25519"), AuthorizedKeysFile: sshd.AuthorizedKeysFile,
+		IdentityFiles: []string{sshd.ClientKeyFile}, NoAgent: true, Scratch: t.TempDir()}
+	w := demo.NewWorld("/opt/strata")
+	var asked []setupflow.HostKey
+	answer := false
+	d := w.Deps(func(_ context.Context, k setupflow.HostKey) bool { asked = append(asked, k); return answer })
+	d.Remote = r
+	ctx := context.Background()
+	f, err := setupflow.New(ctx, d, setupflow.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Next()
+	f.Find(ctx)
+	f.Next()
+	f.ProbeLocal(ctx, nil)
+	f.Next()
+	f.Choose(settings.PlacementRemote, nil)
+	f.Next()
+	f.SetTarget(setupflow.RemoteTarget{Address: sshd.Addr(), User: sshd.User, UseAgent: true})
+
+	if _, err := f.ProbeRemote(ctx, nil); !errors.Is(err, setupflow.ErrHostKeyRejected) {
+		t.Fatalf("probe with the key refused: %v", err)
+	}
+	if len(asked) != 1 || !strings.HasPrefix(asked[0].Fingerprint, "SHA256:") {
+		t.Fatalf("asked %+v", asked)
+	}
+	answer = true
+	t0 := time.Now()
+	rep, err := f.ProbeRemote(ctx, nil)
+	t.Logf("probe %s", time.Since(t0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OS != "linux" || rep.GPUName() != "NVIDIA GeForce RTX 3060" || rep.FreeVRAMMiB() != 11790 || rep.RTTms <= 0 || rep.DownMBps <= 0 {
+		t.Errorf("report %+v", rep)
+	}
+	if _, err := os.Stat(r.KnownHostsFile); err == nil {
+		t.Error("the probe pinned the host key (only pairing may)")
+	}
+	t0 = time.Now()
+	rm, err := f.Pair(ctx, nil)
+	t.Logf("pair %s", time.Since(t0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 2 {
+		t.Errorf("pairing asked about the same key again (%d questions)", len(asked))
+	}
+	if rm.HostKey == "" || rm.KeyFile != r.KeyFile {
+		t.Errorf("paired %+v", rm)
+	}
+	if auth, _ := os.ReadFile(sshd.AuthorizedKeysFile); bytes.Equal(auth, authBefore) {
+		t.Error("pairing put no key on the second PC")
+	}
+	if _, err := os.Stat(filepath.Join(home, "settings.json")); err == nil {
+		t.Error("pairing wrote the companion settings before Apply")
+	}
+
+	t0 = time.Now()
+	res := f.Cancel()
+	t.Logf("cancel %s", time.Since(t0))
+	if res.Changed {
+		t.Errorf("Cancel: %v", res.Messages)
+	}
+	if auth, _ := os.ReadFile(sshd.AuthorizedKeysFile); !bytes.Equal(auth, authBefore) {
+		t.Errorf("authorized_keys after Cancel:\n%s\nbefore:\n%s", auth, authBefore)
+	}
+	for _, p := range []string{r.KeyFile, r.KnownHostsFile} {
+		if b, err := os.ReadFile(p); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			t.Errorf("%s left after Cancel", p)
+		}
+	}
+}
