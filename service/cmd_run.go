@@ -63,6 +63,11 @@ func init() {
 			if len(args) > 0 {
 				return &exitCode{code: 2, err: fmt.Errorf("unexpected argument %q", args[0])}
 			}
+			// Wine runs services in session 1, where kardianos takes a
+			// service for an interactive program: ask who started us first.
+			if !o.foreground && startedByServiceManager() {
+				return runAsService(env, o)
+			}
 			if o.foreground || kservice.Interactive() {
 				logf := func(format string, a ...any) { fmt.Fprintf(env.stderr, "strata-service: "+format+"\n", a...) }
 				return runDaemon(ctx, env, o, env.stdout, logf)

@@ -22,6 +22,9 @@ func setRecovery() error { return nil }
 // runUnderServiceManager: kardianos' own Run is right on Unix.
 func runUnderServiceManager(*program) (bool, error) { return false, nil }
 
+// startedByServiceManager: kardianos' Interactive answers this on Unix.
+func startedByServiceManager() bool { return false }
+
 // prepareServiceUser makes the companion's machine-wide folder for a
 // service that runs as name (not root), owned by that account.
 func prepareServiceUser(name string) error {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/windows"
 	"golang.org/x/sys/windows/svc"
@@ -38,9 +40,12 @@ func setRecovery() error {
 		{Type: mgr.ServiceRestart, Delay: 2 * time.Minute},
 	}
 	if err := s.SetRecoveryActions(ladder, uint32((24 * time.Hour).Seconds())); err != nil {
-		return err
+		return fmt.Errorf("setting the restart ladder: %w", err)
 	}
-	return s.SetRecoveryActionsOnNonCrashFailures(true)
+	if err := s.SetRecoveryActionsOnNonCrashFailures(true); err != nil {
+		return fmt.Errorf("restarting also after an exit with an error code: %w", err)
+	}
+	return nil
 }
 
 func prepareServiceUser(name string) error {
@@ -56,25 +61,36 @@ func prepareServiceUser(name string) error {
 // session 1, so they look interactive and the dispatcher is never called:
 // `start` times out). The parent's name is a check that holds everywhere.
 func runUnderServiceManager(p *program) (bool, error) {
-	if !parentIsServices() {
+	if !startedByServiceManager() {
 		return false, nil
 	}
+	p.logf("started by services.exe: running the service dispatcher")
 	return true, svc.Run(serviceName, &winHandler{p: p})
 }
 
-func parentIsServices() bool {
+// startedByServiceManager: our parent is services.exe.
+func startedByServiceManager() bool {
+	parent, err := parentImage()
+	return err == nil && strings.EqualFold(filepath.Base(parent), "services.exe")
+}
+
+// parentImage is the parent process's program path. The parent is found in
+// a process snapshot (os.Getppid asks the same table).
+func parentImage() (string, error) {
 	ppid := uint32(os.Getppid())
-	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, ppid)
+	snap, err := windows.CreateToolhelp32Snapshot(windows.TH32CS_SNAPPROCESS, 0)
 	if err != nil {
-		return false
+		return "", err
 	}
-	defer windows.CloseHandle(h)
-	buf := make([]uint16, windows.MAX_PATH)
-	n := uint32(len(buf))
-	if err := windows.QueryFullProcessImageName(h, 0, &buf[0], &n); err != nil {
-		return false
+	defer windows.CloseHandle(snap)
+	var e windows.ProcessEntry32
+	e.Size = uint32(unsafe.Sizeof(e))
+	for err = windows.Process32First(snap, &e); err == nil; err = windows.Process32Next(snap, &e) {
+		if e.ProcessID == ppid {
+			return windows.UTF16ToString(e.ExeFile[:]), nil
+		}
 	}
-	return strings.EqualFold(filepath.Base(windows.UTF16ToString(buf[:n])), "services.exe")
+	return "", fmt.Errorf("no process %d: %w", ppid, err)
 }
 
 type winHandler struct{ p *program }
