@@ -3,6 +3,7 @@ package live
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -82,15 +83,30 @@ func (s *Service) Status(ctx context.Context) (setupflow.ServiceStatus, error) {
 				Describe: fmt.Sprintf("strata-service %s runs; Strata is %s", st.Service.Version, st.Server.Phase)}, nil
 		}
 	}
-	out, err := s.run(ctx, "status")
-	low := strings.ToLower(out)
-	switch {
-	case strings.Contains(low, "not installed"):
-		return setupflow.ServiceStatus{Describe: "strata-service is not installed as a service"}, nil
-	case err == nil && (strings.Contains(low, "stopped") || strings.Contains(low, "not running")):
-		return setupflow.ServiceStatus{Installed: true, Describe: "strata-service is installed but stopped"}, nil
+	// `strata-service status --json` asks the OS service manager.
+	cmd := exec.CommandContext(ctx, s.exe(), "status", "--json")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	_ = cmd.Run() // a stopped or missing service exits non-zero; the JSON says which
+	var st struct {
+		Service *struct {
+			Installed bool   `json:"installed"`
+			Running   bool   `json:"running"`
+			Manager   string `json:"manager"`
+		} `json:"service"`
 	}
-	return setupflow.ServiceStatus{Installed: true, Unknown: true, Describe: "the service's state could not be read (" + lastLine(out) + ")"}, nil
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil || st.Service == nil {
+		why := lastLine(errb.String() + "\n" + out.String())
+		return setupflow.ServiceStatus{Installed: true, Unknown: true, Describe: "the service's state could not be read (" + why + ")"}, nil
+	}
+	switch {
+	case !st.Service.Installed:
+		return setupflow.ServiceStatus{Describe: "strata-service is not installed as a service"}, nil
+	case st.Service.Running:
+		// Installed and running but no control API answer: it is starting.
+		return setupflow.ServiceStatus{Installed: true, Running: true, Describe: "strata-service is installed and running (" + st.Service.Manager + ")"}, nil
+	}
+	return setupflow.ServiceStatus{Installed: true, Describe: "strata-service is installed but stopped (" + st.Service.Manager + ")"}, nil
 }
 
 // Install runs `strata-service install`; an already installed service is
