@@ -30,7 +30,8 @@ var setupFlags struct {
 
 // setupDeps builds the adapters; tests replace it with stand-ins.
 var setupDeps = func(env *cliEnv, confirm setupflow.ConfirmHostKey) setupflow.Deps {
-	return live.Deps(live.Options{StrataRoot: env.strataRoot, ConfigPath: env.configPath, Confirm: confirm})
+	self, _ := os.Executable() // this program is strata-service
+	return live.Deps(live.Options{StrataRoot: env.strataRoot, ConfigPath: env.configPath, ServiceExe: self, Confirm: confirm})
 }
 
 func init() {
@@ -213,6 +214,7 @@ func (c *cliSetup) run(ctx context.Context) error {
 				c.printf("%s\n", berr)
 			}
 		case errors.Is(err, errQuit):
+			c.printf("\n")
 			res := c.f.Cancel()
 			for _, m := range res.Messages {
 				c.printf("%s\n", m)
@@ -250,12 +252,15 @@ func (c *cliSetup) page(ctx context.Context, p setupflow.Page) error {
 			c.printf("  Looking for Strata...\n")
 			if _, err := f.Find(ctx); err != nil {
 				c.printf("%s\n", err)
-				dir, aerr := c.ask("Type the Strata folder (the one holding serve/ and engine/):", "", false)
-				if aerr != nil {
-					return aerr
-				}
-				_, err = f.Browse(ctx, dir)
+			}
+		}
+		for len(f.Installs()) == 0 {
+			dir, err := c.ask("Type the Strata folder (the one holding serve/ and engine/):", "", false)
+			if err != nil {
 				return err
+			}
+			if _, err := f.Browse(ctx, dir); err != nil {
+				c.printf("%s\n", err)
 			}
 		}
 		ins := f.Installs()

@@ -312,6 +312,9 @@ func (f *Flow) Find(ctx context.Context) ([]Install, error) {
 
 // Browse inspects a folder the user picked and selects it.
 func (f *Flow) Browse(ctx context.Context, root string) (Install, error) {
+	if strings.TrimSpace(root) == "" {
+		return Install{}, errors.New("type the Strata folder (the one holding serve/ and engine/) first")
+	}
 	ctx, end, err := f.begin(ctx, "inspect "+root, PageFindStrata)
 	if err != nil {
 		return Install{}, err

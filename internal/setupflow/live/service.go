@@ -87,7 +87,7 @@ func (s *Service) Status(ctx context.Context) (setupflow.ServiceStatus, error) {
 	cmd := exec.CommandContext(ctx, s.exe(), "status", "--json")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	_ = cmd.Run() // a stopped or missing service exits non-zero; the JSON says which
+	runErr := cmd.Run() // a stopped or missing service exits non-zero; the JSON says which
 	var st struct {
 		Service *struct {
 			Installed bool   `json:"installed"`
@@ -97,6 +97,9 @@ func (s *Service) Status(ctx context.Context) (setupflow.ServiceStatus, error) {
 	}
 	if err := json.Unmarshal(out.Bytes(), &st); err != nil || st.Service == nil {
 		why := lastLine(errb.String() + "\n" + out.String())
+		if why == "" && runErr != nil {
+			why = runErr.Error()
+		}
 		return setupflow.ServiceStatus{Installed: true, Unknown: true, Describe: "the service's state could not be read (" + why + ")"}, nil
 	}
 	switch {
