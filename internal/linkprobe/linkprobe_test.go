@@ -90,12 +90,15 @@ func TestProbeAgainstARealSSHD(t *testing.T) {
 	}
 
 	// Nothing there yet, and a named model file missing.
-	r = Run(context.Background(), c, "pc2", Options{RemoteDir: filepath.Join(remote, "missing"), ModelFiles: []string{"mmproj-BF16.gguf"}, TransferBytes: 1 << 20})
+	r = Run(context.Background(), c, "pc2", Options{RemoteDir: filepath.Join(remote, "missing"), ModelFiles: []string{"mmproj-BF16.gguf"}, NoLink: true})
 	if r.EncoderPresent || r.FilesInPlace || len(r.ModelFiles) != 1 || r.ModelFiles[0].Present {
 		t.Errorf("missing folder: encoder %+v, models %+v", r.Encoder, r.ModelFiles)
 	}
 	if !hasFinding(r, "remote prepare") {
 		t.Errorf("no finding telling how to fix missing files: %+v", r.Findings)
+	}
+	if r.RTT != 0 || r.UpBytesPerSec != 0 || !strings.Contains(r.Estimate.Basis, "not measured") {
+		t.Errorf("NoLink: rtt %v, up %v, basis %q", r.RTT, r.UpBytesPerSec, r.Estimate.Basis)
 	}
 }
 
