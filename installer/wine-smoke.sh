@@ -5,8 +5,10 @@
 # uninstalls silently and checks that nothing is left but the settings the
 # user kept, and that the Strata folder was not touched.
 #
-# Usage: installer/wine-smoke.sh [StrataCompanionSetup-<version>.exe]
-#   (default: dist/StrataCompanionSetup-<FyneApp.toml version>.exe)
+# Usage: installer/wine-smoke.sh [StrataCompanionSetup-<version>.exe [an older one]]
+#   (default: dist/StrataCompanionSetup-<FyneApp.toml version>.exe; with an
+#   older installer, the first install is the older one and the upgrade goes
+#   from it to the new one)
 # Needs: wine, wine64, Xvfb, x86_64-w64-mingw32-gcc. Takes about 2 minutes.
 #
 # Two known wine problems are handled here (see /work/shared/TOOLING.md):
@@ -19,8 +21,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 version=${VERSION:-$(sed -n 's/^ *Version *= *"\(.*\)"/\1/p' "$root/FyneApp.toml")}
 setup=${1:-$root/dist/StrataCompanionSetup-$version.exe}
-setup=$(cd "$(dirname "$setup")" && pwd)/$(basename "$setup")
 [ -f "$setup" ] || { echo "wine-smoke.sh: no installer at $setup: run installer/build.sh first" >&2; exit 1; }
+setup=$(cd "$(dirname "$setup")" && pwd)/$(basename "$setup")
+first=${2:-$setup}
+[ -f "$first" ] || { echo "wine-smoke.sh: no installer at $first" >&2; exit 1; }
+first=$(cd "$(dirname "$first")" && pwd)/$(basename "$first")
+first_version=$(basename "$first" .exe)
+first_version=${first_version#StrataCompanionSetup-}
 for t in wine wineserver Xvfb x86_64-w64-mingw32-gcc; do
   command -v "$t" >/dev/null || { echo "wine-smoke.sh: $t is not installed (apt-get install wine wine64 xvfb gcc-mingw-w64-x86-64)" >&2; exit 1; }
 done
@@ -118,9 +125,9 @@ set +e; w "$setup" /S '/STRATA=C:\Windows'; rc=$?; set -e
 check "exit code 2 (got $rc)" test "$rc" = 2
 check "nothing installed" test ! -e "$inst"
 
-echo "== silent install: /S /STRATA=C:\\Strata /TRAYLOGIN=1"
+echo "== silent install of $first_version: /S /STRATA=C:\\Strata /TRAYLOGIN=1"
 t0=$(date +%s)
-set +e; w "$setup" /S '/STRATA=C:\Strata' /TRAYLOGIN=1; rc=$?; set -e
+set +e; w "$first" /S '/STRATA=C:\Strata' /TRAYLOGIN=1; rc=$?; set -e
 echo "   took $(($(date +%s) - t0)) s, exit code $rc"
 # Is the service's install command there yet? (It is another part of the
 # product; until it lands the installer reports exit code 3.)
@@ -141,7 +148,7 @@ for l in "Strata Companion Setup" "Strata Companion Tray" "Strata Companion Logs
   check "Start menu: $l" test -f "$menu/$l.lnk"
 done
 check "Add/Remove: DisplayName" test "$(regval "$UNINST" DisplayName)" = "Strata Companion"
-check "Add/Remove: DisplayVersion $version" test "$(regval "$UNINST" DisplayVersion)" = "$version"
+check "Add/Remove: DisplayVersion $first_version" test "$(regval "$UNINST" DisplayVersion)" = "$first_version"
 check "Add/Remove: Publisher" test -n "$(regval "$UNINST" Publisher)"
 check "Add/Remove: DisplayIcon" test "$(regval "$UNINST" DisplayIcon)" = 'C:\Program Files\Strata Companion\strata-setup.exe,0'
 check "Add/Remove: QuietUninstallString" test "$(regval "$UNINST" QuietUninstallString)" = '"C:\Program Files\Strata Companion\uninstall.exe" /S'
@@ -156,13 +163,14 @@ if [ "$service_ready" = 1 ]; then
   check "service registered ($(services | tr '\n' ' '))" test -n "$(services)"
 fi
 
-echo "== upgrade in place (silent, no options: everything as before)"
+echo "== upgrade in place to $version (silent, no options: everything as before)"
 echo '{"version": 1, "vision": "remote"}' >"$data/settings.json"
 echo "not a real key" >"$data/secrets/relay_ed25519"
 echo "old log line" >"$data/logs/strata-service.log"
 set +e; w "$setup" /S; rc=$?; set -e
 if [ "$service_ready" = 1 ]; then check "exit code 0 (got $rc)" test "$rc" = 0; else check "exit code 3 (got $rc)" test "$rc" = 3; fi
 check "programs still there" test -f "$inst/strata-tray.exe" -a -f "$inst/uninstall.exe"
+check "Add/Remove: DisplayVersion now $version" test "$(regval "$UNINST" DisplayVersion)" = "$version"
 check "settings kept" grep -q remote "$data/settings.json"
 check "key kept" test -f "$data/secrets/relay_ed25519"
 check "Strata folder still remembered" test "$(regval 'HKLM\Software\StrataCompanion' StrataRoot)" = 'C:\Strata'
