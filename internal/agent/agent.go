@@ -328,12 +328,19 @@ func (a *agent) encode(id uint32, img []byte) error {
 	}
 	switch {
 	case strings.HasPrefix(line, "OK "):
-		sve, err := os.ReadFile(out)
+		f, err := os.Open(out)
+		var st os.FileInfo
+		if err == nil {
+			st, err = f.Stat()
+		}
 		if err != nil {
 			return a.fail(id, fmt.Sprintf("the encoder said %q but its output is unreadable: %v", line, err))
 		}
+		defer f.Close()
 		a.pictures++
-		return a.fw.Write(framing.Result, framing.ResultHeader(id, line), sve)
+		// Streamed from the file: a failure inside the frame breaks the
+		// stream, so it ends the session (the relay reports it).
+		return a.fw.WriteStream(framing.Result, framing.ResultHeader(id, line), f, st.Size())
 	case strings.HasPrefix(line, "ERR"):
 		return a.fail(id, strings.TrimSpace(strings.TrimPrefix(line, "ERR")))
 	}

@@ -94,6 +94,31 @@ func (fw *Writer) Write(t Type, parts ...[]byte) error {
 	return nil
 }
 
+// WriteStream sends a frame whose payload is head followed by n bytes read
+// from r (a .sve straight from its file: no 10 MB buffer). If r yields fewer
+// than n bytes the stream is broken and the error says so; the caller must
+// then end the session.
+func (fw *Writer) WriteStream(t Type, head []byte, r io.Reader, n int64) error {
+	total := int64(len(head)) + n
+	if total > MaxPayload {
+		return fmt.Errorf("%w (%d bytes)", ErrTooLarge, total)
+	}
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	fw.hd[0] = byte(t)
+	binary.BigEndian.PutUint32(fw.hd[1:], uint32(total))
+	if _, err := fw.w.Write(fw.hd[:]); err != nil {
+		return err
+	}
+	if _, err := fw.w.Write(head); err != nil {
+		return err
+	}
+	if _, err := io.CopyN(fw.w, r, n); err != nil {
+		return fmt.Errorf("frame body cut short: %w", err)
+	}
+	return nil
+}
+
 // WriteJSON sends v as a JSON payload.
 func (fw *Writer) WriteJSON(t Type, v any) error {
 	b, err := json.Marshal(v)
@@ -114,17 +139,30 @@ func NewReader(r io.Reader) *Reader {
 	return &Reader{r: bufio.NewReaderSize(r, 64<<10), max: MaxPayload}
 }
 
+// NextHeader reads the next frame's type and payload length; the payload
+// follows and must be read whole through Body before the next call.
+func (fr *Reader) NextHeader() (Type, int, error) {
+	var hd [5]byte
+	if _, err := io.ReadFull(fr.r, hd[:]); err != nil {
+		return 0, 0, err
+	}
+	n := binary.BigEndian.Uint32(hd[1:])
+	if int64(n) > int64(fr.max) {
+		return 0, 0, fmt.Errorf("%w: type %q announces %d bytes", ErrTooLarge, hd[0], n)
+	}
+	return Type(hd[0]), int(n), nil
+}
+
+// Body reads n bytes of the current payload.
+func (fr *Reader) Body(n int) io.Reader { return io.LimitReader(fr.r, int64(n)) }
+
 // Next returns the next frame. The payload is freshly allocated (the caller
 // may keep it). io.EOF means the stream ended cleanly between frames;
 // io.ErrUnexpectedEOF that it ended inside one.
 func (fr *Reader) Next() (Type, []byte, error) {
-	var hd [5]byte
-	if _, err := io.ReadFull(fr.r, hd[:]); err != nil {
+	t, n, err := fr.NextHeader()
+	if err != nil {
 		return 0, nil, err
-	}
-	n := binary.BigEndian.Uint32(hd[1:])
-	if int64(n) > int64(fr.max) {
-		return 0, nil, fmt.Errorf("%w: type %q announces %d bytes", ErrTooLarge, hd[0], n)
 	}
 	p := make([]byte, n)
 	if _, err := io.ReadFull(fr.r, p); err != nil {
@@ -133,7 +171,7 @@ func (fr *Reader) Next() (Type, []byte, error) {
 		}
 		return 0, nil, err
 	}
-	return Type(hd[0]), p, nil
+	return t, p, nil
 }
 
 // Info is the agent's Hello.

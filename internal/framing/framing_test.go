@@ -79,3 +79,25 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+func TestStreamedFrames(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	body := bytes.Repeat([]byte("sve!"), 50000)
+	if err := w.WriteStream(Result, ResultHeader(2, "OK 1 1 1 0"), bytes.NewReader(body), int64(len(body))); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteStream(Result, nil, bytes.NewReader(body[:10]), 20); err == nil {
+		t.Fatal("a body shorter than announced was not reported")
+	}
+	r := NewReader(bytes.NewReader(buf.Bytes()))
+	typ, n, err := r.NextHeader()
+	if err != nil || typ != Result || n != 6+10+len(body) {
+		t.Fatalf("header: %q %d %v", typ, n, err)
+	}
+	got, _ := io.ReadAll(r.Body(n))
+	id, line, sve, err := SplitResult(got)
+	if err != nil || id != 2 || line != "OK 1 1 1 0" || !bytes.Equal(sve, body) {
+		t.Fatalf("streamed result: %d %q %d bytes %v", id, line, len(sve), err)
+	}
+}

@@ -223,6 +223,8 @@ func (r *Relay) Encode(ctx context.Context, img, out string) string {
 	r.nextID++
 	id := r.nextID
 	sess.takeWoke() // a wake reported before this picture is not its wake
+	sess.expect(id, out)
+	defer sess.expect(0, "")
 	if err := sess.fw.Write(framing.Encode, framing.PutID(id), data); err != nil {
 		return "ERR " + r.lostReason(sess, err)
 	}
@@ -240,15 +242,23 @@ func (r *Relay) Encode(ctx context.Context, img, out string) string {
 		case f := <-sess.replies:
 			switch f.t {
 			case framing.Result:
-				rid, line, sve, err := framing.SplitResult(f.p)
-				if err != nil || rid != id {
+				if f.id != id {
+					if f.tmp != "" {
+						os.Remove(f.tmp)
+					}
 					continue // a reply to an abandoned request
 				}
-				if err := writeAtomic(out, sve); err != nil {
-					return "ERR " + err.Error()
+				if f.tmpErr != nil {
+					return "ERR " + f.tmpErr.Error()
 				}
-				r.reportPicture(sess, line, time.Since(t0))
-				return line
+				// The .sve is complete in its temporary file: a rename
+				// makes it appear whole.
+				if err := os.Rename(f.tmp, out); err != nil {
+					os.Remove(f.tmp)
+					return "ERR cannot write the result " + out + ": " + errText(err)
+				}
+				r.reportPicture(sess, f.line, time.Since(t0))
+				return f.line
 			case framing.Error:
 				rid, msg, _ := framing.SplitID(f.p)
 				if rid != id {
@@ -284,30 +294,6 @@ func errText(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
-}
-
-// writeAtomic writes the .sve beside its final name and renames it there,
-// so Strata never reads a half-written result. It is not fsynced: the file
-// lives seconds in a temp folder and is worthless after a crash, while a
-// flush of 10 MB would cost every picture tens of milliseconds.
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("cannot write the result beside %s: %s", path, errText(err))
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("cannot write the result %s: %s", path, errText(err))
-	}
-	return nil
 }
 
 // unavailable ends every message about an unreachable PC.
@@ -561,6 +547,72 @@ func (r *Relay) noteNEmbd(n int) {
 type frame struct {
 	t framing.Type
 	p []byte
+	// A Result's parts: the .sve went straight to tmp (beside the
+	// requested output) as it arrived, with no 10 MB buffer in between.
+	id     uint32
+	line   string
+	tmp    string
+	tmpErr error
+}
+
+// receiveResult reads a Result frame of n bytes, writing the .sve into a
+// temporary file beside the pending request's output. A stream error (the
+// connection broke mid-result) is returned; a file error is kept in the
+// frame and the bytes are drained, so the session stays usable.
+func (s *agentSession) receiveResult(fr *framing.Reader, n int) (frame, error) {
+	body := fr.Body(n)
+	var hd [6]byte
+	if n < len(hd) {
+		return frame{}, errors.New("short result frame")
+	}
+	if _, err := io.ReadFull(body, hd[:]); err != nil {
+		return frame{}, err
+	}
+	id, _, _ := framing.SplitID(hd[:4])
+	ll := int(hd[4])<<8 | int(hd[5])
+	if ll > n-6 {
+		return frame{}, errors.New("result line longer than its frame")
+	}
+	line := make([]byte, ll)
+	if _, err := io.ReadFull(body, line); err != nil {
+		return frame{}, err
+	}
+	f := frame{t: framing.Result, id: id, line: string(line)}
+	s.mu.Lock()
+	out, want := s.out, s.outID
+	s.mu.Unlock()
+	if out == "" || id != want {
+		_, err := io.Copy(io.Discard, body) // a reply to an abandoned request
+		return f, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-*")
+	if err != nil {
+		f.tmpErr = fmt.Errorf("cannot write the result beside %s: %s", out, errText(err))
+		_, err = io.Copy(io.Discard, body)
+		return f, err
+	}
+	f.tmp = tmp.Name()
+	_, werr := io.Copy(tmp, body)
+	cerr := tmp.Close()
+	if werr != nil {
+		os.Remove(f.tmp)
+		// Was it the file or the stream? Drain what is left: if that
+		// fails too, the stream is broken.
+		if _, derr := io.Copy(io.Discard, body); derr != nil {
+			return frame{}, derr
+		}
+		var pe *os.PathError
+		if errors.As(werr, &pe) {
+			f.tmp, f.tmpErr = "", fmt.Errorf("cannot write the result %s: %s", out, errText(werr))
+			return f, nil
+		}
+		return frame{}, werr
+	}
+	if cerr != nil {
+		os.Remove(f.tmp)
+		f.tmp, f.tmpErr = "", fmt.Errorf("cannot write the result %s: %s", out, errText(cerr))
+	}
+	return f, nil
 }
 
 // agentSession is one running agent.
@@ -575,9 +627,17 @@ type agentSession struct {
 	closing chan struct{}
 	once    sync.Once
 
-	mu   sync.Mutex
-	woke *framing.AgentEvent
-	tail string
+	mu    sync.Mutex
+	woke  *framing.AgentEvent
+	tail  string
+	out   string // the pending request's output path
+	outID uint32
+}
+
+func (s *agentSession) expect(id uint32, out string) {
+	s.mu.Lock()
+	s.outID, s.out = id, out
+	s.mu.Unlock()
 }
 
 func (r *Relay) startSession(p Proc) *agentSession {
@@ -642,8 +702,27 @@ func (s *agentSession) readFrames() {
 	fr := framing.NewReader(s.proc.Stdout)
 	first := true
 	for {
-		t, p, err := fr.Next()
+		t, n, err := fr.NextHeader()
 		if err != nil {
+			return
+		}
+		if t == framing.Result && !first {
+			f, err := s.receiveResult(fr, n)
+			if err != nil {
+				return
+			}
+			select {
+			case s.replies <- f:
+			case <-s.closing:
+				if f.tmp != "" {
+					os.Remove(f.tmp)
+				}
+				return
+			}
+			continue
+		}
+		p := make([]byte, n)
+		if _, err := io.ReadFull(fr.Body(n), p); err != nil {
 			return
 		}
 		if first {
@@ -672,7 +751,7 @@ func (s *agentSession) readFrames() {
 			fallthrough
 		default:
 			select {
-			case s.replies <- frame{t, p}:
+			case s.replies <- frame{t: t, p: p}:
 			case <-s.closing:
 				return
 			}

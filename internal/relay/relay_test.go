@@ -48,21 +48,6 @@ func TestAgentCommandQuoting(t *testing.T) {
 	}
 }
 
-func TestWriteAtomicLeavesNoTemp(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "x.sve")
-	if err := writeAtomic(p, []byte("SVE1")); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeAtomic(filepath.Join(dir, "missing", "y.sve"), []byte("x")); err == nil || !strings.Contains(err.Error(), "cannot write the result") {
-		t.Fatalf("writing into a missing folder: %v", err)
-	}
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 || ents[0].Name() != "x.sve" {
-		t.Fatalf("folder holds %v", ents)
-	}
-}
-
 // A dialer that never answers until its context ends: the second PC is a
 // black hole. READY must not wait for it, and ENC must end by the timeout.
 func TestReadyAtOnceAndBoundedErrWhenThePCNeverAnswers(t *testing.T) {

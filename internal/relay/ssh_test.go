@@ -287,6 +287,18 @@ func TestPicturesThroughARealSSHDAreByteIdentical(t *testing.T) {
 	if l := s.enc(filepath.Join(work, "gone.img"), filepath.Join(work, "gone.sve")); !strings.HasPrefix(l, "ERR cannot read the picture") {
 		t.Fatalf("missing picture: %q", l)
 	}
+	// An output folder that cannot be written: ERR, and the session goes on.
+	img, _, _ := picture(t, work, 5, 700)
+	if l := s.enc(img, filepath.Join(work, "no such folder", "x.sve")); !strings.HasPrefix(l, "ERR cannot write the result beside") {
+		t.Fatalf("unwritable output: %q", l)
+	}
+	img, sve, data := picture(t, work, 6, 800)
+	if l := s.enc(img, sve); !strings.HasPrefix(l, "OK ") {
+		t.Fatalf("after an unwritable output: %q", l)
+	}
+	if got, _ := os.ReadFile(sve); !bytes.Equal(got, fakeencoder.SVE(data, pc.nTokens, pc.nEmbd)) {
+		t.Fatal("the .sve after an unwritable output differs")
+	}
 	if ents, _ := filepath.Glob(filepath.Join(work, ".*tmp*")); len(ents) != 0 {
 		t.Fatalf("temporary files left beside the results: %v", ents)
 	}
@@ -296,7 +308,7 @@ func TestPicturesThroughARealSSHDAreByteIdentical(t *testing.T) {
 	for _, e := range pc.stderr.events() {
 		kinds[e.Kind]++
 	}
-	if kinds[events.RemoteConnected] != 1 || kinds[events.PictureEncoded] != 3 || kinds[events.EncoderReady] != 1 {
+	if kinds[events.RemoteConnected] != 1 || kinds[events.PictureEncoded] != 4 || kinds[events.EncoderReady] != 1 {
 		t.Fatalf("events %v (one connection for every picture, one picture event each)\n%s", kinds, pc.stderr)
 	}
 	if ents, _ := os.ReadDir(pc.scratch); len(ents) != 0 {
