@@ -509,6 +509,15 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 		})
 	})
 	u.remoteW.probe, u.remoteW.pair = probeB, pairB
+	// Enter in a field probes (the first time), then moves on.
+	submit := func(string) {
+		if u.Flow.RemoteReport() == nil && !probeB.Disabled() {
+			probeB.OnTapped()
+		} else if !u.next.Disabled() {
+			u.Next()
+		}
+	}
+	addr.OnSubmitted, user.OnSubmitted, pass.OnSubmitted = submit, submit, submit
 	pairBar.text.SetText("")
 	if r := u.Flow.RemoteReport(); r != nil {
 		showReport(r)

@@ -287,9 +287,21 @@ func TestEveryPageSecondPC(t *testing.T) {
 	if len(es) < 3 {
 		t.Fatalf("entries: %d", len(es))
 	}
-	test.Type(es[0], "192.168.1.20")
-	test.Type(es[1], "sam")
-	test.Tap(findButton(h.win.Content(), "Probe"))
+	// Tab moves through the fields: the first is the address.
+	h.win.Canvas().FocusNext()
+	if f, ok := h.win.Canvas().Focused().(*widget.SelectEntry); !ok || &f.Entry != es[0] {
+		t.Fatalf("Tab focused %T", h.win.Canvas().Focused())
+	}
+	test.Type(h.win.Canvas().Focused(), "192.168.1.20")
+	for i := 0; i < 3 && h.win.Canvas().Focused() != fyne.Focusable(es[1]); i++ {
+		h.win.Canvas().FocusNext()
+	}
+	test.Type(h.win.Canvas().Focused(), "sam")
+	if es[0].Text != "192.168.1.20" || es[1].Text != "sam" {
+		t.Fatalf("typed %q %q", es[0].Text, es[1].Text)
+	}
+	// Enter in a field probes.
+	h.win.Canvas().Focused().(fyne.Focusable).TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
 	// The host key question: the fingerprint is shown, Trust answers it.
 	h.settleUntil(h.ui.ModalOpen)
 	h.must("Trust this PC?", demo.HostKey.Fingerprint)
