@@ -154,11 +154,18 @@ func (l *sshLogin) credentials(env *cliEnv, ep sshx.Endpoint, hc sshx.HostConfig
 	if l.identity != "" {
 		ua.IdentityFiles = []string{l.identity}
 	} else {
+		// Keys the user did not name are tried only when usable: an
+		// encrypted one only where its passphrase can be asked.
 		files := existing(hc.IdentityFiles)
 		if len(hc.IdentityFiles) == 0 {
 			files = sshx.DefaultIdentityFiles()
 		}
-		ua.IdentityFiles = files
+		for _, f := range files {
+			_, err := sshx.LoadSigner(f, nil)
+			if err == nil || (errors.Is(err, sshx.ErrPassphraseNeeded) && ua.Passphrase != nil) {
+				ua.IdentityFiles = append(ua.IdentityFiles, f)
+			}
+		}
 	}
 	ua.IdentityFiles = append(ua.IdentityFiles, existing(extraKeys)...)
 	auth, closeFn, err = ua.Methods()

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -124,11 +125,17 @@ func TestRemotePairProbeUnpairCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real sshd")
 	}
-	isolate(t)
+	home := isolate(t)
 	s := testenv.StartSSHD(t, testenv.SSHDOptions{PathDirs: []string{fakeSMIDir(t)}})
 	target := s.User + "@" + s.Addr()
 	fp := ssh.FingerprintSHA256(s.HostSigner.PublicKey())
 	before, _ := os.ReadFile(s.AuthorizedKeysFile)
+	// The user's own default key is encrypted, and no one is at a terminal
+	// to type its passphrase: it must be passed over, not stop the command.
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "secret", "-f", filepath.Join(home, ".ssh", "id_ed25519")).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v %s", err, out)
+	}
 
 	out, errOut, code := remoteCLI(t, "", "remote", "pair", target, "--identity", s.ClientKeyFile, "--accept-host-key", fp,
 		"--authorized-keys", s.AuthorizedKeysFile)

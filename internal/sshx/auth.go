@@ -29,6 +29,10 @@ func AgentAuth() (ssh.AuthMethod, io.Closer, error) {
 	return ssh.PublicKeysCallback(client.Signers), conn, nil
 }
 
+// ErrPassphraseNeeded is wrapped by LoadSigner's error for an encrypted key
+// when no passphrase can be asked.
+var ErrPassphraseNeeded = errors.New("the key is protected by a passphrase")
+
 // Passphrase asks a person for the passphrase of the key file at path.
 type Passphrase func(path string) ([]byte, error)
 
@@ -44,7 +48,7 @@ func LoadSigner(path string, ask Passphrase) (ssh.Signer, error) {
 	var missing *ssh.PassphraseMissingError
 	if errors.As(err, &missing) {
 		if ask == nil {
-			return nil, fmt.Errorf("the key file %s is protected by a passphrase, and none can be asked here; add the key to your ssh-agent instead", path)
+			return nil, fmt.Errorf("%w, and none can be asked here (%s); add the key to your ssh-agent instead", ErrPassphraseNeeded, path)
 		}
 		pass, aerr := ask(path)
 		if aerr != nil {
