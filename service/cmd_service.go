@@ -143,6 +143,18 @@ func init() {
 			if !isAdmin() {
 				return errNotAdmin
 			}
+			// Name the install and config in the service's command line, so
+			// the service depends on no one's settings or home: the ones
+			// given, else the ones found now (as `status` finds them).
+			if env.strataRoot == "" || env.configPath == "" {
+				s, _, _ := loadSettings()
+				if in, err := resolveStrata(ctx, env, s); err == nil {
+					env.strataRoot, env.configPath = in.Root, in.ConfigInUse
+					fmt.Fprintf(env.stdout, "The service will run %s with %s.\n", in.Root, in.ConfigInUse)
+				} else {
+					fmt.Fprintf(env.stderr, "strata-service install: %v\nThe service will look for Strata each time it starts; install again with --strata-root and --config to choose.\n", err)
+				}
+			}
 			var extra []string
 			for _, p := range []struct{ flag, v string }{{"--strata-root", env.strataRoot}, {"--config", env.configPath}} {
 				if p.v == "" {
