@@ -37,7 +37,7 @@ func ParseEndpoint(s string) (Endpoint, error) {
 	if err != nil {
 		host, port = strings.Trim(s, "[]"), ""
 	}
-	if host == "" || strings.ContainsAny(host, " /\\") {
+	if !validHost(host) {
 		return e, fmt.Errorf("%q is not a host name or address; write it as [user@]host[:port]", s)
 	}
 	e.Host = host
@@ -49,6 +49,27 @@ func ParseEndpoint(s string) (Endpoint, error) {
 		e.Port = p
 	}
 	return e, nil
+}
+
+// validHost accepts a DNS name, an IPv4 address, or an IPv6 address (with a
+// zone): nothing that could be taken for a port, a path or an option.
+func validHost(h string) bool {
+	if h == "" || h[0] == '-' {
+		return false
+	}
+	if strings.Contains(h, ":") {
+		ip := h
+		if i := strings.IndexByte(ip, '%'); i > 0 {
+			ip = ip[:i]
+		}
+		return net.ParseIP(ip) != nil
+	}
+	for _, r := range h {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // Addr is host:port, with the default port 22.

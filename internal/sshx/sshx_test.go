@@ -15,6 +15,10 @@ func TestParseEndpoint(t *testing.T) {
 		{in: "@pc2", bad: true},
 		{in: "pc2:99999", bad: true},
 		{in: "", bad: true},
+		{in: "0]0", bad: true},
+		{in: "-oProxyCommand=x", bad: true},
+		{in: "pc 2", bad: true},
+		{in: "[::1]:2222", want: Endpoint{Host: "::1", Port: 2222}},
 	} {
 		got, err := ParseEndpoint(c.in)
 		if (err != nil) != c.bad || (!c.bad && got != c.want) {
