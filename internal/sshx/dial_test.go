@@ -404,3 +404,20 @@ func newKey(t *testing.T) ssh.PublicKey {
 	}
 	return k
 }
+
+// BenchmarkDial is one connect + handshake + key login against a real
+// local sshd: what the relay pays when it (re)connects.
+func BenchmarkDial(b *testing.B) {
+	s := testenv.StartSSHD(b, testenv.SSHDOptions{})
+	ep, _ := ParseEndpoint(s.User + "@" + s.Addr())
+	cfg := Config{Endpoint: ep, Auth: []ssh.AuthMethod{ssh.PublicKeys(s.ClientSigner)},
+		HostKeyCallback: ssh.FixedHostKey(s.HostSigner.PublicKey()), Timeout: 10 * time.Second}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		c, err := Dial(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+	}
+}
