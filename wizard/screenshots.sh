@@ -24,6 +24,8 @@ rt=$(mktemp -d); chmod 700 "$rt"
 trap 'kill $xpid ${opid:-} ${APP_PID:-} 2>/dev/null; rm -rf "$rt"' EXIT
 sleep 1
 export DISPLAY=$disp XDG_RUNTIME_DIR=$rt
+# Reproducible pictures: light unless asked (else fyne follows the desktop).
+export FYNE_THEME=${FYNE_THEME:-light}
 openbox >/dev/null 2>&1 & opid=$!
 sleep 1
 coproc APP { STRATA_SETUP_DEMO=1 STRATA_SETUP_AUTOPILOT=1 env ${EXTRA_ENV:-} "$BIN" 2>"$rt/app.err"; }

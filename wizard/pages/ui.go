@@ -361,6 +361,11 @@ func (b *bar) done(text string) {
 	b.bar.Show()
 	b.bar.SetValue(1)
 	b.text.SetText(text)
+	if text == "" {
+		b.text.Hide()
+	} else {
+		b.text.Show()
+	}
 }
 
 // progress returns a callback that updates b from any goroutine.
