@@ -43,6 +43,8 @@ const (
 	//   fail-start             print an error and exit 1 before ready
 	//   ignore-term            ignore SIGTERM (and so does the engine): only a kill stops it
 	//   engine-restart-after=D print "the engine had stopped ... / running again" D after ready
+	//   no-ready-line          serve, but print "listening on ..." instead of the ready line
+	//                          (a version worded otherwise: only /health tells)
 	EnvMode = "STRATA_STANDIN_MODE"
 	// EnvModeFile names a file whose content, read at every start, replaces
 	// EnvMode: a test changes it between restarts.
@@ -62,6 +64,7 @@ type Mode struct {
 	IgnoreTerm         bool
 	EngineRestartAfter time.Duration
 	EngineRestart      bool
+	NoReadyLine        bool
 }
 
 // ParseMode reads a mode string ("crash-after=2s,ignore-term").
@@ -80,6 +83,8 @@ func ParseMode(s string) (Mode, error) {
 			m.FailStart = true
 		case "ignore-term":
 			m.IgnoreTerm = true
+		case "no-ready-line":
+			m.NoReadyLine = true
 		case "engine-restart-after":
 			m.EngineRestart = true
 			m.EngineRestartAfter, err = time.ParseDuration(v)
@@ -321,8 +326,12 @@ func (s *server) main(args []string) int {
 	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	base := fmt.Sprintf("http://%s/v1", net.JoinHostPort(host, strconv.Itoa(s.port)))
-	s.say("ready: %s  (OpenAI: %s, Anthropic: %s, context %d tokens, %s, %s)",
-		base, base, strings.TrimSuffix(base, "/v1"), s.context(), images, key)
+	if mode.NoReadyLine {
+		s.say("[strata] listening on %s", base)
+	} else {
+		s.say("ready: %s  (OpenAI: %s, Anthropic: %s, context %d tokens, %s, %s)",
+			base, base, strings.TrimSuffix(base, "/v1"), s.context(), images, key)
+	}
 
 	var crash, engRestart <-chan time.Time
 	if mode.Crash {

@@ -399,3 +399,12 @@ func TestMissingInstallFailsWithAReason(t *testing.T) {
 		t.Fatalf("events %+v", evs)
 	}
 }
+
+// A server whose ready line is worded otherwise is found ready by /health.
+func TestReadyFromHealthAlone(t *testing.T) {
+	h := newHarness(t, fakestrata.RootOptions{Mode: "no-ready-line"}, nil)
+	r := h.waitFor(events.ServerReady)
+	if r.Details["source"] != "health" || r.Details["model"] != "strata-test" {
+		t.Errorf("ready %v", r.Details)
+	}
+}

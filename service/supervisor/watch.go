@@ -134,13 +134,20 @@ func (s *Supervisor) pollHealth(ctx context.Context, p *process) {
 		p.mu.Lock()
 		ready := p.isReady
 		p.mu.Unlock()
-		if !ready {
+		// /health may answer before the model is in (lazy loading, or a
+		// server that binds early): it means ready when the model is
+		// loaded, or when the start has gone on long enough that the
+		// ready line was likely worded otherwise.
+		if !ready && (h.Loaded || time.Since(p.started) > 2*time.Minute) {
 			select {
 			case s.ready <- readyMsg{proc: p, details: map[string]any{
 				"url": base + "/v1", "port": p.port, "model": h.Model, "context": h.MaxContext,
 				"images": h.Images, "api_key": h.APIKey, "source": "health"}}:
 			default:
 			}
+			continue
+		}
+		if !ready {
 			continue
 		}
 		if !p.vision {
