@@ -197,7 +197,7 @@ func authorizedLine(pub ssh.PublicKey, comment, forced string) string {
 // prove logs in with the companion's key alone, as the relay will.
 func prove(ctx context.Context, ep sshx.Endpoint, signer ssh.Signer, hostKey ssh.PublicKey, timeout time.Duration, forced bool) error {
 	c, err := sshx.Dial(ctx, sshx.Config{Endpoint: ep, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
-		HostKeyCallback: ssh.FixedHostKey(hostKey), HostKeyAlgorithms: []string{hostKey.Type()}, Timeout: timeout})
+		HostKeyCallback: ssh.FixedHostKey(hostKey), HostKeyAlgorithms: sshx.HostKeyAlgorithms(hostKey), Timeout: timeout})
 	if err != nil {
 		return err
 	}
@@ -343,7 +343,7 @@ func removeRemote(ctx context.Context, o UnpairOptions, r settings.Remote, ep ss
 	}
 	dial := func(auth []ssh.AuthMethod, password func() (string, error)) (*ssh.Client, error) {
 		return sshx.Dial(ctx, sshx.Config{Endpoint: ep, Auth: auth, Password: password,
-			HostKeyCallback: ssh.FixedHostKey(hostKey), HostKeyAlgorithms: []string{hostKey.Type()}, Timeout: o.Timeout})
+			HostKeyCallback: ssh.FixedHostKey(hostKey), HostKeyAlgorithms: sshx.HostKeyAlgorithms(hostKey), Timeout: o.Timeout})
 	}
 	o.Progress("connecting to " + ep.String())
 	// The companion's own key first (no password needed); x/crypto tries

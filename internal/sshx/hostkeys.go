@@ -101,14 +101,19 @@ func (k *KnownHosts) Algorithms(ep Endpoint) []string {
 	keys, _ := PinnedKeys(k.File, ep)
 	var out []string
 	for _, key := range keys {
-		switch t := key.Type(); t {
-		case ssh.KeyAlgoRSA:
-			out = append(out, ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA)
-		default:
-			out = append(out, t)
-		}
+		out = append(out, HostKeyAlgorithms(key)...)
 	}
 	return out
+}
+
+// HostKeyAlgorithms are the algorithms to ask for so that the server
+// presents key: its type, except that an ssh-rsa key is asked for with its
+// SHA-2 signatures first (OpenSSH 8.8 and later refuse SHA-1 ssh-rsa).
+func HostKeyAlgorithms(key ssh.PublicKey) []string {
+	if t := key.Type(); t != ssh.KeyAlgoRSA {
+		return []string{t}
+	}
+	return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA}
 }
 
 // HostKeyError is an unknown or a changed host key. It unwraps to the
