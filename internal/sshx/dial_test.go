@@ -421,3 +421,42 @@ func BenchmarkDial(b *testing.B) {
 		c.Close()
 	}
 }
+
+// A server with two host keys presents the type that was pinned when the
+// dial asks for it (Algorithms), and otherwise looks "changed".
+func TestPinnedKeyTypeIsAskedFor(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts a real sshd")
+	}
+	dir := t.TempDir()
+	rsaFile := filepath.Join(dir, "host_rsa")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "rsa", "-b", "2048", "-N", "", "-f", rsaFile).CombinedOutput(); err != nil {
+		testenv.Skip(t, "ssh-keygen: "+err.Error()+string(out))
+	}
+	s := testenv.StartSSHD(t, testenv.SSHDOptions{ExtraConfig: []string{"HostKey " + rsaFile}})
+	b, _ := os.ReadFile(rsaFile + ".pub")
+	rsaKey, _, _, _, err := ssh.ParseAuthorizedKey(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := endpointOf(t, s, s.User)
+	kh := &KnownHosts{File: filepath.Join(dir, "known_hosts")}
+	if err := Pin(kh.File, ep, rsaKey); err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Endpoint: ep, Auth: []ssh.AuthMethod{ssh.PublicKeys(s.ClientSigner)}, HostKeyCallback: kh.Callback, Timeout: 10 * time.Second}
+	cfg.HostKeyAlgorithms = kh.Algorithms(ep)
+	c, err := Dial(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("asking for the pinned RSA key: %v", err)
+	}
+	c.Close()
+	if kh.Presented().Type() != ssh.KeyAlgoRSA {
+		t.Errorf("presented %s", kh.Presented().Type())
+	}
+	cfg.HostKeyAlgorithms = []string{ssh.KeyAlgoED25519}
+	if _, err := Dial(context.Background(), cfg); Classify(err) != ReasonHostKeyChanged {
+		t.Errorf("the other key type: %v", err)
+	}
+}
