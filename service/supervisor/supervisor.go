@@ -310,10 +310,13 @@ func (s *Supervisor) Run(ctx context.Context) error {
 				}
 				if proc == nil {
 					launch()
+				} else if proc.stopping {
+					proc.restart = true // start again once the stop is over
 				}
 			case "stop":
 				want, restartTimer = false, nil
 				if proc != nil {
+					proc.restart = false
 					s.terminate(proc)
 				} else if !failed {
 					s.pub(events.ServerStopped, "the Strata server is stopped", nil)

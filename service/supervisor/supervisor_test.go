@@ -408,3 +408,13 @@ func TestReadyFromHealthAlone(t *testing.T) {
 		t.Errorf("ready %v", r.Details)
 	}
 }
+
+// A start asked while a stop is under way starts the server again after it.
+func TestStartDuringStop(t *testing.T) {
+	h := newHarness(t, fakestrata.RootOptions{}, nil)
+	h.waitFor(events.ServerReady)
+	h.sup.Stop(context.Background())
+	h.sup.Start(context.Background())
+	h.waitFor(events.ServerExited)
+	h.waitFor(events.ServerReady)
+}
