@@ -55,6 +55,8 @@ type Remote struct {
 	AgentBinary func(goos, goarch string) (string, error)
 	// Scratch holds the settings file pairing writes (default a temp dir).
 	Scratch string
+	// Link tunes the link probe (zero: linkprobe's defaults, 4 MiB each way).
+	Link linkprobe.Options
 
 	mu      sync.Mutex
 	scratch string
@@ -223,7 +225,7 @@ func (r *Remote) Probe(ctx context.Context, t setupflow.RemoteTarget, confirm se
 	}
 	defer c.Close()
 	progress(setupflow.Progress{Step: "remote-probe", Fraction: 0.3, Text: "Measuring its GPUs, the round trip and the throughput (a few MB each way)"})
-	res := linkprobe.Run(ctx, c, ep.String(), linkprobe.Options{})
+	res := linkprobe.Run(ctx, c, ep.String(), r.Link)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
