@@ -13,6 +13,7 @@ package linkprobe
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
 
 	"golang.org/x/crypto/ssh"
 
@@ -372,12 +374,20 @@ func (p *prober) files(ctx context.Context) {
 func (p *prober) exist(ctx context.Context, paths []string) ([]bool, error) {
 	out := make([]bool, len(paths))
 	if p.windows() {
-		for i, f := range paths {
-			o, _, err := p.exec(ctx, `cmd.exe /c if exist "`+f+`" (echo yes) else (echo no)`)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = strings.TrimSpace(string(o)) == "yes"
+		var script strings.Builder
+		for _, f := range paths {
+			script.WriteString("if (Test-Path -LiteralPath " + psQuote(f) + ") { 'yes' } else { 'no' }\n")
+		}
+		o, _, err := p.exec(ctx, PowerShell(script.String()))
+		if err != nil {
+			return nil, err
+		}
+		lines := strings.Fields(string(o))
+		if len(lines) != len(paths) {
+			return nil, fmt.Errorf("unexpected answer %q", clip(string(o), 120))
+		}
+		for i, l := range lines {
+			out[i] = l == "yes"
 		}
 		return out, nil
 	}
@@ -405,7 +415,7 @@ func (p *prober) exist(ctx context.Context, paths []string) ([]bool, error) {
 func (p *prober) listGGUF(ctx context.Context, dir string) ([]string, error) {
 	var cmd string
 	if p.windows() {
-		cmd = `cmd.exe /c dir /b "` + strings.TrimRight(dir, `\/`) + `\*.gguf"`
+		cmd = PowerShell("Get-ChildItem -LiteralPath " + psQuote(dir) + " -Filter *.gguf -File -ErrorAction SilentlyContinue | ForEach-Object { $_.Name }")
 	} else {
 		cmd = "cd " + shQuote(dir) + " 2>/dev/null && for f in *.gguf; do [ -e \"$f\" ] && echo \"$f\"; done; true"
 	}
@@ -479,7 +489,7 @@ func (p *prober) throughput(ctx context.Context) {
 // reads records; a megabyte-long line of zeros would strain some awks).
 func (p *prober) sinkCommand(n int64) string {
 	if p.windows() {
-		return fmt.Sprintf(`powershell -NoProfile -NonInteractive -Command "[Console]::Out.Write('R'); [Console]::Out.Flush(); $i=[Console]::OpenStandardInput(); $b=New-Object byte[] 65536; $t=0; while ($t -lt %d) { $k=$i.Read($b,0,65536); if ($k -le 0) { break }; $t+=$k }; [Console]::Out.Write('D'); [Console]::Out.Flush()"`, n)
+		return PowerShell(fmt.Sprintf(`[Console]::Out.Write('R'); [Console]::Out.Flush(); $i=[Console]::OpenStandardInput(); $b=New-Object byte[] 65536; $t=0; while ($t -lt %d) { $k=$i.Read($b,0,65536); if ($k -le 0) { break }; $t+=$k }; [Console]::Out.Write('D'); [Console]::Out.Flush()`, n))
 	}
 	return `awk 'BEGIN { printf "R"; fflush() } END { printf "D" }'`
 }
@@ -487,7 +497,7 @@ func (p *prober) sinkCommand(n int64) string {
 func (p *prober) sourceCommand(n int64) string {
 	if p.windows() {
 		chunks := (n + 65535) / 65536
-		return fmt.Sprintf(`powershell -NoProfile -NonInteractive -Command "$o=[Console]::OpenStandardOutput(); $o.WriteByte(82); $b=New-Object byte[] 65536; for ($k=0; $k -lt %d; $k++) { $o.Write($b,0,65536) }; $o.Flush()"`, chunks)
+		return PowerShell(fmt.Sprintf(`$o=[Console]::OpenStandardOutput(); $o.WriteByte(82); $b=New-Object byte[] 65536; for ($k=0; $k -lt %d; $k++) { $o.Write($b,0,65536) }; $o.Flush()`, chunks))
 	}
 	return fmt.Sprintf("echo R; head -c %d /dev/zero", n)
 }
@@ -651,6 +661,21 @@ func join(windows bool, dir, name string) string {
 	}
 	return strings.TrimRight(dir, "/") + "/" + name
 }
+
+// PowerShell is the command that runs script on Windows whatever the ssh
+// login shell is (cmd.exe or PowerShell, which would otherwise each parse
+// quotes, $, parentheses and % their own way): -EncodedCommand takes the
+// script as base64 of UTF-16LE.
+func PowerShell(script string) string {
+	u := utf16.Encode([]rune(script))
+	b := make([]byte, 2*len(u))
+	for i, r := range u {
+		b[2*i], b[2*i+1] = byte(r), byte(r>>8)
+	}
+	return "powershell -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand " + base64.StdEncoding.EncodeToString(b)
+}
+
+func psQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // shQuote quotes s for a POSIX shell.
 func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -3,12 +3,12 @@ package pairing
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"fmt"
 	"strings"
-	"unicode/utf16"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/strata-companion/companion/internal/linkprobe"
 )
 
 // keyInstaller adds and removes our authorized_keys line on the second PC,
@@ -160,14 +160,7 @@ Save $keep
 
 // powershell is the command that runs script, whatever the login shell
 // (cmd.exe or PowerShell): -EncodedCommand takes base64 of UTF-16LE.
-func powershell(script string) string {
-	u := utf16.Encode([]rune(script))
-	b := make([]byte, 2*len(u))
-	for i, r := range u {
-		b[2*i], b[2*i+1] = byte(r), byte(r>>8)
-	}
-	return "powershell -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand " + base64.StdEncoding.EncodeToString(b)
-}
+func powershell(script string) string { return linkprobe.PowerShell(script) }
 
 // keyBlob is the key's base64 field in authorized_keys.
 func keyBlob(pub ssh.PublicKey) string {
