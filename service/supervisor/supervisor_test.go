@@ -418,3 +418,33 @@ func TestStartDuringStop(t *testing.T) {
 	h.waitFor(events.ServerExited)
 	h.waitFor(events.ServerReady)
 }
+
+// Strata restarting its own engine is an event, not a server restart.
+func TestEngineRestartLines(t *testing.T) {
+	h := newHarness(t, fakestrata.RootOptions{Mode: "engine-restart-after=50ms"}, nil)
+	h.waitFor(events.ServerReady)
+	if e := h.waitFor(events.EngineRestarted); e.Details["running"] != false || e.Details["exit_code"] != -9 {
+		t.Errorf("first %+v", e)
+	}
+	if e := h.waitFor(events.EngineRestarted); e.Details["running"] != true {
+		t.Errorf("second %+v", e)
+	}
+	if n := h.count(events.ServerStarting); n != 1 {
+		t.Errorf("%d server starts", n)
+	}
+}
+
+func TestTailFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "log")
+	os.WriteFile(p, []byte("a\nb\nc\n"), 0o644)
+	if l, err := TailFile(p, 2); err != nil || strings.Join(l, ",") != "b,c" {
+		t.Errorf("%v %v", l, err)
+	}
+	if l, _ := TailFile(p, 10); len(l) != 3 {
+		t.Errorf("%v", l)
+	}
+	os.WriteFile(p, nil, 0o644)
+	if l, err := TailFile(p, 5); err != nil || len(l) != 0 {
+		t.Errorf("empty: %v %v", l, err)
+	}
+}
