@@ -207,7 +207,7 @@ func (s *Service) Follow(ctx context.Context, since uint64, progress func(setupf
 				return nil
 			case events.ServerFailed:
 				progress(setupflow.Progress{Fraction: -1, Phase: "failed", Text: e.Message})
-				return fmt.Errorf("Strata did not start: %s. The last lines of its log are shown above; fix what they name and run setup again", e.Message)
+				return fmt.Errorf("%s. The last lines of its log are shown above; fix what they name and run setup again", strings.TrimSuffix(e.Message, "."))
 			case events.EncoderFailed:
 				progress(setupflow.Progress{Fraction: -1, Phase: "starting", Text: "The image encoder did not start: " + e.Message})
 			}

@@ -115,7 +115,7 @@ func TestServiceFollowFailure(t *testing.T) {
 	s, srv := serviceFor(api)
 	defer srv.Close()
 	err := s.Follow(context.Background(), 7, func(setupflow.Progress) {})
-	if err == nil || !strings.Contains(err.Error(), "port 8080 is already in use") || !strings.Contains(err.Error(), "run setup again") {
+	if err == nil || !strings.HasPrefix(err.Error(), "port 8080 is already in use. ") || !strings.Contains(err.Error(), "run setup again") {
 		t.Fatalf("err %v", err)
 	}
 }
