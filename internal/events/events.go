@@ -80,7 +80,9 @@ func (b *Bus) Publish(e Event) Event {
 		e.Time = b.now()
 	}
 	b.buf = append(b.buf, e)
-	if len(b.buf) > b.capacity {
+	// Drop the oldest events in batches (when twice the capacity is held) so
+	// a publish costs amortised O(1) instead of copying the buffer each time.
+	if len(b.buf) >= 2*b.capacity {
 		b.buf = append(b.buf[:0:0], b.buf[len(b.buf)-b.capacity:]...)
 	}
 	close(b.changed)
@@ -105,13 +107,23 @@ func (b *Bus) Since(since uint64) (evs []Event, gap bool) {
 }
 
 func (b *Bus) sinceLocked(since uint64) ([]Event, bool) {
+	kept := b.buf
+	if len(kept) > b.capacity {
+		kept = kept[len(kept)-b.capacity:]
+	}
+	// Seqs are consecutive, so the first wanted event is found by arithmetic.
 	var out []Event
-	for _, e := range b.buf {
-		if e.Seq > since {
-			out = append(out, e)
+	if len(kept) > 0 {
+		first := kept[0].Seq
+		i := 0
+		if since >= first {
+			i = int(since - first + 1)
+		}
+		if i < len(kept) {
+			out = append(out, kept[i:]...)
 		}
 	}
-	gap := len(b.buf) > 0 && b.buf[0].Seq > since+1
+	gap := len(kept) > 0 && kept[0].Seq > since+1
 	return out, gap
 }
 
