@@ -547,6 +547,11 @@ func screenshot(t *testing.T, env []string, xdotool, importBin, convertBin, out 
 	if win == "" {
 		t.Fatal("the tray icon never appeared in trayer")
 	}
+	// A desktop-like backdrop instead of Xvfb's black (ImageMagick's display
+	// paints the root window and exits; its exit code is not meaningful).
+	bg := exec.Command(filepath.Join(filepath.Dir(importBin), "display"), "-window", "root", "-size", "1024x600", "gradient:#3b4a5e-#1f2733")
+	bg.Env = env
+	bg.Run()
 	full := filepath.Join(filepath.Dir(out), "before.png")
 	run(importBin, "-window", "root", full)
 	before := decodePNG(t, full)

@@ -253,7 +253,10 @@ func describe(err error) (traymodel.Reach, string) {
 	case err == nil:
 		return traymodel.Unreachable, ""
 	case watch.IsUnauthorized(err):
-		return traymodel.Unauthorized, "  the token in " + locations.ControlTokenFile() + " was refused; restart the tray"
+		// The watcher re-reads the token at every retry, so a new service
+		// instance is picked up by itself; a refusal that stays is a token
+		// this user cannot read or a stale copy.
+		return traymodel.Unauthorized, "  it refused this tray's token; check that this user can read its control-token file"
 	case err == controlapi.ErrNotRunning:
 		// NewClient's bare error: no address file, so never started here.
 		return traymodel.NotRunning, "  install or start it: strata-service install, then strata-service start"
