@@ -327,7 +327,7 @@ func (c *cliSetup) page(ctx context.Context, p setupflow.Page) error {
 				continue
 			}
 			s := o.Label
-			if o.Placement == rec.Best {
+			if rec.IsBest(o) {
 				s += " (recommended)"
 			}
 			if fig := figures(o); fig != "" {

@@ -416,10 +416,10 @@ func (f *Flow) ProbeLocal(ctx context.Context, progress func(Progress)) (*Machin
 	defer f.mu.Unlock()
 	f.machine, f.probeErr = m, err
 	f.rec = f.d.Prober.Recommend(m, f.report)
-	if !f.choice.Placement.Valid() || !f.configured {
-		if !f.choice.Placement.Valid() {
-			f.choice.Placement = f.rec.Best
-		}
+	// Preselect the recommendation, unless a placement is already chosen
+	// (the current setting on a configured machine, or the user's pick).
+	if !f.choice.Placement.Valid() {
+		f.choice.Placement, f.choice.Device = f.rec.Best, f.rec.BestDevice
 	}
 	return m, err
 }

@@ -145,11 +145,24 @@ type Option struct {
 
 // Recommendation is every placement with its figures, and the one that fits.
 type Recommendation struct {
-	Best    settings.Placement
-	Reason  string
-	Options []Option
+	Best settings.Placement
+	// BestDevice is the GPU for Best when it is a spare GPU (nil otherwise).
+	BestDevice *int
+	Reason     string
+	Options    []Option
 	// Basis says what the estimates rest on.
 	Basis string
+}
+
+// IsBest reports whether o is the recommended option.
+func (r Recommendation) IsBest(o Option) bool {
+	if o.Placement != r.Best {
+		return false
+	}
+	if o.Device == nil || r.BestDevice == nil {
+		return o.Device == nil && r.BestDevice == nil
+	}
+	return *o.Device == *r.BestDevice
 }
 
 // Option returns the option for p.

@@ -1,7 +1,10 @@
 package pages
 
 import (
+	"image/color"
+
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/widget"
@@ -41,7 +44,10 @@ func (u *UI) confirm(title string, body fyne.CanvasObject, yes, no string, cb fu
 		buttons.Add(widget.NewButton(no, func() { answer(false) }))
 	}
 	buttons.Add(yesB)
-	content := container.NewVBox(bold(title), body, buttons)
+	// A readable width: without it a short question wraps into a column.
+	width := canvas.NewRectangle(color.Transparent)
+	width.SetMinSize(fyne.NewSize(440, 1))
+	content := container.NewStack(width, container.NewVBox(bold(title), body, buttons))
 	m.pop = widget.NewModalPopUp(container.NewPadded(content), u.Win.Canvas())
 	u.modal = m
 	m.pop.Show()

@@ -232,7 +232,7 @@ func (u *UI) placementPage() fyne.CanvasObject {
 		for _, o := range rec.Options {
 			o := o
 			title := o.Label
-			if o.Placement == rec.Best {
+			if rec.IsBest(o) {
 				title += " (recommended)"
 			}
 			g := widget.NewRadioGroup([]string{title}, nil)

@@ -21,6 +21,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow"
 )
 
@@ -270,6 +271,8 @@ func (u *UI) showSteps() {
 			l.Importance = widget.HighImportance
 		case p > u.page:
 			l.Importance = widget.LowImportance
+		case p == setupflow.PageSecondPC && u.Flow.Choice().Placement != settings.PlacementRemote:
+			l.Importance = widget.LowImportance // skipped: pictures are not read on a second PC
 		}
 		u.steps.Add(l)
 	}

@@ -177,7 +177,7 @@ func (p *Prober) Recommend(local *setupflow.Machine, r *setupflow.RemoteReport) 
 
 // ConvertRecommendation turns the probe's recommendation into the flow's.
 func ConvertRecommendation(rec probe.Recommendation, remoteKnown bool) setupflow.Recommendation {
-	out := setupflow.Recommendation{Best: rec.Placement, Reason: rec.Reason,
+	out := setupflow.Recommendation{Best: rec.Placement, BestDevice: rec.Device, Reason: upperFirst(rec.Reason),
 		Basis: "Strata's own measurements (RTX 5080 server, RTX 3060 second PC), scaled to this PC and the measured link"}
 	haveRemote := false
 	for _, e := range rec.Estimates {
