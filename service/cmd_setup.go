@@ -199,6 +199,10 @@ func (c *cliSetup) run(ctx context.Context) error {
 		}
 		err := c.page(ctx, p)
 		if ctx.Err() != nil && err != nil {
+			var ae *setupflow.ApplyError
+			if errors.As(err, &ae) { // interrupted while applying: say what was put back
+				c.printf("\n%s\n", err)
+			}
 			err = errQuit
 		}
 		switch {
