@@ -289,3 +289,46 @@ func TestUnpairForceWhenThePCIsGone(t *testing.T) {
 		t.Error("forced unpair kept the key")
 	}
 }
+
+func TestForcedCommandPinsTheKeyAndUnpairFallsBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, testenv.SSHDOptions{})
+	o := e.pairOptions()
+	o.ForcedCommand = "echo strata-forced"
+	if _, err := Pair(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if n := countLines(t, e.s.AuthorizedKeysFile, `restrict,command="echo strata-forced" ssh-ed25519 `); n != 1 {
+		t.Fatalf("no forced-command line:\n%s", must(os.ReadFile(e.s.AuthorizedKeysFile)))
+	}
+	s, _ := settings.Load(e.settings)
+	c, err := relayDial(t, s.Remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := c.NewSession()
+	out, _ := sess.Output("uname -sm")
+	sess.Close()
+	c.Close()
+	if strings.TrimSpace(string(out)) != "strata-forced" {
+		t.Errorf("the key ran %q, not its forced command", out)
+	}
+	// The companion's key can no longer run what unpair needs: the user's
+	// own credentials do it.
+	_, err = Unpair(context.Background(), UnpairOptions{SettingsFile: e.settings, KnownHosts: e.known,
+		Auth: []ssh.AuthMethod{ssh.PublicKeys(e.s.ClientSigner)}, AuthorizedKeysFile: e.s.AuthorizedKeysFile,
+		Comment: "strata-companion@testpc", Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countLines(t, e.s.AuthorizedKeysFile, "strata-companion@testpc"); n != 0 {
+		t.Error("the forced-command line is still there")
+	}
+}
+
+func must(b []byte, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}
