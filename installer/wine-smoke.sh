@@ -99,8 +99,9 @@ mkdir -p "$C/Strata/serve" "$C/Strata/engine" "$C/Strata-data/models"
 echo "# stand-in for Strata's server" >"$C/Strata/serve/server.py"
 echo '{"vision": {"exe": "engine\\strata-vision.exe"}}' >"$C/Strata/strata-iq2_xs.json"
 head -c 4096 /dev/urandom >"$C/Strata-data/models/model.gguf"
-fingerprint() { (cd "$C" && find Strata Strata-data -type f -exec sha256sum {} + | sort); }
+fingerprint() { (cd "$C" && find Strata Strata-data -type f "$@" -exec sha256sum {} + | sort); }
 before=$(fingerprint)
+before_no_config=$(fingerprint ! -name 'strata-*.json*')
 
 regval() { # regval KEY VALUE: prints the value's data
   wine reg query "$1" /v "$2" </dev/null 2>/dev/null | tr -d '\r' | awk -v v="$2" '$1 == v { $1 = ""; $2 = ""; sub(/^  */, ""); print }'
@@ -164,14 +165,19 @@ if [ "$service_ready" = 1 ]; then
 fi
 
 echo "== upgrade in place to $version (silent, no options: everything as before)"
-echo '{"version": 1, "vision": "remote"}' >"$data/settings.json"
+# What the user keeps: the companion's own files (settings.json if the
+# service wrote one) plus a pinned host key and a key, planted here.
+had_settings=0
+[ -f "$data/settings.json" ] && had_settings=1
+echo "pc2.lan ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIStandIn" >"$data/known_hosts"
 echo "not a real key" >"$data/secrets/relay_ed25519"
 echo "old log line" >"$data/logs/strata-service.log"
 set +e; w "$setup" /S; rc=$?; set -e
 if [ "$service_ready" = 1 ]; then check "exit code 0 (got $rc)" test "$rc" = 0; else check "exit code 3 (got $rc)" test "$rc" = 3; fi
 check "programs still there" test -f "$inst/strata-tray.exe" -a -f "$inst/uninstall.exe"
 check "Add/Remove: DisplayVersion now $version" test "$(regval "$UNINST" DisplayVersion)" = "$version"
-check "settings kept" grep -q remote "$data/settings.json"
+check "settings kept" test -f "$data/known_hosts" -a "$had_settings" = 0 -o -f "$data/settings.json"
+check "pinned host key kept" grep -q pc2.lan "$data/known_hosts"
 check "key kept" test -f "$data/secrets/relay_ed25519"
 check "Strata folder still remembered" test "$(regval 'HKLM\Software\StrataCompanion' StrataRoot)" = 'C:\Strata'
 check "tray-at-login choice kept" test -n "$(regval "$RUN" StrataCompanionTray)"
@@ -187,7 +193,9 @@ check "Start menu folder removed" test ! -e "$menu"
 check "Add/Remove entry removed" bash -c "! wine reg query '$UNINST' </dev/null"
 check "HKLM\\Software\\StrataCompanion removed" bash -c "! wine reg query 'HKLM\\Software\\StrataCompanion' </dev/null"
 check "login entry removed" test -z "$(regval "$RUN" StrataCompanionTray)"
-check "settings kept" grep -q remote "$data/settings.json"
+check "the Strata folder, its config and models are untouched" test "$(fingerprint)" = "$before"
+check "settings kept" test -f "$data/known_hosts" -a "$had_settings" = 0 -o -f "$data/settings.json"
+check "pinned host key kept" grep -q pc2.lan "$data/known_hosts"
 check "key kept" test -f "$data/secrets/relay_ed25519"
 if [ "$service_ready" = 1 ]; then
   check "service removed" test -z "$(services)"
@@ -197,12 +205,25 @@ echo "== install again, then uninstall with /KEEPSETTINGS=0"
 set +e; w "$setup" /S '/STRATA=C:\Strata'; set -e
 check "reinstalled" test -f "$inst/strata-service.exe"
 check "no login entry without /TRAYLOGIN" test -z "$(regval "$RUN" StrataCompanionTray)"
-w "$inst/uninstall.exe" /S /KEEPSETTINGS=0
+# The vision block from before the companion: a backup beside the config
+# (strataconfig's naming), which /RESTOREVISION=1 must put back.
+cfg="$C/Strata/strata-iq2_xs.json"
+echo '{"exe": "engine/strata.exe", "args": ["--threads", "8"]}' >"$cfg.bak-20260101T000000Z"
+cp "$cfg.bak-20260101T000000Z" "$tmp/expected-config"
+dry=$(wine "$inst/strata-service.exe" vision restore --dry-run </dev/null 2>&1 | tr -d '\r' || true)
+w "$inst/uninstall.exe" /S /KEEPSETTINGS=0 /RESTOREVISION=1
 check "install folder removed" wait_gone "$inst"
 check "settings and keys removed" wait_gone "$data"
 check "Program Files holds nothing of ours" test ! -e "$inst"
-
-check "the Strata folder and its models are untouched" test "$(fingerprint)" = "$before"
+if cmp -s "$cfg" "$tmp/expected-config"; then
+  ok "the Strata config's earlier vision block is back"
+else
+  bad "the Strata config's earlier vision block is back"
+  printf '   strata-service vision restore --dry-run said before:\n%s\n   the config now:\n%s\n' "$dry" "$(cat "$cfg")"
+fi
+# Everything else of Strata's stays as it was (the restore keeps a backup of
+# the config it replaced: only config backups may be new).
+check "the rest of the Strata folder and its models are untouched" test "$(fingerprint ! -name 'strata-*.json*')" = "$before_no_config"
 
 if [ "$fails" -gt 0 ]; then
   echo "wine smoke test: $fails check(s) failed; wine's output:"
