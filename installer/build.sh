@@ -132,6 +132,14 @@ if [ "$skip_build" = 0 ]; then
     tar --exclude=./.git --exclude=./bin --exclude=./dist -cf - . | tar -xf - -C "$src"
   fi
   mkdir -p "$BINDIR"
+  # One Windows build at a time on this machine: a second one (make test's
+  # installer test next to CI's background build) waits, then finds the cgo
+  # packages in the Go build cache instead of compiling fyne twice at once.
+  exec 9>"${TMPDIR:-/tmp}/strata-companion-windows-build.lock"
+  if command -v flock >/dev/null && ! flock -n 9; then
+    echo "   waiting for another Windows build of Strata Companion on this machine"
+    flock 9
+  fi
   for p in "${programs[@]}"; do
     IFS='|' read -r name dir desc cgo gui level <<<"$p"
     rdir=$work/winres/$name
@@ -153,6 +161,7 @@ if [ "$skip_build" = 0 ]; then
     (cd "$src" && env "${envs[@]}" go build -trimpath -ldflags "$ldflags" -o "$BINDIR/$name.exe" "./$dir")
     echo "   $name.exe: $(($(date +%s) - t0)) s, $(stat -c %s "$BINDIR/$name.exe") bytes"
   done
+  exec 9>&-
 else
   for p in "${programs[@]}"; do
     name=${p%%|*}
