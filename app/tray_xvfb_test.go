@@ -191,11 +191,11 @@ func TestRealTrayUnderXvfb(t *testing.T) {
 
 	// 5. A click on "Vision: CPU": confirmed (stand-in zenity), posted to the
 	// service, progress shown.
-	api.OnVision = func(req controlapi.VisionRequest) {
+	api.OnVision(func(req controlapi.VisionRequest) {
 		api.Change(func(s *controlapi.State) {
 			s.Server.Phase, s.Server.Detail, s.Server.Since = controlapi.PhaseRestarting, "loading the model", time.Now()
 		}, events.Event{Kind: events.ConfigChanged}, events.Event{Kind: events.ServerRestarting})
-	}
+	})
 	cpu := choice(menu(), "Vision: CPU")
 	click(t, bus, name, cpu.id)
 	m = waitMenu("the switch in progress", func(m []menuItem) bool { return hasLabel(m, "Switching vision to the CPU: loading the model...") })

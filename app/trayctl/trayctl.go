@@ -384,6 +384,8 @@ func (c *Controller) act(d traymodel.Decision, title string, p *traymodel.Pendin
 			if err != nil {
 				c.logf("%s: %v", title, err)
 				p.Err = err.Error()
+				// The menu is likely closed by now: say it where it is seen.
+				c.notify(traymodel.Notice{Topic: "tray.action", Title: title + ": not done", Body: err.Error(), Urgent: true})
 			}
 			c.in.Pending = p
 			c.show()

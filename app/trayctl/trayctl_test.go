@@ -271,11 +271,11 @@ func TestServiceAbsentThenRestarting(t *testing.T) {
 // notice that Strata is ready.
 func TestSwitchVision(t *testing.T) {
 	r := start(t, readyRemote(time.Now().Add(-time.Hour)), true)
-	r.api.OnVision = func(req controlapi.VisionRequest) {
+	r.api.OnVision(func(req controlapi.VisionRequest) {
 		r.api.Change(func(s *controlapi.State) {
 			s.Server.Phase, s.Server.Detail, s.Server.Since = controlapi.PhaseRestarting, "loading the vision encoder", time.Now()
 		}, events.Event{Kind: events.ConfigChanged}, events.Event{Kind: events.ServerRestarting})
-	}
+	})
 	r.view.waitFor(t, "ready", func(m traymodel.Menu) bool { return m.Icon == assets.TrayReady })
 
 	r.ctl.Click(traymodel.ItemVisionCPU)
@@ -406,5 +406,24 @@ func BenchmarkBuild(b *testing.B) {
 	in := traymodel.Input{Now: time.Now(), State: &st, RemoteName: "gpu-laptop"}
 	for i := 0; i < b.N; i++ {
 		traymodel.Build(in)
+	}
+}
+
+// A switch the service refuses: the reason shows in the menu and in a
+// notice, nothing stays "in progress", and the check mark does not move.
+func TestSwitchRefused(t *testing.T) {
+	r := start(t, readyRemote(time.Now().Add(-time.Hour)), true)
+	r.api.RejectVision("no vision projector for the CPU in /opt/strata; run setup to download it")
+	r.view.waitFor(t, "ready", func(m traymodel.Menu) bool { return m.Icon == assets.TrayReady })
+	r.ctl.Click(traymodel.ItemVisionCPU)
+	m := r.view.waitFor(t, "the refusal", func(m traymodel.Menu) bool {
+		return strings.HasPrefix(item(m, traymodel.ItemProgress), "Switching vision to the CPU failed: the service answered 400: no vision projector")
+	})
+	if m.Icon != assets.TrayReady || !m.Items[traymodel.ItemVisionRemote].Checked || !m.Items[traymodel.ItemVisionCPU].Enabled {
+		t.Errorf("after a refused switch:\n%s", dump(m))
+	}
+	got := r.notes.titles()
+	if len(got) != 1 || got[0] != "Switch vision to the CPU: not done" {
+		t.Errorf("notices %q", got)
 	}
 }

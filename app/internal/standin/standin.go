@@ -38,14 +38,15 @@ type API struct {
 	srv *httptest.Server // replaced by Start: read under mu
 	Bus *events.Bus
 
-	mu       sync.Mutex
-	done     chan struct{} // closed by Stop: ends the long polls
-	state    controlapi.State
-	posts    []Request
-	polls    int
-	LogFile  string
-	OnVision func(req controlapi.VisionRequest) // runs after the POST is recorded (optional)
-	capacity int
+	mu           sync.Mutex
+	done         chan struct{} // closed by Stop: ends the long polls
+	state        controlapi.State
+	posts        []Request
+	polls        int
+	LogFile      string
+	onVision     func(req controlapi.VisionRequest)
+	rejectVision string
+	capacity     int
 }
 
 // New starts a stand-in with state st on loopback; it stops when t ends.
@@ -143,6 +144,21 @@ func (a *API) Change(edit func(*controlapi.State), evs ...events.Event) {
 	a.state.Seq = a.Bus.Last()
 }
 
+// OnVision sets f to run after a POST /v1/vision is recorded and answered
+// (to play the restart that follows).
+func (a *API) OnVision(f func(req controlapi.VisionRequest)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.onVision = f
+}
+
+// RejectVision makes POST /v1/vision answer 400 with reason ("" accepts again).
+func (a *API) RejectVision(reason string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.rejectVision = reason
+}
+
 // State returns a copy of the current state.
 func (a *API) State() controlapi.State {
 	a.mu.Lock()
@@ -199,8 +215,12 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		a.mu.Lock()
 		a.posts = append(a.posts, Request{Path: r.URL.Path, Vision: &req})
-		hook := a.OnVision
+		hook, reject := a.onVision, a.rejectVision
 		a.mu.Unlock()
+		if reject != "" {
+			writeJSON(w, http.StatusBadRequest, controlapi.Error{Error: reject})
+			return
+		}
 		writeJSON(w, http.StatusOK, controlapi.VisionResponse{Diff: "-  \"vision\": ...\n+  \"vision\": ...", Written: !req.DryRun, Restarted: !req.DryRun})
 		if hook != nil && !req.DryRun {
 			go hook(req)
