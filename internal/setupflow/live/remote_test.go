@@ -26,6 +26,7 @@ func TestSecondPCRealSSHD(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts sshd")
 	}
+	t.Parallel() // the slowest test here (ssh logins); the others use t.Setenv and run meanwhile
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "bin")
 	os.MkdirAll(bin, 0o755)
