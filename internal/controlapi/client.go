@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -27,24 +28,37 @@ type Client struct {
 	HTTP    *http.Client
 }
 
-// NewClient reads the address and token files the running service wrote.
+// NewClient reads the address and token files the running service wrote. A
+// program run by a normal user looks in its own state folder and then in a
+// system service's (locations.ServiceStateDirs).
 func NewClient() (*Client, error) {
-	addr, err := os.ReadFile(locations.ControlAddrFile())
-	if err != nil {
+	return NewClientFrom(locations.ServiceStateDirs()...)
+}
+
+// NewClientFrom reads control-addr and control-token from the first of dirs
+// that has an address file.
+func NewClientFrom(dirs ...string) (*Client, error) {
+	for _, dir := range dirs {
+		addrFile := filepath.Join(dir, filepath.Base(locations.ControlAddrFile()))
+		addr, err := os.ReadFile(addrFile)
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, ErrNotRunning
+			continue
 		}
-		return nil, fmt.Errorf("reading the control API address: %w", err)
+		if err != nil {
+			return nil, fmt.Errorf("reading the control API address %s: %w", addrFile, err)
+		}
+		tokFile := filepath.Join(dir, filepath.Base(locations.ControlTokenFile()))
+		tok, err := os.ReadFile(tokFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the control API token %s (are you a user of this machine?): %w", tokFile, err)
+		}
+		return &Client{
+			BaseURL: "http://" + strings.TrimSpace(string(addr)),
+			Token:   strings.TrimSpace(string(tok)),
+			HTTP:    &http.Client{},
+		}, nil
 	}
-	tok, err := os.ReadFile(locations.ControlTokenFile())
-	if err != nil {
-		return nil, fmt.Errorf("reading the control API token %s (are you a user of this machine?): %w", locations.ControlTokenFile(), err)
-	}
-	return &Client{
-		BaseURL: "http://" + strings.TrimSpace(string(addr)),
-		Token:   strings.TrimSpace(string(tok)),
-		HTTP:    &http.Client{},
-	}, nil
+	return nil, ErrNotRunning
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {

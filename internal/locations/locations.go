@@ -65,6 +65,23 @@ func EnsureDir(k Kind) (string, error) {
 	return p, nil
 }
 
+// ServiceStateDirs lists the folders where a running service may have written
+// its control address and token, best first. A program run by a normal user
+// (the tray, the wizard, the CLI) looks in its own folders (a per-user
+// service, or STRATA_COMPANION_HOME) and then in a system service's, which
+// on Linux differ from the user's.
+func ServiceStateDirs() []string { return servicePaths(StateDir) }
+
+// ServiceSettingsFiles lists the settings files a client may read, best first
+// (see ServiceStateDirs).
+func ServiceSettingsFiles() []string {
+	var out []string
+	for _, d := range servicePaths(ConfigDir) {
+		out = append(out, filepath.Join(d, "settings.json"))
+	}
+	return out
+}
+
 // SettingsFile is the companion's own settings (see internal/settings).
 func SettingsFile() string { return filepath.Join(Path(ConfigDir), "settings.json") }
 

@@ -15,3 +15,6 @@ func osPath(k Kind) string {
 		return root
 	}
 }
+
+// servicePaths: every account already gets the machine-wide folders here.
+func servicePaths(k Kind) []string { return []string{Path(k)} }

@@ -3,6 +3,7 @@ package locations
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -22,5 +23,27 @@ func TestOverrideKeepsEverythingUnderOneFolder(t *testing.T) {
 	st, _ := os.Stat(d)
 	if st.Mode().Perm() != 0o700 {
 		t.Errorf("secrets folder mode %v, want 0700", st.Mode().Perm())
+	}
+}
+
+func TestClientsAlsoLookWhereASystemServiceWrites(t *testing.T) {
+	t.Setenv(EnvHome, "")
+	dirs := ServiceStateDirs()
+	if len(dirs) == 0 || dirs[0] != Path(StateDir) {
+		t.Fatalf("ServiceStateDirs = %q: own folder must come first", dirs)
+	}
+	files := ServiceSettingsFiles()
+	if files[0] != SettingsFile() {
+		t.Fatalf("ServiceSettingsFiles = %q", files)
+	}
+	if runtime.GOOS == "linux" && os.Geteuid() != 0 {
+		if len(dirs) != 2 || dirs[1] != "/var/lib/strata-companion" {
+			t.Errorf("a normal user must also look in the system service's folder: %q", dirs)
+		}
+	}
+	h := t.TempDir()
+	t.Setenv(EnvHome, h)
+	if d := ServiceStateDirs(); len(d) != 1 || d[0] != filepath.Join(h, "state") {
+		t.Errorf("with %s set only it counts: %q", EnvHome, d)
 	}
 }

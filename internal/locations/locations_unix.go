@@ -11,16 +11,7 @@ import (
 // root) uses the XDG folders of that user.
 func osPath(k Kind) string {
 	if os.Geteuid() == 0 {
-		switch k {
-		case SecretsDir:
-			return "/etc/strata-companion/secrets"
-		case LogDir:
-			return "/var/log/strata-companion"
-		case StateDir:
-			return "/var/lib/strata-companion"
-		default:
-			return "/etc/strata-companion"
-		}
+		return systemPath(k)
 	}
 	cfg := os.Getenv("XDG_CONFIG_HOME")
 	if cfg == "" {
@@ -42,4 +33,28 @@ func osPath(k Kind) string {
 	default:
 		return filepath.Join(cfg, "strata-companion")
 	}
+}
+
+// systemPath is where a system service (root) keeps k.
+func systemPath(k Kind) string {
+	switch k {
+	case SecretsDir:
+		return "/etc/strata-companion/secrets"
+	case LogDir:
+		return "/var/log/strata-companion"
+	case StateDir:
+		return "/var/lib/strata-companion"
+	default:
+		return "/etc/strata-companion"
+	}
+}
+
+// servicePaths: a normal user's own folders first (a per-user service), then
+// the system service's, which the tray and the wizard must find too.
+func servicePaths(k Kind) []string {
+	own := Path(k)
+	if os.Getenv(EnvHome) != "" || os.Geteuid() == 0 || systemPath(k) == own {
+		return []string{own}
+	}
+	return []string{own, systemPath(k)}
 }
