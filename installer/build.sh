@@ -190,6 +190,21 @@ defs=(
   "-DVERSION=$VERSION" "-DVERSION4=$VERSION4" "-DBINDIR=$BINDIR" "-DASSETS=$root/assets"
   "-DLICENSE=$here/LICENSE.txt" "-DOUTFILE=$out"
 )
+# The welcome and finish pages' side picture (164x314, BMP as NSIS wants),
+# drawn from the app icon in the product's colours. ImageMagick is called by
+# full path: another "convert" may come first on PATH.
+magick=/usr/bin/convert
+[ -x "$magick" ] || magick=$(command -v convert || true)
+if [ -n "$magick" ]; then
+  "$magick" -size 164x314 gradient:'#2B3A86'-'#141B45' \( assets/app.png -resize 112x112 \) \
+    -gravity north -geometry +0+36 -composite \
+    -font DejaVu-Sans-Bold -pointsize 15 -fill white -annotate +0+160 'Strata' \
+    -font DejaVu-Sans -pointsize 13 -fill '#9EF0E1' -annotate +0+180 'Companion' \
+    -type TrueColor "BMP3:$work/welcome.bmp"
+  defs+=("-DWELCOME_BMP=$work/welcome.bmp")
+else
+  echo "   note: ImageMagick is not installed: the welcome page keeps NSIS's default picture"
+fi
 if [ "$signing" = 1 ]; then
   defs+=("-DSIGN_CMD=bash '$here/sign.sh'")
 fi

@@ -99,6 +99,9 @@ Var RestoreBox
 !define MUI_ICON "${ASSETS}/app.ico"
 !define MUI_UNICON "${ASSETS}/app.ico"
 !define MUI_ABORTWARNING
+!ifdef WELCOME_BMP
+  !define MUI_WELCOMEFINISHPAGE_BITMAP "${WELCOME_BMP}"
+!endif
 !define MUI_WELCOMEPAGE_TEXT "This installs ${PRODUCT} ${VERSION}: it runs your Strata server as a Windows service, shows its state in the notification area, and lets you choose where Strata reads pictures.$\r$\n$\r$\nStrata itself must already be installed; ${PRODUCT} never changes the Strata install or its models.$\r$\n$\r$\nClick Next to continue."
 !insertmacro MUI_PAGE_WELCOME
 !insertmacro MUI_PAGE_LICENSE "${LICENSE}"
@@ -106,7 +109,7 @@ Var RestoreBox
 Page custom StrataPageCreate StrataPageLeave
 !insertmacro MUI_PAGE_INSTFILES
 !define MUI_FINISHPAGE_RUN
-!define MUI_FINISHPAGE_RUN_TEXT "Open ${PRODUCT} setup now (choose where Strata reads pictures)"
+!define MUI_FINISHPAGE_RUN_TEXT "Open ${PRODUCT} setup now"
 !define MUI_FINISHPAGE_RUN_FUNCTION LaunchWizard
 !insertmacro MUI_PAGE_FINISH
 
