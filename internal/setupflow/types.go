@@ -80,7 +80,7 @@ func ParsePage(s string) (Page, error) {
 	case "thispc", "this", "probe":
 		return PageThisPC, nil
 	}
-	return 0, fmt.Errorf("there is no setup page %q; pages: welcome, strata, this-pc, placement, remote, review", s)
+	return 0, fmt.Errorf("there is no setup page %q; pages: welcome, strata, this-pc, placement, remote", s)
 }
 
 // Install is one Strata install found on this PC.

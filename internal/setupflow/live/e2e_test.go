@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/strata-companion/companion/internal/setupflow"
 	"github.com/strata-companion/companion/internal/setupflow/demo"
 	"github.com/strata-companion/companion/internal/setupflow/live"
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 // The whole flow against the real supervisor (`strata-service run`) and its
@@ -35,7 +37,7 @@ func TestApplyAgainstTheRealSupervisor(t *testing.T) {
 	enc := filepath.Join(tmp, "strata-vision-standin")
 	for pkg, out := range map[string]string{"./../../../service": svc, "./../../fakeencoder/cmd/strata-vision-standin": enc} {
 		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			t.Skipf("cannot build %s right now (another package in progress?): %v\n%s", pkg, err, b)
+			testenv.Skip(t, fmt.Sprintf("cannot build %s: %v\n%s", pkg, err, b))
 		}
 	}
 	root := fakestrata.NewRoot(t, fakestrata.RootOptions{Tag: "iq2_xs", Extra: map[string]any{

@@ -3,6 +3,7 @@ package live_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/setupflow"
 	"github.com/strata-companion/companion/internal/setupflow/live"
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 // standInAPI serves the control API's events and logs from a script: each
@@ -139,7 +141,7 @@ func TestServiceStatusFromTheProgram(t *testing.T) {
 	}
 	exe := filepath.Join(t.TempDir(), "strata-service")
 	if out, err := exec.Command("go", "build", "-o", exe, "github.com/strata-companion/companion/service").CombinedOutput(); err != nil {
-		t.Skipf("strata-service does not build right now (another package in progress?): %v\n%s", err, out)
+		testenv.Skip(t, fmt.Sprintf("strata-service does not build: %v\n%s", err, out))
 	}
 	t.Setenv("STRATA_COMPANION_HOME", t.TempDir())
 	s := &live.Service{Exe: exe, Client: func() (*controlapi.Client, error) { return nil, controlapi.ErrNotRunning }}
