@@ -15,6 +15,7 @@ import (
 )
 
 func TestPrepareAnEmptySecondPCThenResumeAndSkip(t *testing.T) {
+	t.Parallel() // the 500-picture test, which counts goroutines and fds, runs alone before these
 	pc := newSecondPC(t, "")
 	relayBin, standin := binaries(t)
 	empty := filepath.Join(t.TempDir(), "remote dir") // nothing there yet; a space to test quoting
@@ -74,10 +75,11 @@ func TestPrepareAnEmptySecondPCThenResumeAndSkip(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(empty, rm)); !bytes.Equal(b, big) {
 		t.Fatal("the resumed mmproj differs")
 	}
-	waitGone(t, "the agent or encoder after prepare", filepath.Join(empty, AgentName("linux")), standin)
+	waitGone(t, "the agent or encoder after prepare", filepath.Join(empty, AgentName("linux")), filepath.Join(empty, "strata-vision"))
 }
 
 func TestPrepareSaysWhatIsMissing(t *testing.T) {
+	t.Parallel() // the 500-picture test, which counts goroutines and fds, runs alone before these
 	pc := newSecondPC(t, "")
 	relayBin, _ := binaries(t)
 	pc.remote.RemoteDir = t.TempDir()

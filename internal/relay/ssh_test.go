@@ -89,7 +89,7 @@ func newSecondPC(t *testing.T, encodeEnv string) *secondPC {
 		t.Skip("starts a real sshd")
 	}
 	relayBin, standin := binaries(t)
-	pc := &secondPC{dir: t.TempDir(), scratch: t.TempDir(), standin: standin, nTokens: 4, nEmbd: 16, stderr: &syncBuffer{}, encodeEnv: encodeEnv}
+	pc := &secondPC{dir: t.TempDir(), scratch: t.TempDir(), nTokens: 4, nEmbd: 16, stderr: &syncBuffer{}, encodeEnv: encodeEnv}
 	pc.sshd = testenv.StartSSHD(t, testenv.SSHDOptions{})
 	// The server's own copies: the relay reads n_embd from its mmproj.
 	local := t.TempDir()
@@ -104,7 +104,11 @@ func newSecondPC(t *testing.T, encodeEnv string) *secondPC {
 	pc.agentBin = filepath.Join(pc.dir, AgentName("linux"))
 	copyFile(t, relayBin, pc.agentBin)
 	os.Chmod(pc.agentBin, 0o755)
-	os.WriteFile(filepath.Join(pc.dir, "strata-vision"), []byte("#!/bin/sh\n"+encodeEnv+" exec "+standin+" \"$@\"\n"), 0o755)
+	// A copy per test: tests run in parallel and find their own processes by path.
+	pc.standin = filepath.Join(pc.dir, "standin-bin")
+	copyFile(t, standin, pc.standin)
+	os.Chmod(pc.standin, 0o755)
+	os.WriteFile(filepath.Join(pc.dir, "strata-vision"), []byte("#!/bin/sh\n"+encodeEnv+" exec "+pc.standin+" \"$@\"\n"), 0o755)
 	pc.remote = settings.Remote{
 		Host: pc.sshd.Host, Port: pc.sshd.Port, User: pc.sshd.User,
 		HostKey:   strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pc.sshd.HostSigner.PublicKey()))),
@@ -263,6 +267,7 @@ func waitGone(t *testing.T, what string, paths ...string) {
 }
 
 func TestPicturesThroughARealSSHDAreByteIdentical(t *testing.T) {
+	t.Parallel() // the 500-picture test, which counts goroutines and fds, runs alone before these
 	pc := newSecondPC(t, "")
 	s := pc.startRelay(t, Options{})
 	work := t.TempDir()
@@ -317,6 +322,7 @@ func TestPicturesThroughARealSSHDAreByteIdentical(t *testing.T) {
 }
 
 func TestSecondPCDownThenBack(t *testing.T) {
+	t.Parallel() // the 500-picture test, which counts goroutines and fds, runs alone before these
 	pc := newSecondPC(t, "")
 	pc.sshd.Stop()
 	s := pc.startRelay(t, Options{}) // READY came without the second PC
@@ -372,6 +378,7 @@ func TestSecondPCDownThenBack(t *testing.T) {
 // A second PC whose port accepts but never speaks ssh (a hung machine, a
 // black-holing firewall): ERR within the connect bound, not a hang.
 func TestSilentSecondPCGivesErrWithinTheBound(t *testing.T) {
+	t.Parallel() // the 500-picture test, which counts goroutines and fds, runs alone before these
 	pc := newSecondPC(t, "")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -400,6 +407,7 @@ func TestSilentSecondPCGivesErrWithinTheBound(t *testing.T) {
 }
 
 func TestAgentKilledMidPicture(t *testing.T) {
+	t.Parallel() // the 500-picture test, which counts goroutines and fds, runs alone before these
 	pc := newSecondPC(t, "STRATA_STANDIN_ENCODE_MS=2000")
 	s := pc.startRelay(t, Options{})
 	img, sve, data := picture(t, t.TempDir(), 7, 2000)
@@ -438,6 +446,7 @@ func TestAgentKilledMidPicture(t *testing.T) {
 }
 
 func TestPictureOver32MiBIsRefused(t *testing.T) {
+	t.Parallel() // the 500-picture test, which counts goroutines and fds, runs alone before these
 	pc := newSecondPC(t, "")
 	s := pc.startRelay(t, Options{})
 	work := t.TempDir()
