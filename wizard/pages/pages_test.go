@@ -411,3 +411,32 @@ func TestAlreadyConfiguredAndStartPage(t *testing.T) {
 	}
 	h2.must("[Probe]")
 }
+
+// Escape while applying asks, stops, puts things back and says so.
+func TestCancelWhileApplying(t *testing.T) {
+	w := demo.NewWorld("/opt/strata")
+	h := start(t, w, setupflow.Options{})
+	h.next(setupflow.PageFindStrata)
+	h.next(setupflow.PageThisPC)
+	h.next(setupflow.PagePlacement)
+	findRadio(h.win.Content(), "This PC's CPU").SetSelected("This PC's CPU")
+	h.next(setupflow.PageReview)
+	before := w.ConfigText
+	w.HangAt = "follow" // Strata's start never ends
+	test.Tap(h.ui.NextButton())
+	h.settleUntil(func() bool { return strings.Contains(h.text(), "filling the GPU's expert cache") })
+	h.win.Canvas().(interface{ OnTypedKey() func(*fyne.KeyEvent) }).OnTypedKey()(&fyne.KeyEvent{Name: fyne.KeyEscape})
+	h.drain()
+	h.must("Stop now? Everything setup changed so far will be put back")
+	test.Tap(findButton(h.win.Canvas().Overlays().Top(), "Cancel setup"))
+	h.settleUntil(h.ui.ModalOpen)
+	h.must("Setup cancelled", "Put back as it was", "Strata config")
+	test.Tap(findButton(h.win.Canvas().Overlays().Top(), "OK"))
+	h.settle()
+	if !h.closed {
+		t.Error("not closed")
+	}
+	if w.ConfigText != before || w.Installed || w.Settings != nil {
+		t.Errorf("after Cancel: installed %t settings %+v config changed %t", w.Installed, w.Settings, w.ConfigText != before)
+	}
+}

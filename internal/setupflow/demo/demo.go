@@ -31,6 +31,9 @@ type World struct {
 	// Fail names steps that fail: "find", "probe", "remote-probe", "pair",
 	// "prepare", "plan", "install", "write", "settings", "start", "follow".
 	Fail map[string]error
+	// HangAt names a step that waits until it is cancelled ("follow": Strata
+	// prints its first lines and never gets ready).
+	HangAt string
 	// HostKeyAsked counts the host key questions.
 	HostKeyAsked int
 
@@ -500,6 +503,10 @@ func (s service) Follow(ctx context.Context, since uint64, progress func(setupfl
 	s.w.record("follow %d", since)
 	ferr := s.w.fail("follow")
 	for i, l := range StartLines {
+		if s.w.HangAt == "follow" && i == 3 {
+			<-ctx.Done()
+			return ctx.Err()
+		}
 		if ferr != nil && i == 3 {
 			progress(setupflow.Progress{Phase: "failed", LogLine: "[strata] the engine stopped (exit code 3221225477)", Fraction: -1, Text: "Strata stopped while loading"})
 			return ferr
