@@ -224,8 +224,14 @@ func wineSmoke(t *testing.T, dist, setup string) {
 	if err != nil {
 		t.Fatalf("wine smoke test failed: %v", err)
 	}
-	if !bytes.Contains(out, []byte("ok:   the Strata folder and its models are untouched")) {
-		t.Error("wine-smoke.sh did not reach its last check")
+	for _, want := range []string{
+		"ok:   service registered",
+		"ok:   the Strata config's earlier vision block is back",
+		"wine smoke test: all checks passed",
+	} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("wine-smoke.sh did not report %q", want)
+		}
 	}
 }
 
