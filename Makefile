@@ -10,14 +10,14 @@ GOBUILD := go build -trimpath
 WIN := bin/windows-amd64
 WINENV := GOOS=windows GOARCH=amd64
 
-.PHONY: all deps build build-linux build-windows test test-short vet run installer clean
+.PHONY: all deps build build-linux build-windows build-agents demo-tools test test-short vet run installer screenshots bench-relay clean
 
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
 
-build: build-linux build-windows
+build: build-linux build-windows build-agents
 
 build-linux: deps
 	CGO_ENABLED=0 $(GOBUILD) -ldflags '$(LDFLAGS)' -o bin/strata-service ./service
@@ -31,6 +31,22 @@ build-windows: deps
 	$(WINENV) CGO_ENABLED=1 CC=x86_64-w64-mingw32-gcc $(GOBUILD) -ldflags '$(LDFLAGS) -H=windowsgui' -o $(WIN)/strata-tray.exe ./app
 	$(WINENV) CGO_ENABLED=1 CC=x86_64-w64-mingw32-gcc $(GOBUILD) -ldflags '$(LDFLAGS) -H=windowsgui' -o $(WIN)/strata-setup.exe ./wizard
 
+# The relay's agent for every second PC `strata-service remote prepare` can set up
+# (it looks in bin/<os>-<arch>/).
+AGENT_TARGETS := linux/amd64 linux/arm64 windows/amd64 windows/arm64
+build-agents:
+	@for t in $(AGENT_TARGETS); do \
+	  os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+	  echo "strata-vision-relay for $$os/$$arch"; \
+	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GOBUILD) -ldflags '$(LDFLAGS)' -o bin/$$os-$$arch/strata-vision-relay$$ext ./relay || exit 1; \
+	done
+
+# The stand-ins for what cannot exist here (the Strata server, strata-vision):
+# used by `make run`'s demo and documented in docs/service.md.
+demo-tools:
+	CGO_ENABLED=0 $(GOBUILD) -o bin/strata-standin ./internal/fakestrata/cmd/strata-standin
+	CGO_ENABLED=0 $(GOBUILD) -o bin/strata-vision-standin ./internal/fakeencoder/cmd/strata-vision-standin
+
 vet: deps
 	go vet ./...
 
@@ -42,9 +58,22 @@ test: vet
 test-short:
 	go test -short ./...
 
-run: build-linux
-	./bin/strata-service probe
-	./bin/strata-service status
+# The main job: the setup for a Strata install here, else a demo on the
+# stand-in Strata server (see scripts/run.sh).
+run: build-linux build-agents demo-tools
+	@bash scripts/run.sh
+
+# The Windows installer: dist/StrataCompanionSetup-<version>.exe (see docs/installer.md).
+installer: deps
+	bash installer/build.sh
+
+# Screenshots of every wizard page under Xvfb, into docs/ (see docs/wizard.md).
+screenshots: build-linux
+	bash wizard/screenshots.sh
+
+# The relay against the link's limit and plain OpenSSH (root: network namespaces).
+bench-relay: deps
+	bash bench/relay/run.sh
 
 clean:
 	rm -rf bin dist

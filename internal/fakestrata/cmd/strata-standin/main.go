@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/strata-companion/companion/internal/fakeencoder"
 	"github.com/strata-companion/companion/internal/fakestrata"
 )
 
@@ -29,6 +30,7 @@ func makeRoot(args []string) int {
 	key := fs.String("api-key", "", "the config's api_key")
 	mode := fs.String("mode", "", "misbehaviour (see STRATA_STANDIN_MODE)")
 	tag := fs.String("tag", "demo", "the config's tag (strata-<tag>.json)")
+	encoder := fs.String("encoder", "", "a strata-vision stand-in to install as engine/strata-vision; the config then has GPU vision, as Strata's setup writes it")
 	dir := ""
 	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
 		dir, args = args[0], args[1:]
@@ -55,7 +57,13 @@ func makeRoot(args []string) int {
 	}
 	var r *fakestrata.Root
 	if err == nil {
-		r, err = fakestrata.MakeRoot(dir, self, fakestrata.RootOptions{Port: *port, Step: *step, APIKey: *key, Mode: *mode, Tag: *tag})
+		o := fakestrata.RootOptions{Port: *port, Step: *step, APIKey: *key, Mode: *mode, Tag: *tag}
+		if *encoder != "" {
+			err = withVision(dir, *encoder, *tag, &o)
+		}
+		if err == nil {
+			r, err = fakestrata.MakeRoot(dir, self, o)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "strata-standin make-root:", err)
@@ -64,4 +72,44 @@ func makeRoot(args []string) int {
 	fmt.Printf("A fake Strata install is in %s (config %s, port %d).\n", r.Dir, r.Config, r.Port)
 	fmt.Printf("Run it supervised: strata-service run --strata-root %s --config %s\n", r.Dir, r.Config)
 	return 0
+}
+
+// withVision installs the encoder stand-in and placeholder model files, and
+// adds the vision block and arguments Strata's setup writes for GPU vision.
+func withVision(dir, encoder, tag string, o *fakestrata.RootOptions) error {
+	enc, err := os.ReadFile(encoder)
+	if err != nil {
+		return fmt.Errorf("reading the encoder stand-in: %w", err)
+	}
+	for _, d := range []string{"engine", "models"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "engine", "strata-vision"), enc, 0o755); err != nil {
+		return err
+	}
+	// Small but valid GGUF files: the stand-in encoder reads the mmproj's
+	// n_embd and the model's vocabulary, as the real one does.
+	models := filepath.Join(dir, "models")
+	for _, f := range []string{"mmproj-" + tag + "-BF16.gguf", "mmproj-" + tag + "-Q8_0.gguf"} {
+		if err := fakeencoder.WriteMmproj(filepath.Join(models, f), 2560); err != nil {
+			return err
+		}
+	}
+	if err := fakeencoder.WriteModel(filepath.Join(models, "model-"+tag+"-00001-of-00002.gguf"), 64); err != nil {
+		return err
+	}
+	o.Extra = map[string]any{
+		"args": []string{"-m", "models/model-" + tag + "-00001-of-00002.gguf", "--vision", "--vram-reserve-mib", "700"},
+		"vision": map[string]any{
+			"exe":        "engine/strata-vision",
+			"mmproj":     "models/mmproj-" + tag + "-BF16.gguf",
+			"model":      "models/model-" + tag + "-00001-of-00002.gguf",
+			"gpu":        true,
+			"max_tokens": 1024,
+		},
+		"cwd": dir,
+	}
+	return nil
 }

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# `make run`: the product's main job on this machine.
+#
+# - With a Strata install (STRATA_ROOT=DIR, or one the companion finds): the
+#   setup, in a window when there is a display (strata-setup), else in this
+#   terminal (strata-service setup --cli).
+# - Without one (a fresh machine, CI): a demo on a stand-in Strata server that
+#   behaves as the real one (see docs/service.md): probe this PC, place vision
+#   where the probe recommends, run Strata supervised, show its state through
+#   the control API, then stop it (or keep it running until Ctrl-C when run
+#   from a terminal).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+svc=bin/strata-service
+
+if [ -n "${STRATA_ROOT:-}" ] || { [ -z "${STRATA_DEMO:-}" ] && $svc status >/dev/null 2>&1; }; then
+  args=()
+  [ -n "${STRATA_ROOT:-}" ] && args+=(--strata-root "$STRATA_ROOT")
+  if [ -n "${DISPLAY:-}" ]; then
+    exec bin/strata-setup "${args[@]}"
+  fi
+  exec $svc setup --cli "${args[@]}"
+fi
+
+demo=$PWD/.demo
+rm -rf "$demo"
+mkdir -p "$demo"
+export STRATA_COMPANION_HOME=$demo/companion
+echo "No Strata install here: a demo on a stand-in Strata server (set STRATA_ROOT=DIR to use a real one)."
+echo
+echo "== strata-service probe (this PC)"
+$svc probe || true
+echo
+bin/strata-standin make-root "$demo/strata" --step 500ms --encoder bin/strata-vision-standin
+placement=$($svc probe --json | sed -n 's/.*"recommendation": *{[^}]*"placement": *"\([a-z]*\)".*/\1/p' | head -1)
+case "$placement" in gpu|cpu) ;; *) placement=cpu ;; esac
+echo
+echo "== strata-service vision $placement (the probe's recommendation; a second PC needs pairing first)"
+$svc vision "$placement" --strata-root "$demo/strata"
+echo
+echo "== strata-service run (supervises the server; the control API answers the tray and the wizard)"
+$svc run --strata-root "$demo/strata" --foreground > "$demo/run.log" 2>&1 &
+runpid=$!
+trap 'kill -TERM $runpid 2>/dev/null; wait $runpid 2>/dev/null || true' EXIT
+for _ in $(seq 1 120); do
+  if $svc status 2>/dev/null | grep -q '^Server: *ready'; then break; fi
+  sleep 0.5
+done
+sed 's/^/  | /' "$demo/run.log"
+echo
+echo "== strata-service status"
+$svc status
+if [ -t 0 ] && [ -t 1 ]; then
+  echo
+  echo "Strata (stand-in) runs supervised. In another terminal: STRATA_COMPANION_HOME=$STRATA_COMPANION_HOME $svc status"
+  echo "Press Ctrl-C to stop."
+  wait $runpid || true
+fi
