@@ -7,8 +7,6 @@ PKG := github.com/strata-companion/companion
 LDFLAGS := -s -w -X $(PKG)/internal/version.Version=$(VERSION)
 # Same flags everywhere, so fyne's GLFW is compiled once (fyne package uses -trimpath).
 GOBUILD := go build -trimpath
-WIN := bin/windows-amd64
-WINENV := GOOS=windows GOARCH=amd64
 
 .PHONY: all deps build build-linux build-windows build-agents demo-tools test test-short vet run installer screenshots bench-relay clean
 
@@ -25,15 +23,14 @@ build-linux: deps
 	CGO_ENABLED=1 $(GOBUILD) -ldflags '$(LDFLAGS)' -o bin/strata-tray ./app
 	CGO_ENABLED=1 $(GOBUILD) -ldflags '$(LDFLAGS)' -o bin/strata-setup ./wizard
 
+# The Windows programs with their icons, version information and manifests
+# (go-winres, through the installer's build script; see docs/installer.md).
 build-windows: deps
-	$(WINENV) CGO_ENABLED=0 $(GOBUILD) -ldflags '$(LDFLAGS)' -o $(WIN)/strata-service.exe ./service
-	$(WINENV) CGO_ENABLED=0 $(GOBUILD) -ldflags '$(LDFLAGS)' -o $(WIN)/strata-vision-relay.exe ./relay
-	$(WINENV) CGO_ENABLED=1 CC=x86_64-w64-mingw32-gcc $(GOBUILD) -ldflags '$(LDFLAGS) -H=windowsgui' -o $(WIN)/strata-tray.exe ./app
-	$(WINENV) CGO_ENABLED=1 CC=x86_64-w64-mingw32-gcc $(GOBUILD) -ldflags '$(LDFLAGS) -H=windowsgui' -o $(WIN)/strata-setup.exe ./wizard
+	DIST=bin bash installer/build.sh --binaries-only
 
 # The relay's agent for every second PC `strata-service remote prepare` can set up
-# (it looks in bin/<os>-<arch>/).
-AGENT_TARGETS := linux/amd64 linux/arm64 windows/amd64 windows/arm64
+# (it looks in bin/<os>-<arch>/; windows/amd64 comes from build-windows).
+AGENT_TARGETS := linux/amd64 linux/arm64 windows/arm64
 build-agents:
 	@for t in $(AGENT_TARGETS); do \
 	  os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \

@@ -14,8 +14,11 @@ pkgs=(
   openssh-server openssh-client
   # network namespaces and rate limits (ip, tc) for the slow-link tests
   iproute2
-  # the Windows installer
-  nsis osslsigncode
+  # the Windows installer, and reading it back (7zz lists its files)
+  nsis osslsigncode 7zip
+  # running the Windows builds: the installer's silent install/uninstall, the
+  # Windows service and the tray (wine 8 runs Go programs with a small shim)
+  wine wine64
   # a real systemd for the service tests (systemd-nspawn)
   systemd-container
 )
