@@ -10,9 +10,9 @@ import (
 	"fyne.io/fyne/v2/widget"
 )
 
-// The wizard's own small modal dialogs, built on widget.ModalPopUp: fyne's
-// dialog package would add a module (FyshOS/fancyfs) for its file browser,
-// and these two shapes are all the wizard needs.
+// The wizard's own small modal dialogs, built on widget.ModalPopUp, with the
+// keyboard behaviour the wizard wants (Escape answers "no"); fyne's dialog
+// package is used only for its folder chooser on the Find Strata page.
 
 // modal is the open dialog; Escape answers it with "no".
 type modal struct {

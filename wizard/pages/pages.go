@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -113,11 +116,33 @@ func (u *UI) findPage() fyne.CanvasObject {
 		})
 	}
 	path.OnSubmitted = browse
-	useB := widget.NewButtonWithIcon("Use this folder", theme.FolderOpenIcon(), func() { browse(path.Text) })
+	useB := widget.NewButtonWithIcon("Use this folder", theme.ConfirmIcon(), func() { browse(path.Text) })
+	// Browse... opens fyne's folder chooser; the chosen folder is checked
+	// exactly as a typed one.
+	browseB := widget.NewButtonWithIcon("Browse...", theme.FolderOpenIcon(), func() {
+		d := dialog.NewFolderOpen(func(dir fyne.ListableURI, err error) {
+			if err != nil {
+				u.setHint("could not open the folder: " + err.Error())
+				return
+			}
+			if dir == nil {
+				return // the user closed the chooser
+			}
+			path.SetText(dir.Path())
+			browse(dir.Path())
+		}, u.Win)
+		if home, err := os.UserHomeDir(); err == nil {
+			if l, err := storage.ListerForURI(storage.NewFileURI(home)); err == nil {
+				d.SetLocation(l)
+			}
+		}
+		d.Show()
+		d.Resize(fyne.NewSize(760, 520)) // after Show: the chooser is built there
+	})
 	list.Add(b.box)
 	list.Add(bold("Strata installs on this PC"))
 	list.Add(radios)
-	list.Add(container.NewBorder(nil, nil, nil, useB, path))
+	list.Add(container.NewBorder(nil, nil, nil, container.NewHBox(useB, browseB), path))
 	list.Add(problems)
 	list.Add(bold("Config (the model Strata runs)"))
 	list.Add(configs)

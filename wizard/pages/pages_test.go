@@ -440,3 +440,20 @@ func TestCancelWhileApplying(t *testing.T) {
 		t.Errorf("after Cancel: installed %t settings %+v config changed %t", w.Installed, w.Settings, w.ConfigText != before)
 	}
 }
+
+// Browse... opens a folder chooser over the Find Strata page.
+func TestBrowseOpensAFolderChooser(t *testing.T) {
+	h := start(t, demo.NewWorld("/opt/strata"), setupflow.Options{})
+	h.next(setupflow.PageFindStrata)
+	b := findButton(h.win.Content(), "Browse...")
+	if b == nil {
+		t.Fatal("no Browse... button on the Find Strata page")
+	}
+	if h.win.Canvas().Overlays().Top() != nil {
+		t.Fatal("an overlay is open before Browse...")
+	}
+	test.Tap(b)
+	if h.win.Canvas().Overlays().Top() == nil {
+		t.Fatal("Browse... opened no folder chooser")
+	}
+}
