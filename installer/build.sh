@@ -88,6 +88,9 @@ programs=(
   "strata-setup|wizard|Strata Companion setup|1|1|"
 )
 
+# Linux second PCs the installer can prepare without Go installed.
+agent_arches=(amd64 arm64)
+
 winres_json() { # name desc gui level
   local name=$1 desc=$2 gui=$3 level=$4 dpi="system" cc=false
   if [ "$gui" = 1 ]; then dpi="per monitor v2"; cc=true; fi
@@ -161,12 +164,17 @@ if [ "$skip_build" = 0 ]; then
     (cd "$src" && env "${envs[@]}" go build -trimpath -ldflags "$ldflags" -o "$BINDIR/$name.exe" "./$dir")
     echo "   $name.exe: $(($(date +%s) - t0)) s, $(stat -c %s "$BINDIR/$name.exe") bytes"
   done
+  # The relay's agent for a Linux second PC: `strata-service remote prepare`
+  # finds it in <install folder>\<os>-<arch>\ and uploads it there.
+  for arch in "${agent_arches[@]}"; do
+    (cd "$src" && GOOS=linux GOARCH=$arch CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $PKG/internal/version.Version=$VERSION" -o "$BINDIR/linux-$arch/strata-vision-relay" ./relay)
+    echo "   linux-$arch/strata-vision-relay (the second PC's agent): $(stat -c %s "$BINDIR/linux-$arch/strata-vision-relay") bytes"
+  done
   exec 9>&-
 else
-  for p in "${programs[@]}"; do
-    name=${p%%|*}
-    if [ ! -f "$BINDIR/$name.exe" ]; then
-      echo "build.sh: --skip-build, but $BINDIR/$name.exe is missing: run without --skip-build" >&2
+  for f in $(for p in "${programs[@]}"; do echo "${p%%|*}.exe"; done) $(for a in "${agent_arches[@]}"; do echo "linux-$a/strata-vision-relay"; done); do
+    if [ ! -f "$BINDIR/$f" ]; then
+      echo "build.sh: --skip-build, but $BINDIR/$f is missing: run without --skip-build" >&2
       exit 1
     fi
   done

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"debug/elf"
 	"debug/pe"
 	"os"
 	"os/exec"
@@ -24,6 +25,13 @@ var programs = map[string]bool{
 	"strata-vision-relay.exe": false,
 	"strata-tray.exe":         true,
 	"strata-setup.exe":        true,
+}
+
+// agents are the relay's Linux builds for a second PC, in subfolders of the
+// install folder where `strata-service remote prepare` looks for them.
+var agents = map[string]elf.Machine{
+	`linux-amd64\strata-vision-relay`: elf.EM_X86_64,
+	`linux-arm64\strata-vision-relay`: elf.EM_AARCH64,
 }
 
 // installed is what the installer puts into the install folder.
@@ -50,7 +58,7 @@ func TestUninstallerRemovesWhatTheInstallerMakes(t *testing.T) {
 
 	var made []string
 	for _, m := range regexp.MustCompile(`(?m)^\s*File "\$\{BINDIR\}/([^"]+)"`).FindAllStringSubmatch(inst, -1) {
-		made = append(made, `$INSTDIR\`+m[1])
+		made = append(made, `$INSTDIR\`+strings.ReplaceAll(m[1], "/", `\`))
 	}
 	for _, m := range regexp.MustCompile(`(?m)^\s*File "/oname=([^"]+)"`).FindAllStringSubmatch(inst, -1) {
 		made = append(made, `$INSTDIR\`+m[1])
@@ -61,8 +69,14 @@ func TestUninstallerRemovesWhatTheInstallerMakes(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(?m)^\s*CreateShortcut "([^"]+)"`).FindAllStringSubmatch(inst, -1) {
 		made = append(made, m[1])
 	}
-	if len(made) != len(installed)+4 {
-		t.Fatalf("found %d files and shortcuts in the install section, want %d (6 files, 4 shortcuts): %q", len(made), len(installed)+4, made)
+	if len(made) != len(installed)+len(agents)+4 {
+		t.Fatalf("found %d files and shortcuts in the install section, want %d (6 files, 2 agents, 4 shortcuts): %q", len(made), len(installed)+len(agents)+4, made)
+	}
+	for a := range agents {
+		dir := `$INSTDIR\` + a[:strings.IndexByte(a, '\\')]
+		if !strings.Contains(un, `RMDir "`+dir+`"`) {
+			t.Errorf("the uninstaller does not remove the folder %s", dir)
+		}
 	}
 	for _, f := range made {
 		if !strings.Contains(un, `Delete "`+f+`"`) {
@@ -161,6 +175,17 @@ func TestBuildSignAndInspect(t *testing.T) {
 	sort.Strings(got)
 	if strings.Join(got, " ") != strings.Join(installed, " ") {
 		t.Errorf("the installer holds %v, want %v", got, installed)
+	}
+	for a, machine := range agents {
+		f, err := elf.Open(filepath.Join(unpacked, filepath.FromSlash(strings.ReplaceAll(a, `\`, "/"))))
+		if err != nil {
+			t.Errorf("the installer's agent %s: %v", a, err)
+			continue
+		}
+		if f.Machine != machine || f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
+			t.Errorf("the installer's agent %s is a %v %v, want a Linux %v program", a, f.Machine, f.Type, machine)
+		}
+		f.Close()
 	}
 	for name, gui := range programs {
 		built := filepath.Join(dist, "windows-amd64", name)

@@ -381,6 +381,13 @@ Section "-${PRODUCT}" SecMain
   File "${BINDIR}/strata-tray.exe"
   File "${BINDIR}/strata-setup.exe"
   File "/oname=LICENSE.txt" "${LICENSE}"
+  ; The relay's agent for a Linux second PC: `strata-service remote prepare`
+  ; looks for it in <install folder>\<os>-<arch>\ and uploads it there.
+  SetOutPath "$INSTDIR\linux-amd64"
+  File "${BINDIR}/linux-amd64/strata-vision-relay"
+  SetOutPath "$INSTDIR\linux-arm64"
+  File "${BINDIR}/linux-arm64/strata-vision-relay"
+  SetOutPath "$INSTDIR"
   WriteUninstaller "$INSTDIR\uninstall.exe"
 
   ; The companion's own folders. The secrets folder is for administrators and
@@ -541,6 +548,10 @@ Section "Uninstall"
   Delete "$INSTDIR\strata-setup.exe"
   Delete "$INSTDIR\LICENSE.txt"
   Delete "$INSTDIR\uninstall.exe"
+  Delete "$INSTDIR\linux-amd64\strata-vision-relay"
+  RMDir "$INSTDIR\linux-amd64"
+  Delete "$INSTDIR\linux-arm64\strata-vision-relay"
+  RMDir "$INSTDIR\linux-arm64"
   RMDir "$INSTDIR"
 
   Delete "$SMPROGRAMS\${PRODUCT}\${PRODUCT} Setup.lnk"

@@ -143,7 +143,8 @@ else
   check "exit code 3: files in, service not registered (got $rc)" test "$rc" = 3
 fi
 got=$(cd "$inst" && ls | sort | tr '\n' ' ')
-check "install folder holds exactly our files ($got)" test "$got" = "LICENSE.txt strata-service.exe strata-setup.exe strata-tray.exe strata-vision-relay.exe uninstall.exe "
+check "install folder holds exactly our files ($got)" test "$got" = "LICENSE.txt linux-amd64 linux-arm64 strata-service.exe strata-setup.exe strata-tray.exe strata-vision-relay.exe uninstall.exe "
+check "the Linux agents for a second PC are there" test -f "$inst/linux-amd64/strata-vision-relay" -a -f "$inst/linux-arm64/strata-vision-relay"
 check "strata-service.exe runs and reports $version" bash -c "wine '$inst/strata-service.exe' --version </dev/null 2>&1 | grep -q ' $version'"
 for l in "Strata Companion Setup" "Strata Companion Tray" "Strata Companion Logs" "Uninstall Strata Companion"; do
   check "Start menu: $l" test -f "$menu/$l.lnk"
