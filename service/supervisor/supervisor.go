@@ -243,7 +243,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	close(s.started)
 	followCtx, stopFollow := context.WithCancel(ctx)
 	defer stopFollow()
-	go s.followEngineLog(followCtx)
+	follow := newLogFollow()
+	s.logRound(follow) // where the log ends now, before any server writes to it
+	go s.followEngineLog(followCtx, follow)
 
 	var (
 		proc         *process

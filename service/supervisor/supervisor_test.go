@@ -94,6 +94,25 @@ func (h *harness) waitFor(kind events.Kind) events.Event {
 	}
 }
 
+// waitEngineLogCache waits for the expert cache event read from the engine
+// log. It may come before or after the ready line (the follower reads the
+// log on its own schedule): look at everything so far, then wait for more.
+func (h *harness) waitEngineLogCache() {
+	h.t.Helper()
+	fromLog := func() bool {
+		evs, _ := h.bus.Since(0)
+		for _, e := range evs {
+			if e.Kind == events.ExpertCache && e.Details["source"] == "engine-log" {
+				return true
+			}
+		}
+		return false
+	}
+	for !fromLog() {
+		h.waitFor(events.ExpertCache)
+	}
+}
+
 func (h *harness) kinds() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -175,12 +194,7 @@ func TestStartsAsStrataSaysAndStops(t *testing.T) {
 		t.Errorf("server ran in %s, want the Strata root %s", rec.Cwd, h.root.Dir)
 	}
 	// The expert cache from the engine log (the engine child's stderr).
-	for {
-		e := h.waitFor(events.ExpertCache)
-		if e.Details["source"] == "engine-log" {
-			break
-		}
-	}
+	h.waitEngineLogCache()
 	if err := h.sup.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -350,11 +364,7 @@ func TestRestartCommand(t *testing.T) {
 func TestEngineLogRelayLines(t *testing.T) {
 	h := newHarness(t, fakestrata.RootOptions{}, nil)
 	h.waitFor(events.ServerReady)
-	for { // the engine has written its line: the log is ours now
-		if e := h.waitFor(events.ExpertCache); e.Details["source"] == "engine-log" {
-			break
-		}
-	}
+	h.waitEngineLogCache() // the engine has written its line: the log is ours now
 	f, err := os.OpenFile(h.root.Log, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

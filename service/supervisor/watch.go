@@ -19,29 +19,41 @@ import (
 // the supervisor starts, and publishes what it recognises. It polls rather
 // than watching: the file may not exist yet, may be truncated by Strata, and
 // lives on whatever file system the Strata root is on.
-func (s *Supervisor) followEngineLog(ctx context.Context) {
-	var (
-		path   string
-		offset int64 = -1 // -1: start at the current end
-		rest   []byte
-	)
+//
+// Run makes the first round itself, before it starts the server, so the
+// lines a fast server writes at once are not mistaken for old ones.
+func (s *Supervisor) followEngineLog(ctx context.Context, f *logFollow) {
 	t := time.NewTicker(s.cfg.FollowEvery)
 	defer t.Stop()
 	for {
-		// The config may change (a vision edit); re-resolve each round.
-		if sc, err := readStrataConfig(s.cfg.ConfigPath); err == nil {
-			if p := sc.logPath(s.cfg.StrataRoot); p != path {
-				path, offset, rest = p, -1, nil
-			}
-		}
-		if path != "" {
-			offset, rest = s.readLogFrom(path, offset, rest)
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		s.logRound(f)
+	}
+}
+
+// logFollow is where the follower is in the engine log.
+type logFollow struct {
+	path   string
+	offset int64 // -1: start at the current end
+	rest   []byte
+}
+
+func newLogFollow() *logFollow { return &logFollow{offset: -1} }
+
+// logRound reads what was appended since the last round.
+func (s *Supervisor) logRound(f *logFollow) {
+	// The config may change (a vision edit); re-resolve each round.
+	if sc, err := readStrataConfig(s.cfg.ConfigPath); err == nil {
+		if p := sc.logPath(s.cfg.StrataRoot); p != f.path {
+			f.path, f.offset, f.rest = p, -1, nil
+		}
+	}
+	if f.path != "" {
+		f.offset, f.rest = s.readLogFrom(f.path, f.offset, f.rest)
 	}
 }
 
