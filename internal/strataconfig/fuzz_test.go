@@ -28,30 +28,7 @@ func unownedLoose(b []byte) (map[string]any, bool) {
 	if err != nil || !ok {
 		return nil, false
 	}
-	delete(m, "vision")
-	if args, ok := m["args"].([]any); ok {
-		kept := []any{}
-		for i := 0; i < len(args); i++ {
-			switch args[i] {
-			case "--vision":
-				continue
-			case "--vram-reserve-mib":
-				i++
-				continue
-			}
-			kept = append(kept, args[i])
-		}
-		m["args"] = kept
-		if len(kept) == 0 {
-			delete(m, "args")
-		}
-	}
-	if env, ok := m["env"].(map[string]any); ok {
-		delete(env, EnvSettings)
-		if len(env) == 0 {
-			delete(m, "env")
-		}
-	}
+	stripOwned(m)
 	return m, true
 }
 

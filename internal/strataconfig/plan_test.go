@@ -78,6 +78,13 @@ func decode(t *testing.T, b []byte) map[string]any {
 // computed with encoding/json, independently of the editor.
 func unowned(t *testing.T, b []byte) map[string]any {
 	m := decode(t, b)
+	stripOwned(m)
+	return m
+}
+
+// stripOwned removes from a decoded config what the companion owns: the
+// vision block, --vision and --vram-reserve-mib N in args, and our env entry.
+func stripOwned(m map[string]any) {
 	delete(m, "vision")
 	if args, ok := m["args"].([]any); ok {
 		var kept []any
@@ -102,7 +109,6 @@ func unowned(t *testing.T, b []byte) map[string]any {
 			delete(m, "env")
 		}
 	}
-	return m
 }
 
 // unchangedLines checks that every line the diff touches is about a key the
