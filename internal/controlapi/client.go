@@ -143,3 +143,15 @@ func (c *Client) Logs(ctx context.Context, tail int) (*LogsResponse, error) {
 	var r LogsResponse
 	return &r, c.do(ctx, http.MethodGet, "/v1/logs?tail="+strconv.Itoa(tail), nil, &r)
 }
+
+// ReportRelay sends what the relay learned or did (POST /v1/relay).
+func (c *Client) ReportRelay(ctx context.Context, r RelayReport) error {
+	return c.do(ctx, "POST", "/v1/relay", r, nil)
+}
+
+// PatchSettings changes settings that need no config edit (POST /v1/settings)
+// and returns the settings' new view in the state.
+func (c *Client) PatchSettings(ctx context.Context, p SettingsPatch) (*State, error) {
+	var st State
+	return &st, c.do(ctx, "POST", "/v1/settings", p, &st)
+}

@@ -134,3 +134,32 @@ type LogsResponse struct {
 type Error struct {
 	Error string `json:"error"`
 }
+
+// RelayReport is POST /v1/relay: what the relay learned (n_embd) or did
+// (events). The relay reads the settings but never writes them: the service
+// folds this into its state and its settings.
+type RelayReport struct {
+	Events []events.Event `json:"events,omitempty"`
+	// NEmbd is the n_embd the second PC's encoder reported, 0 when unknown.
+	NEmbd int `json:"n_embd,omitempty"`
+}
+
+// SettingsPatch is POST /v1/settings: a change to the companion's settings
+// that needs no edit of Strata's config and no restart. Nil fields are left
+// as they are.
+type SettingsPatch struct {
+	FallbackCPU *bool `json:"fallback_cpu,omitempty"`
+	IdleStopS   *int  `json:"idle_stop_s,omitempty"`
+	// Wake replaces the second PC's wake setup; MAC sets its address.
+	Wake          *WakeSettings `json:"wake,omitempty"`
+	MAC           *string       `json:"mac,omitempty"`
+	Notifications *bool         `json:"notifications,omitempty"`
+}
+
+// WakeSettings mirrors settings.Wake on the wire.
+type WakeSettings struct {
+	Enabled   bool   `json:"enabled"`
+	Broadcast string `json:"broadcast,omitempty"`
+	Port      int    `json:"port,omitempty"`
+	WaitS     int    `json:"wait_s,omitempty"`
+}

@@ -59,6 +59,22 @@ type Remote struct {
 	IdleStopS int `json:"idle_stop_s,omitempty"`
 	// NEmbd is the last n_embd the agent reported (the relay's READY fallback).
 	NEmbd int `json:"n_embd,omitempty"`
+	// MAC is the second PC's network card (aa:bb:cc:dd:ee:ff), recorded at
+	// pairing, for Wake-on-LAN.
+	MAC string `json:"mac,omitempty"`
+	// Wake says whether and how the relay wakes a second PC that does not answer.
+	Wake *Wake `json:"wake,omitempty"`
+}
+
+// Wake is the Wake-on-LAN setup for the second PC.
+type Wake struct {
+	Enabled bool `json:"enabled"`
+	// Broadcast is where the magic packet goes (default 255.255.255.255).
+	Broadcast string `json:"broadcast,omitempty"`
+	// Port is the UDP port (default 9).
+	Port int `json:"port,omitempty"`
+	// WaitS bounds how long a picture waits for ssh after a wake (default 60).
+	WaitS int `json:"wait_s,omitempty"`
 }
 
 // Settings is the file's content. Unknown keys (from a newer companion) are
@@ -71,6 +87,14 @@ type Settings struct {
 	Remote     *Remote   `json:"remote,omitempty"`
 	// Notifications turns the tray's notifications off when false.
 	Notifications *bool `json:"notifications,omitempty"`
+	// FallbackCPU: when the second PC cannot be reached, the relay reads the
+	// picture on this PC's CPU instead of answering ERR.
+	FallbackCPU *bool `json:"fallback_cpu,omitempty"`
+	// LocalEncoder is this PC's strata-vision, which the relay runs (without
+	// --gpu) when pictures are read on the CPU or as the fallback.
+	LocalEncoder string `json:"local_encoder,omitempty"`
+	// CPUThreads for the local CPU encoder the relay runs (0: the encoder's default).
+	CPUThreads int `json:"cpu_threads,omitempty"`
 
 	Extra map[string]json.RawMessage `json:"-"`
 }
@@ -105,7 +129,8 @@ func Load(path string) (*Settings, error) {
 // LoadDefault reads the settings from their usual place.
 func LoadDefault() (*Settings, error) { return Load(locations.SettingsFile()) }
 
-var knownKeys = []string{"strata_root", "config_path", "port", "vision", "remote", "notifications"}
+var knownKeys = []string{"strata_root", "config_path", "port", "vision", "remote", "notifications",
+	"fallback_cpu", "local_encoder", "cpu_threads"}
 
 // Save writes s to path atomically, creating the folder.
 func (s *Settings) Save(path string) error {
