@@ -2,7 +2,8 @@
 // user's own credentials, once, it makes the companion's own ed25519 key,
 // installs its public half on the second PC (restricted: no forwarding, no
 // pty), pins the second PC's host key, proves the new key logs in alone, and
-// saves the second PC in the companion settings. Unpair removes all of it.
+// hands the second PC to a Recorder (internal/secondpc's, over the settings).
+// Unpair removes all of it. This package never writes the settings itself.
 package pairing
 
 import (
@@ -42,8 +43,8 @@ type Options struct {
 	// KeyFile is the companion's private key (default locations.RelayKeyFile()).
 	// An existing key is reused, so pairing again changes nothing on disk.
 	KeyFile string
-	// SettingsFile defaults to locations.SettingsFile().
-	SettingsFile string
+	// Recorder keeps the paired second PC (required).
+	Recorder Recorder
 	// AuthorizedKeysFile replaces the POSIX default ~/.ssh/authorized_keys on
 	// the second PC (a server whose AuthorizedKeysFile points elsewhere;
 	// tests). Relative paths are from the remote user's home.
@@ -58,6 +59,17 @@ type Options struct {
 	Timeout time.Duration
 	// Progress, when set, is told each step in words.
 	Progress func(step string)
+}
+
+// Recorder keeps what pairing did. internal/secondpc has the
+// implementations (over the settings file, in memory for the wizard).
+type Recorder interface {
+	// RecordPairing stores the second PC just paired: host, port, user,
+	// key file, host key, OS, arch and MAC. Pairing the same PC again keeps
+	// what prepare found.
+	RecordPairing(ctx context.Context, r settings.Remote) error
+	// RecordUnpair forgets the second PC.
+	RecordUnpair(ctx context.Context) error
 }
 
 // Result says what Pair did.
@@ -84,8 +96,8 @@ func (o *Options) defaults() error {
 	if o.KeyFile == "" {
 		o.KeyFile = locations.RelayKeyFile()
 	}
-	if o.SettingsFile == "" {
-		o.SettingsFile = locations.SettingsFile()
+	if o.Recorder == nil {
+		return errors.New("pairing.Options.Recorder is nil: nothing would record the second PC")
 	}
 	if o.KnownHosts == nil {
 		o.KnownHosts = &sshx.KnownHosts{}
@@ -159,24 +171,16 @@ func Pair(ctx context.Context, o Options) (*Result, error) {
 			"this file's permissions (StrictModes); the key was removed again", res.Installed, ep, err)
 	}
 
+	o.Progress("finding the network card's address (for Wake-on-LAN)")
+	mac := RemoteMAC(ctx, c, shell)
+
 	o.Progress("pinning the host key and saving the settings")
 	if err := sshx.Pin(o.KnownHosts.File, ep, hostKey); err != nil {
 		return nil, err
 	}
-	st, err := settings.Load(o.SettingsFile)
-	if err != nil {
-		return nil, err
-	}
-	r := settings.Remote{}
-	if st.Remote != nil && st.Remote.Host == ep.Host && st.Remote.Port == ep.Port && st.Remote.User == ep.User {
-		r = *st.Remote // pairing the same PC again keeps what prepare found
-	}
-	r.Host, r.Port, r.User = ep.Host, ep.Port, ep.User
-	r.KeyFile = o.KeyFile
-	r.HostKey = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(hostKey)))
-	r.OS, r.Arch = goos, arch
-	st.Remote = &r
-	if err := st.Save(o.SettingsFile); err != nil {
+	r := settings.Remote{Host: ep.Host, Port: ep.Port, User: ep.User, KeyFile: o.KeyFile,
+		HostKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(hostKey))), OS: goos, Arch: arch, MAC: mac}
+	if err := o.Recorder.RecordPairing(ctx, r); err != nil {
 		return nil, err
 	}
 	res.Remote = r
@@ -261,9 +265,11 @@ func loadOrCreateKey(path, comment string) (ssh.Signer, bool, error) {
 
 // UnpairOptions for Unpair.
 type UnpairOptions struct {
-	// Remote is what the settings say (default: read from SettingsFile).
-	SettingsFile string
-	KnownHosts   string // default locations.KnownHostsFile()
+	// Remote is the paired second PC, as the settings hold it.
+	Remote *settings.Remote
+	// Recorder forgets it once removed (required).
+	Recorder   Recorder
+	KnownHosts string // default locations.KnownHostsFile()
 	// Auth and Password are the user's own credentials, tried when the
 	// companion's own key no longer logs in.
 	Auth     []ssh.AuthMethod
@@ -285,8 +291,8 @@ var ErrNotPaired = errors.New("no second PC is paired (the companion settings ho
 // matched by the key, or by our comment), then the local key, the pin and the
 // second PC in the settings. It returns the second PC it unpaired.
 func Unpair(ctx context.Context, o UnpairOptions) (*settings.Remote, error) {
-	if o.SettingsFile == "" {
-		o.SettingsFile = locations.SettingsFile()
+	if o.Recorder == nil {
+		return nil, errors.New("pairing.UnpairOptions.Recorder is nil: nothing would forget the second PC")
 	}
 	if o.KnownHosts == "" {
 		o.KnownHosts = locations.KnownHostsFile()
@@ -297,14 +303,10 @@ func Unpair(ctx context.Context, o UnpairOptions) (*settings.Remote, error) {
 	if o.Progress == nil {
 		o.Progress = func(string) {}
 	}
-	st, err := settings.Load(o.SettingsFile)
-	if err != nil {
-		return nil, err
-	}
-	if st.Remote == nil || st.Remote.Host == "" {
+	if o.Remote == nil || o.Remote.Host == "" {
 		return nil, ErrNotPaired
 	}
-	r := *st.Remote
+	r := *o.Remote
 	ep := sshx.Endpoint{User: r.User, Host: r.Host, Port: r.Port}
 
 	remoteErr := removeRemote(ctx, o, r, ep)
@@ -326,8 +328,7 @@ func Unpair(ctx context.Context, o UnpairOptions) (*settings.Remote, error) {
 	if err := sshx.Unpin(o.KnownHosts, ep); err != nil {
 		errs = append(errs, err)
 	}
-	st.Remote = nil
-	if err := st.Save(o.SettingsFile); err != nil {
+	if err := o.Recorder.RecordUnpair(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	if remoteErr != nil {

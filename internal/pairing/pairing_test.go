@@ -51,11 +51,42 @@ func (e *env) pairOptions() Options {
 		Auth:               []ssh.AuthMethod{ssh.PublicKeys(e.s.ClientSigner)},
 		KnownHosts:         &sshx.KnownHosts{File: e.known, Accept: ssh.FingerprintSHA256(e.s.HostSigner.PublicKey())},
 		KeyFile:            e.keyFile,
-		SettingsFile:       e.settings,
+		Recorder:           fileRecorder(e.settings),
 		AuthorizedKeysFile: e.s.AuthorizedKeysFile,
 		Comment:            "strata-companion@testpc",
 		Timeout:            10 * time.Second,
 	}
+}
+
+// fileRecorder keeps the paired PC in a settings file, as
+// secondpc.SettingsRecorder does (which this package cannot import).
+type fileRecorder string
+
+func (f fileRecorder) RecordPairing(_ context.Context, r settings.Remote) error {
+	st, err := settings.Load(string(f))
+	if err != nil {
+		return err
+	}
+	st.Remote = &r
+	return st.Save(string(f))
+}
+
+func (f fileRecorder) RecordUnpair(context.Context) error {
+	st, err := settings.Load(string(f))
+	if err != nil {
+		return err
+	}
+	st.Remote = nil
+	return st.Save(string(f))
+}
+
+// paired is the second PC the test's settings hold (nil: none).
+func (e *env) paired() *settings.Remote {
+	st, err := settings.Load(e.settings)
+	if err != nil {
+		return nil
+	}
+	return st.Remote
 }
 
 // relayDial logs in as the relay will: the settings' key and pinned host key only.
@@ -173,7 +204,7 @@ func TestPairThenUnpair(t *testing.T) {
 	}
 
 	// Unpair: our line goes, the user's stays, and so do the key, pin, settings.
-	got, err := Unpair(context.Background(), UnpairOptions{SettingsFile: e.settings, KnownHosts: e.known,
+	got, err := Unpair(context.Background(), UnpairOptions{Remote: e.paired(), Recorder: fileRecorder(e.settings), KnownHosts: e.known,
 		AuthorizedKeysFile: e.s.AuthorizedKeysFile, Comment: "strata-companion@testpc", Timeout: 10 * time.Second})
 	if err != nil || got.Host != e.ep.Host {
 		t.Fatalf("unpair: %+v %v", got, err)
@@ -190,7 +221,7 @@ func TestPairThenUnpair(t *testing.T) {
 	if s, _ := settings.Load(e.settings); s.Remote != nil {
 		t.Errorf("settings still name a second PC: %+v", s.Remote)
 	}
-	if _, err := Unpair(context.Background(), UnpairOptions{SettingsFile: e.settings, KnownHosts: e.known}); !errors.Is(err, ErrNotPaired) {
+	if _, err := Unpair(context.Background(), UnpairOptions{Remote: e.paired(), Recorder: fileRecorder(e.settings), KnownHosts: e.known}); !errors.Is(err, ErrNotPaired) {
 		t.Errorf("unpair twice: %v", err)
 	}
 }
@@ -229,7 +260,7 @@ func TestPairWithAPasswordIntoTheUsersOwnHome(t *testing.T) {
 	c.Close()
 
 	// The companion's key alone is enough to unpair.
-	if _, err := Unpair(context.Background(), UnpairOptions{SettingsFile: e.settings, KnownHosts: e.known,
+	if _, err := Unpair(context.Background(), UnpairOptions{Remote: e.paired(), Recorder: fileRecorder(e.settings), KnownHosts: e.known,
 		Comment: "strata-companion@testpc", Timeout: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +301,7 @@ func TestUnpairForceWhenThePCIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.s.Stop()
-	uo := UnpairOptions{SettingsFile: e.settings, KnownHosts: e.known, Comment: "strata-companion@testpc", Timeout: 3 * time.Second}
+	uo := UnpairOptions{Remote: e.paired(), Recorder: fileRecorder(e.settings), KnownHosts: e.known, Comment: "strata-companion@testpc", Timeout: 3 * time.Second}
 	if _, err := Unpair(context.Background(), uo); err == nil || sshx.Classify(err) != sshx.ReasonRefused {
 		t.Fatalf("unpair of a PC that is off: %v", err)
 	}
@@ -315,7 +346,7 @@ func TestForcedCommandPinsTheKeyAndUnpairFallsBack(t *testing.T) {
 	}
 	// The companion's key can no longer run what unpair needs: the user's
 	// own credentials do it.
-	_, err = Unpair(context.Background(), UnpairOptions{SettingsFile: e.settings, KnownHosts: e.known,
+	_, err = Unpair(context.Background(), UnpairOptions{Remote: e.paired(), Recorder: fileRecorder(e.settings), KnownHosts: e.known,
 		Auth: []ssh.AuthMethod{ssh.PublicKeys(e.s.ClientSigner)}, AuthorizedKeysFile: e.s.AuthorizedKeysFile,
 		Comment: "strata-companion@testpc", Timeout: 10 * time.Second})
 	if err != nil {

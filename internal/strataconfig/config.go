@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -363,6 +364,39 @@ func (c *Config) base() string {
 		return filepath.Join(c.Root, c.Cwd)
 	}
 	return c.Root
+}
+
+// Resolve is p as Strata reads it: relative paths against the config's `cwd`
+// (itself relative to the install folder), else the install folder; "" stays
+// "". This is the one place the companion resolves a config's paths.
+func (c *Config) Resolve(p string) string {
+	if p == "" {
+		return ""
+	}
+	return c.resolve(p)
+}
+
+// VisionFiles are the vision block's mmproj and model, resolved as Strata
+// resolves them; both "" when the config has no vision block.
+func (c *Config) VisionFiles() (mmproj, model string) {
+	if c.Vision == nil {
+		return "", ""
+	}
+	return c.Resolve(c.Vision.MMProj), c.Resolve(c.Vision.Model)
+}
+
+// LocalEncoder is the install's own strata-vision (ROOT/engine/strata-vision,
+// .exe on Windows), "" when it is not there.
+func (c *Config) LocalEncoder() string {
+	name := "strata-vision"
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	p := filepath.Join(c.Root, "engine", name)
+	if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+		return p
+	}
+	return ""
 }
 
 func (c *Config) resolve(p string) string {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/loglines"
+	"github.com/strata-companion/companion/internal/strataconfig"
 )
 
 // Publisher receives the supervisor's events (service/state.Tracker, or an
@@ -461,16 +462,13 @@ func (s *Supervisor) launch() (*process, error) {
 	if _, err := os.Stat(s.cfg.Python); err != nil {
 		return nil, fmt.Errorf("Strata's Python %s is missing: run Strata's setup in %s first", s.cfg.Python, root)
 	}
-	sc, err := readStrataConfig(s.cfg.ConfigPath)
+	sc, err := strataconfig.Read(s.cfg.ConfigPath)
 	if err != nil {
 		return nil, err
 	}
 	port := s.cfg.Port
 	if port == 0 {
-		port = sc.Port
-	}
-	if port == 0 {
-		port = 8080
+		port = sc.Port() // the config's port, else Strata's 8080
 	}
 	// Exactly the command STRATA.md gives; never --open (a service has no browser).
 	cmd := exec.Command(s.cfg.Python, "serve/server.py", "--engine", "strata", "--config", s.cfg.ConfigPath, "--port", strconv.Itoa(port))
@@ -491,7 +489,7 @@ func (s *Supervisor) launch() (*process, error) {
 	// does not wait for a grandchild that keeps them open.
 	cmd.Stdout, cmd.Stderr = outW, errW
 	setProcAttr(cmd)
-	p := &process{cmd: cmd, port: port, started: time.Now(), exited: make(chan struct{}), apiKey: sc.APIKey, vision: sc.hasVision()}
+	p := &process{cmd: cmd, port: port, started: time.Now(), exited: make(chan struct{}), apiKey: sc.APIKey(), vision: sc.Vision != nil}
 	s.pub(events.ServerStarting, fmt.Sprintf("starting the Strata server on port %d", port),
 		map[string]any{"port": port, "config": s.cfg.ConfigPath})
 	err = cmd.Start()

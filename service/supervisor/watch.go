@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/loglines"
+	"github.com/strata-companion/companion/internal/strataconfig"
 )
 
 // followEngineLog reads the lines appended to the config's engine log (the
@@ -47,8 +48,8 @@ func newLogFollow() *logFollow { return &logFollow{offset: -1} }
 // logRound reads what was appended since the last round.
 func (s *Supervisor) logRound(f *logFollow) {
 	// The config may change (a vision edit); re-resolve each round.
-	if sc, err := readStrataConfig(s.cfg.ConfigPath); err == nil {
-		if p := sc.logPath(s.cfg.StrataRoot); p != f.path {
+	if sc, err := strataconfig.Read(s.cfg.ConfigPath); err == nil {
+		if p := sc.LogPath(); p != f.path {
 			f.path, f.offset, f.rest = p, -1, nil
 		}
 	}

@@ -1,0 +1,146 @@
+package secondpc
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/strataconfig"
+)
+
+// PrepareChoices are what a person may set instead of what Strata's config
+// says ("" and 0 and nil: take the config's).
+type PrepareChoices struct {
+	Mmproj, Model string
+	// EncoderPath is strata-vision already on the second PC.
+	EncoderPath string
+	// LocalEncoder is a strata-vision here to copy (default: the install's
+	// engine/strata-vision, when the second PC has this PC's OS and arch).
+	LocalEncoder string
+	// RemoteDir replaces the recorded folder on the second PC.
+	RemoteDir string
+	// GPU replaces the config's vision.gpu (nil: follow the config, never forced).
+	GPU                *bool
+	Threads, MaxTokens int
+}
+
+// PrepareOptions builds relay.Prepare's inputs for the paired second PC:
+// the mmproj and model from the config's vision block, resolved as Strata
+// resolves them (strataconfig: the config's cwd, else the install folder),
+// gpu and max_tokens as the config says, unless c says otherwise. cfg may be
+// nil when c names both files.
+func PrepareOptions(cfg *strataconfig.Config, paired settings.Remote, c PrepareChoices) (relay.PrepareOptions, error) {
+	o := relay.PrepareOptions{Remote: paired, LocalOS: runtime.GOOS, LocalArch: runtime.GOARCH}
+	o.Mmproj, o.Model, o.EncoderPath, o.LocalEncoder = c.Mmproj, c.Model, c.EncoderPath, c.LocalEncoder
+	o.Threads, o.MaxTokens = c.Threads, c.MaxTokens
+	if c.RemoteDir != "" {
+		o.Remote.RemoteDir = c.RemoteDir
+	}
+	if cfg != nil {
+		mm, model := cfg.VisionFiles()
+		if o.Mmproj == "" {
+			o.Mmproj = mm
+		}
+		if o.Model == "" {
+			o.Model = model
+		}
+		if cfg.Vision != nil {
+			o.GPU = cfg.Vision.GPU
+			if o.MaxTokens == 0 {
+				o.MaxTokens = cfg.Vision.MaxTokens
+			}
+		}
+		if o.LocalEncoder == "" {
+			o.LocalEncoder = cfg.LocalEncoder()
+		}
+	}
+	if c.GPU != nil {
+		o.GPU = *c.GPU
+	}
+	if o.Mmproj == "" || o.Model == "" {
+		where := "the Strata config has no vision block"
+		if cfg != nil {
+			where = cfg.Path + " has no vision block"
+		}
+		return o, fmt.Errorf("cannot tell which mmproj and model to send: %s; turn vision on in Strata's setup first, or name both files (--mmproj FILE --model FILE)", where)
+	}
+	return o, nil
+}
+
+// Prepare runs relay.Prepare and records the result through rec.
+func Prepare(ctx context.Context, o relay.PrepareOptions, rec Recorder) (*relay.PrepareResult, error) {
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	res, err := relay.Prepare(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := rec.RecordPrepare(ctx, *res); err != nil {
+		return res, fmt.Errorf("the second PC is ready, but recording it failed: %w", err)
+	}
+	return res, nil
+}
+
+// AgentFinder finds the strata-vision-relay build for the second PC's OS
+// and architecture.
+type AgentFinder struct {
+	// Path is a build the user named (--agent-binary): used as is.
+	Path string
+	// Dir is where to look (default: the folder of this program).
+	Dir string
+	// BuildDir, when set and `go` is on PATH, is where a cross-compile from
+	// this source checkout goes when no build is found (developers' CLI).
+	BuildDir string
+}
+
+// Find returns the agent for goos/goarch: Path; this program's own folder
+// (this PC's build when the platforms match), <os>-<arch>/ there (the
+// installer's layout), bin/<os>-<arch>/ (`make build`'s), or
+// strata-vision-relay-<os>-<arch>; else a cross-compile into BuildDir.
+func (a AgentFinder) Find(goos, goarch string) (string, error) {
+	if a.Path != "" {
+		return a.Path, nil
+	}
+	name := relay.AgentName(goos)
+	here := a.Dir
+	if here == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", err
+		}
+		here = filepath.Dir(exe)
+	}
+	var cands []string
+	if goos == runtime.GOOS && goarch == runtime.GOARCH {
+		cands = append(cands, filepath.Join(here, name))
+	}
+	cands = append(cands,
+		filepath.Join(here, goos+"-"+goarch, name),
+		filepath.Join(here, "bin", goos+"-"+goarch, name),
+		filepath.Join(here, "strata-vision-relay-"+goos+"-"+goarch+filepath.Ext(name)))
+	for _, c := range cands {
+		if st, err := os.Stat(c); err == nil && st.Mode().IsRegular() {
+			return c, nil
+		}
+	}
+	if a.BuildDir != "" {
+		if goBin, err := exec.LookPath("go"); err == nil {
+			out := filepath.Join(a.BuildDir, "strata-vision-relay-"+goos+"-"+goarch+filepath.Ext(name))
+			cmd := exec.Command(goBin, "build", "-trimpath", "-o", out, "github.com/strata-companion/companion/relay")
+			cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
+			if err := cmd.Run(); err == nil {
+				return out, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no strata-vision-relay build for %s/%s beside %s (looked for %s); reinstall Strata Companion, or pass --agent-binary FILE",
+		goos, goarch, here, strings.Join(cands, ", "))
+}

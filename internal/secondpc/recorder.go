@@ -1,0 +1,155 @@
+package secondpc
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/settings"
+)
+
+// Recorder is the one way the second-PC code records what it did in the
+// companion's settings. The service's backend implements it (the owner of
+// the settings); SettingsRecorder writes the file directly (the CLI with no
+// service running, for now); MemoryRecorder holds it until the wizard's Apply.
+type Recorder interface {
+	// Paired is the second PC recorded now (nil: none).
+	Paired(ctx context.Context) (*settings.Remote, error)
+	// RecordPairing stores a second PC just paired (host, port, user, key
+	// file, host key, OS, arch, MAC); MergePairing says how.
+	RecordPairing(ctx context.Context, r settings.Remote) error
+	// RecordPrepare stores what prepare found (folder, encoder, n_embd, OS,
+	// arch); ApplyPrepare says how.
+	RecordPrepare(ctx context.Context, res relay.PrepareResult) error
+	// RecordUnpair forgets the second PC.
+	RecordUnpair(ctx context.Context) error
+}
+
+// MergePairing is the second PC after pairing n, given what was recorded
+// before (old, may be nil): pairing the same PC again (host, port, user)
+// keeps what prepare found and the user's idle-stop and wake choices; a
+// MAC that could not be found this time keeps the one found before.
+func MergePairing(old *settings.Remote, n settings.Remote) settings.Remote {
+	if old == nil || old.Host != n.Host || old.Port != n.Port || old.User != n.User {
+		return n
+	}
+	r := *old
+	r.KeyFile, r.HostKey, r.OS, r.Arch = n.KeyFile, n.HostKey, n.OS, n.Arch
+	if n.MAC != "" {
+		r.MAC = n.MAC
+	}
+	return r
+}
+
+// ApplyPrepare records a prepare result into r.
+func ApplyPrepare(r *settings.Remote, res relay.PrepareResult) {
+	r.RemoteDir, r.OS, r.Arch = res.RemoteDir, res.OS, res.Arch
+	r.EncoderPath, r.NEmbd = res.EncoderPath, res.NEmbd
+}
+
+// ErrNotPaired says there is no second PC to record a prepare for.
+var ErrNotPaired = errors.New("no second PC is paired; pair one first (strata-service remote pair [user@]host, or the setup wizard's second-PC page)")
+
+// SettingsRecorder records into the settings file at Path (read, change
+// the second PC only, write; keys it does not own are kept).
+type SettingsRecorder struct{ Path string }
+
+func (s SettingsRecorder) update(f func(st *settings.Settings) error) error {
+	st, err := settings.Load(s.Path)
+	if err != nil {
+		return err
+	}
+	if err := f(st); err != nil {
+		return err
+	}
+	return st.Save(s.Path)
+}
+
+func (s SettingsRecorder) Paired(context.Context) (*settings.Remote, error) {
+	st, err := settings.Load(s.Path)
+	if err != nil {
+		return nil, err
+	}
+	return st.Remote, nil
+}
+
+func (s SettingsRecorder) RecordPairing(_ context.Context, r settings.Remote) error {
+	return s.update(func(st *settings.Settings) error {
+		m := MergePairing(st.Remote, r)
+		st.Remote = &m
+		return nil
+	})
+}
+
+func (s SettingsRecorder) RecordPrepare(_ context.Context, res relay.PrepareResult) error {
+	return s.update(func(st *settings.Settings) error {
+		if st.Remote == nil || st.Remote.Host == "" {
+			return ErrNotPaired
+		}
+		ApplyPrepare(st.Remote, res)
+		return nil
+	})
+}
+
+func (s SettingsRecorder) RecordUnpair(context.Context) error {
+	return s.update(func(st *settings.Settings) error {
+		st.Remote = nil
+		return nil
+	})
+}
+
+// MemoryRecorder keeps the second PC in memory: the wizard pairs and
+// prepares on its second-PC page and writes the result only at Apply.
+type MemoryRecorder struct {
+	mu     sync.Mutex
+	remote *settings.Remote
+}
+
+// NewMemoryRecorder starts from r (nil: nothing paired).
+func NewMemoryRecorder(r *settings.Remote) *MemoryRecorder {
+	m := &MemoryRecorder{}
+	if r != nil {
+		c := *r
+		m.remote = &c
+	}
+	return m
+}
+
+// Remote is a copy of what is recorded (nil: none).
+func (m *MemoryRecorder) Remote() *settings.Remote {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.remote == nil {
+		return nil
+	}
+	c := *m.remote
+	return &c
+}
+
+func (m *MemoryRecorder) Paired(context.Context) (*settings.Remote, error) { return m.Remote(), nil }
+
+func (m *MemoryRecorder) RecordPairing(_ context.Context, r settings.Remote) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := MergePairing(m.remote, r)
+	m.remote = &n
+	return nil
+}
+
+func (m *MemoryRecorder) RecordPrepare(_ context.Context, res relay.PrepareResult) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.remote == nil {
+		return ErrNotPaired
+	}
+	ApplyPrepare(m.remote, res)
+	return nil
+}
+
+func (m *MemoryRecorder) RecordUnpair(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.remote = nil
+	return nil
+}
