@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/linkprobe"
-	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/probe"
+	"github.com/strata-companion/companion/internal/secondpc"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
 )
@@ -57,36 +57,33 @@ func init() {
 }
 
 func runSSHProbe(ctx context.Context, env *cliEnv, login *sshLogin, target, remoteDir string, transferMB int, asJSON bool) error {
-	ep, hc, err := login.endpoint(target)
+	ep, err := sshx.ParseEndpoint(target)
 	if err != nil {
 		return &exitCode{code: 2, err: err}
 	}
-	out := sshProbeOutput{Schema: sshProbeJSONSchema, Target: ep.String()}
 	opts := linkprobe.Options{RemoteDir: remoteDir, TransferBytes: int64(transferMB) << 20}
 
 	// The paired PC: its folder, and the companion's own key as one more
 	// way in (so a probe needs no password once paired).
 	var extraKeys []string
-	if st, err := settings.LoadDefault(); err == nil && st.Remote != nil && st.Remote.Host == ep.Host &&
-		(st.Remote.Port == ep.Port || ep.Port == 0) {
+	if rm, err := settingsRecorder().Paired(ctx); err == nil && rm != nil && rm.Host == ep.Host &&
+		(rm.Port == ep.Port || ep.Port == 0) {
 		if opts.RemoteDir == "" {
-			opts.RemoteDir = st.Remote.RemoteDir
+			opts.RemoteDir = rm.RemoteDir
 		}
-		opts.EncoderPath = st.Remote.EncoderPath
-		extraKeys = append(extraKeys, st.Remote.KeyFile)
+		opts.EncoderPath = rm.EncoderPath
+		extraKeys = append(extraKeys, rm.KeyFile)
 	}
-
-	auth, password, closeFn, err := login.credentials(env, ep, hc, extraKeys...)
+	l, err := login.login(env, target, extraKeys...)
 	if err != nil {
-		return err
+		return &exitCode{code: 2, err: err}
 	}
-	defer closeFn()
-	kh := &sshx.KnownHosts{File: locations.KnownHostsFile(), Accept: login.acceptHostKey}
+	ep = l.Endpoint
+	out := sshProbeOutput{Schema: sshProbeJSONSchema, Target: ep.String()}
 	if !asJSON {
-		fmt.Fprintf(env.stderr, "... connecting to %s (gives up after %s)\n", ep, login.timeout)
+		fmt.Fprintf(env.stderr, "... connecting to %s and measuring the second PC and the link (a connection gives up after %s)\n", ep, login.timeout)
 	}
-	c, err := login.dial(ctx, env, sshx.Config{Endpoint: ep, Auth: auth, Password: password,
-		HostKeyCallback: kh.Callback, HostKeyAlgorithms: kh.Algorithms(ep), Timeout: login.timeout}, kh)
+	pr, err := secondpc.Probe(ctx, l, opts, true)
 	if err != nil {
 		out.Reason = string(sshx.Classify(err))
 		out.Error = err.Error() + hostKeyHint(err)
@@ -101,21 +98,7 @@ func runSSHProbe(ctx context.Context, env *cliEnv, login *sshLogin, target, remo
 		}
 		return &exitCode{code: 1}
 	}
-	defer c.Close()
-	out.Reachable = true
-	if kh.AcceptedNew() {
-		if err := sshx.Pin(kh.File, ep, kh.Presented()); err != nil {
-			return fmt.Errorf("pinning the host key: %w", err)
-		}
-		out.HostKeyPinned = true
-	}
-	if p := kh.Presented(); p != nil {
-		out.HostKeyFingerprint = sshx.Fingerprint(p)
-	}
-	if !asJSON {
-		fmt.Fprintln(env.stderr, "... measuring the second PC and the link")
-	}
-	out.Remote = linkprobe.Run(ctx, c, ep.String(), opts)
+	out.Reachable, out.HostKeyPinned, out.HostKeyFingerprint, out.Remote = true, pr.Pinned, pr.HostKeyFingerprint, pr.Link
 	local := probe.Probe(ctx, probe.Options{})
 	rec := probe.Recommend(local, out.Remote.Facts())
 	out.Recommendation = &rec

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/strata-companion/companion/internal/locations"
-	"github.com/strata-companion/companion/internal/pairing"
+	"github.com/strata-companion/companion/internal/secondpc"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
 )
@@ -138,46 +138,34 @@ func (l *sshLogin) addFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&l.timeout, "connect-timeout", sshx.DefaultTimeout, "give up when the connection and ssh handshake take longer than this")
 }
 
-// endpoint parses target and completes it from the user's ssh config.
-func (l *sshLogin) endpoint(target string) (sshx.Endpoint, sshx.HostConfig, error) {
-	ep, err := sshx.ParseEndpoint(target)
+// login is the second-PC login these flags describe: the target completed
+// from ~/.ssh/config, the user's credentials, and the terminal's question
+// for an unknown host key. extraKeys (the companion's own key, when probing
+// the paired PC) are offered too.
+func (l *sshLogin) login(env *cliEnv, target string, extraKeys ...string) (*secondpc.Login, error) {
+	ep, hc, err := secondpc.Endpoint(target, "", nil)
 	if err != nil {
-		return ep, sshx.HostConfig{}, err
+		return nil, err
 	}
-	return sshx.Resolve(ep, sshx.UserSSHConfigFiles()...)
+	return &secondpc.Login{Endpoint: ep, HostConfig: hc, Creds: l.credentials(env, ep, extraKeys...),
+		KnownHosts: &sshx.KnownHosts{File: locations.KnownHostsFile(), Accept: l.acceptHostKey},
+		Confirm: terminalHostKeyQuestion(env), Timeout: l.timeout}, nil
 }
 
-// credentials builds the user's auth: agent, key files, password. extraKeys
-// (the companion's own key, when probing the paired PC) are offered too.
-func (l *sshLogin) credentials(env *cliEnv, ep sshx.Endpoint, hc sshx.HostConfig, extraKeys ...string) (auth []ssh.AuthMethod, password func() (string, error), closeFn func(), err error) {
-	ua := sshx.UserAuth{Passphrase: terminalPassphrase(env)}
+// credentials are the user's: --identity (else ssh-agent, ~/.ssh/config,
+// ~/.ssh/id_*), a password from --password-stdin or the terminal.
+func (l *sshLogin) credentials(env *cliEnv, ep sshx.Endpoint, extraKeys ...string) secondpc.Credentials {
+	c := secondpc.Credentials{Passphrase: terminalPassphrase(env), ExtraKeys: extraKeys,
+		NoWayHint: "pass --identity FILE or --password-stdin, start ssh-agent, or run this in a terminal to type a password"}
 	if l.identity != "" {
-		ua.IdentityFiles = []string{l.identity}
-	} else {
-		// Keys the user did not name are tried only when usable: an
-		// encrypted one only where its passphrase can be asked.
-		files := existing(hc.IdentityFiles)
-		if len(hc.IdentityFiles) == 0 {
-			files = sshx.DefaultIdentityFiles()
-		}
-		for _, f := range files {
-			_, err := sshx.LoadSigner(f, nil)
-			if err == nil || (errors.Is(err, sshx.ErrPassphraseNeeded) && ua.Passphrase != nil) {
-				ua.IdentityFiles = append(ua.IdentityFiles, f)
-			}
-		}
-	}
-	ua.IdentityFiles = append(ua.IdentityFiles, existing(extraKeys)...)
-	auth, closeFn, err = ua.Methods()
-	if err != nil {
-		return nil, nil, nil, err
+		c.IdentityFiles = []string{l.identity}
 	}
 	switch {
 	case l.passwordStdin:
 		var once sync.Once
 		var pw string
 		var perr error
-		password = func() (string, error) {
+		c.Password = func() (string, error) {
 			once.Do(func() {
 				line, err := bufio.NewReader(env.stdin).ReadString('\n')
 				if err != nil && line == "" {
@@ -188,29 +176,27 @@ func (l *sshLogin) credentials(env *cliEnv, ep sshx.Endpoint, hc sshx.HostConfig
 			return pw, perr
 		}
 	case isTerminal(env.stdin):
-		password = func() (string, error) {
+		c.Password = func() (string, error) {
 			fmt.Fprintf(env.stderr, "Password for %s: ", ep)
 			b, err := term.ReadPassword(int(env.stdin.(*os.File).Fd()))
 			fmt.Fprintln(env.stderr)
 			return string(b), err
 		}
 	}
-	return auth, password, closeFn, nil
+	return c
 }
 
-// confirmHostKey asks on a terminal whether to trust an unknown host key;
-// elsewhere it says how to (--accept-host-key). It returns the fingerprint
-// accepted, or "".
-func (l *sshLogin) confirmHostKey(env *cliEnv, hk *sshx.HostKeyError) string {
-	if hk.Changed() || hk.Rejected != "" || !isTerminal(env.stdin) {
-		return ""
+// terminalHostKeyQuestion asks on a terminal whether to trust an unknown
+// host key; elsewhere it is nil, and the error says how (--accept-host-key).
+func terminalHostKeyQuestion(env *cliEnv) secondpc.ConfirmHostKey {
+	if !isTerminal(env.stdin) {
+		return nil
 	}
-	fmt.Fprintf(env.stderr, "%s\nTrust this host key (%s)? Type yes to trust it: ", hk.Error(), hk.Fingerprint)
-	line, _ := bufio.NewReader(env.stdin).ReadString('\n')
-	if strings.TrimSpace(strings.ToLower(line)) == "yes" {
-		return hk.Fingerprint
+	return func(_ context.Context, hk *sshx.HostKeyError) bool {
+		fmt.Fprintf(env.stderr, "%s\nTrust this host key (%s)? Type yes to trust it: ", hk.Error(), hk.Fingerprint)
+		line, _ := bufio.NewReader(env.stdin).ReadString('\n')
+		return strings.TrimSpace(strings.ToLower(line)) == "yes"
 	}
-	return ""
 }
 
 // hostKeyHint is what to add to an unknown-host error on the command line.
@@ -239,31 +225,11 @@ func isTerminal(r io.Reader) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func existing(files []string) []string {
-	var out []string
-	for _, f := range files {
-		if f == "" {
-			continue
-		}
-		if _, err := os.Stat(f); err == nil {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// dialWithConfirm dials; on an unknown host key it asks on a terminal and
-// dials again once with the user's yes.
-func (l *sshLogin) dial(ctx context.Context, env *cliEnv, cfg sshx.Config, kh *sshx.KnownHosts) (*ssh.Client, error) {
-	c, err := sshx.Dial(ctx, cfg)
-	var hk *sshx.HostKeyError
-	if err != nil && errors.As(err, &hk) {
-		if fp := l.confirmHostKey(env, hk); fp != "" {
-			kh.Accept = fp
-			return sshx.Dial(ctx, cfg)
-		}
-	}
-	return c, err
+// settingsRecorder records the second PC in the settings. When the service
+// runs this is to go through its backend (issue 13, part A); for now it is
+// the settings file.
+func settingsRecorder() secondpc.Recorder {
+	return secondpc.SettingsRecorder{Path: locations.SettingsFile()}
 }
 
 func init() {
@@ -283,27 +249,13 @@ func init() {
 			if len(args) != 1 {
 				return &exitCode{code: 2, err: errors.New("usage: strata-service remote pair [user@]host[:port]")}
 			}
-			ep, hc, err := login.endpoint(args[0])
+			l, err := login.login(env, args[0])
 			if err != nil {
 				return err
 			}
-			auth, password, closeFn, err := login.credentials(env, ep, hc)
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			kh := &sshx.KnownHosts{File: locations.KnownHostsFile(), Accept: login.acceptHostKey}
-			opts := pairing.Options{Endpoint: ep, Auth: auth, Password: password, KnownHosts: kh,
-				ForcedCommand: forced, AuthorizedKeysFile: authorizedKey, Timeout: login.timeout,
-				Progress: func(s string) { fmt.Fprintln(env.stderr, "... "+s) }}
-			res, err := pairing.Pair(ctx, opts)
-			var hk *sshx.HostKeyError
-			if errors.As(err, &hk) {
-				if fp := login.confirmHostKey(env, hk); fp != "" {
-					kh.Accept = fp
-					res, err = pairing.Pair(ctx, opts)
-				}
-			}
+			ep := l.Endpoint
+			res, err := secondpc.Pair(ctx, l, secondpc.PairOptions{ForcedCommand: forced, AuthorizedKeysFile: authorizedKey,
+				Progress: func(s string) { fmt.Fprintln(env.stderr, "... "+s) }}, settingsRecorder())
 			if err != nil {
 				return fmt.Errorf("%v%s", err, hostKeyHint(err))
 			}
@@ -319,6 +271,9 @@ func init() {
 				fmt.Fprintf(env.stdout, "  Host key pinned: %s\n", sshx.Fingerprint(hostKey))
 			}
 			fmt.Fprintln(env.stdout, "  Checked: the companion's key logs in on its own.")
+			if res.Remote.MAC != "" {
+				fmt.Fprintf(env.stdout, "  Network card %s recorded (for waking that PC)\n", res.Remote.MAC)
+			}
 			fmt.Fprintf(env.stdout, "Next: strata-service probe --ssh %s, then strata-service remote prepare\n", ep)
 			return nil
 		},
@@ -337,14 +292,15 @@ func init() {
 			fs.StringVar(&unAK, "authorized-keys", "", "the file on the second PC the key was installed in, if not the default")
 		},
 		run: func(ctx context.Context, env *cliEnv, args []string) error {
-			st, err := settings.LoadDefault()
+			rec := settingsRecorder()
+			rm, err := rec.Paired(ctx)
 			if err != nil {
 				return err
 			}
-			if st.Remote == nil || st.Remote.Host == "" {
+			if rm == nil || rm.Host == "" {
 				return errors.New("no second PC is paired; nothing to do")
 			}
-			paired := sshx.Endpoint{User: st.Remote.User, Host: st.Remote.Host, Port: st.Remote.Port}
+			paired := sshx.Endpoint{User: rm.User, Host: rm.Host, Port: rm.Port}
 			if len(args) > 1 {
 				return &exitCode{code: 2, err: errors.New("usage: strata-service remote unpair [[user@]host[:port]]")}
 			}
@@ -359,19 +315,15 @@ func init() {
 			}
 			// The user's own credentials are only a fallback: the
 			// companion's key normally removes itself.
-			auth, password, closeFn, err := unLogin.credentials(env, paired, sshx.HostConfig{})
-			if err != nil {
-				return err
-			}
-			defer closeFn()
-			r, err := pairing.Unpair(ctx, pairing.UnpairOptions{Auth: auth, Password: password, Force: force,
+			r, err := secondpc.Unpair(ctx, secondpc.UnpairOptions{Creds: unLogin.credentials(env, paired), Force: force,
 				AuthorizedKeysFile: unAK, Timeout: unLogin.timeout,
-				Progress: func(s string) { fmt.Fprintln(env.stderr, "... "+s) }})
+				Progress: func(s string) { fmt.Fprintln(env.stderr, "... "+s) }}, rec)
 			if r == nil {
 				return err
 			}
+			st, _ := settings.LoadDefault()
 			fmt.Fprintf(env.stdout, "Unpaired %s: its host key pin, the companion's key and the settings entry are gone here.\n", paired)
-			if st.Vision == settings.PlacementRemote {
+			if st != nil && st.Vision == settings.PlacementRemote {
 				fmt.Fprintln(env.stdout, "  Vision is still set to the second PC: pictures fail until you pair again or run \"strata-service vision gpu|cpu|off\".")
 			}
 			return err

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"github.com/strata-companion/companion/internal/fakeencoder"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/setupflow"
+	"github.com/strata-companion/companion/internal/setupflow/live"
 	"github.com/strata-companion/companion/internal/testenv"
 )
 
@@ -56,6 +59,42 @@ func TestRemotePrepareCLI(t *testing.T) {
 	for _, n := range []string{"strata-vision-relay", "mmproj.gguf", "m-00001-of-00002.vocab.gguf", "strata-vision"} {
 		if _, err := os.Stat(filepath.Join(remoteDir, n)); err != nil {
 			t.Errorf("missing on the second PC: %s", n)
+		}
+	}
+}
+
+// The issue's check: with "cwd": "." and a relative vision.mmproj, the
+// CLI's `remote prepare` and the wizard's Prepare resolve the same file,
+// against the Strata folder (as Strata does), not against the working
+// folder of the program. Both name it before dialing, since it is missing.
+func TestCLIAndWizardResolveVisionPathsAlike(t *testing.T) {
+	isolate(t)
+	root := t.TempDir()
+	for _, d := range []string{"serve", "engine"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(root, "serve", "server.py"), nil, 0o644)
+	cfgPath := filepath.Join(root, "strata-test.json")
+	os.WriteFile(cfgPath, []byte(`{"cwd": ".", "vision": {"mmproj": "models/mmproj.gguf", "model": "models/m-00001-of-00002.gguf", "gpu": false}}`), 0o644)
+	elsewhere := t.TempDir()
+	t.Chdir(elsewhere)
+	rm := &settings.Remote{Host: "192.0.2.1", User: "u", HostKey: "ssh-ed25519 AAAA", KeyFile: "k"}
+	if err := (&settings.Settings{Remote: rm}).Save(locations.SettingsFile()); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(root, "models", "mmproj.gguf")
+
+	_, cliErr, code := remoteCLI(t, "", "remote", "prepare", "--config", cfgPath)
+	if code != 1 || !strings.Contains(cliErr, want+" is not a file") {
+		t.Errorf("CLI: exit %d: %s (want it to name %s)", code, cliErr, want)
+	}
+	_, err := live.NewRemote().Prepare(context.Background(), rm, setupflow.Install{Root: root}, cfgPath, func(setupflow.Progress) {})
+	if err == nil || !strings.Contains(err.Error(), want+" is not a file") {
+		t.Errorf("wizard: %v (want it to name %s)", err, want)
+	}
+	for _, got := range []string{cliErr, err.Error()} {
+		if strings.Contains(got, elsewhere) {
+			t.Errorf("resolved against the working folder %s: %s", elsewhere, got)
 		}
 	}
 }

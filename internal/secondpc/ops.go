@@ -80,7 +80,7 @@ func Pair(ctx context.Context, l *Login, o PairOptions, rec Recorder) (*pairing.
 		res, err = pairing.Pair(ctx, po)
 		return err
 	})
-	return res, err
+	return res, l.Creds.explain(err, auth)
 }
 
 // UnpairOptions for Unpair.

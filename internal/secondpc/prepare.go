@@ -75,7 +75,14 @@ func PrepareOptions(cfg *strataconfig.Config, paired settings.Remote, c PrepareC
 }
 
 // Prepare runs relay.Prepare and records the result through rec.
+// The mmproj and the model are checked here first, so a wrong path is
+// named before anything is sent.
 func Prepare(ctx context.Context, o relay.PrepareOptions, rec Recorder) (*relay.PrepareResult, error) {
+	for _, f := range []struct{ what, path string }{{"vision projector (mmproj)", o.Mmproj}, {"text model", o.Model}} {
+		if st, err := os.Stat(f.path); err != nil || !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("the %s %s is not a file on this PC; check vision.mmproj and vision.model in Strata's config (relative paths are taken from its cwd, else the Strata folder), or name the files (--mmproj FILE --model FILE)", f.what, f.path)
+		}
+	}
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}

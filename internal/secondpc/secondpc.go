@@ -134,15 +134,21 @@ func (c Credentials) Methods(ep sshx.Endpoint, hc sshx.HostConfig) (auth []ssh.A
 	if err != nil {
 		return nil, nil, func() {}, err
 	}
-	if len(auth) == 0 && c.Password == nil {
-		closeFn()
-		msg := fmt.Sprintf("no way to sign in to %s: no ssh agent, no usable key file and no password", ep)
-		if c.NoWayHint != "" {
-			msg += "; " + c.NoWayHint
-		}
-		return nil, nil, func() {}, errors.New(msg)
-	}
 	return auth, c.Password, closeFn, nil
+}
+
+// explain adds, to a refused login, that the user gave no credentials and
+// what to do about it. The login is still tried without any (the host key
+// and reachability are worth knowing), so the error keeps its kind.
+func (c Credentials) explain(err error, auth []ssh.AuthMethod) error {
+	if err == nil || len(auth) > 0 || c.Password != nil || sshx.Classify(err) != sshx.ReasonAuthFailed {
+		return err
+	}
+	msg := "no ssh agent, no usable key file and no password were there to sign in with"
+	if c.NoWayHint != "" {
+		msg += ": " + c.NoWayHint
+	}
+	return fmt.Errorf("%w (%s)", err, msg)
 }
 
 // Existing keeps the files that exist.
@@ -213,5 +219,5 @@ func (l *Login) Dial(ctx context.Context) (*ssh.Client, error) {
 		c, err = sshx.Dial(ctx, cfg)
 		return err
 	})
-	return c, err
+	return c, l.Creds.explain(err, auth)
 }

@@ -38,7 +38,7 @@ func TestSecondPCRealSSHD(t *testing.T) {
 	os.MkdirAll(home, 0o700)
 	r := &live.Remote{SSHConfig: filepath.Join(dir, "none"), KnownHostsFile: filepath.Join(home, "known_hosts"),
 		KeyFile: filepath.Join(home, "relay_ed25519"), AuthorizedKeysFile: sshd.AuthorizedKeysFile,
-		IdentityFiles: []string{sshd.ClientKeyFile}, NoAgent: true, Scratch: t.TempDir(),
+		IdentityFiles: []string{sshd.ClientKeyFile}, NoAgent: true,
 		Link: linkprobe.Options{Pings: 3, TransferBytes: 256 << 10}}
 	w := demo.NewWorld("/opt/strata")
 	var asked []setupflow.HostKey
