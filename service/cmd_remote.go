@@ -149,7 +149,7 @@ func (l *sshLogin) login(env *cliEnv, target string, extraKeys ...string) (*seco
 	}
 	return &secondpc.Login{Endpoint: ep, HostConfig: hc, Creds: l.credentials(env, ep, extraKeys...),
 		KnownHosts: &sshx.KnownHosts{File: locations.KnownHostsFile(), Accept: l.acceptHostKey},
-		Confirm: terminalHostKeyQuestion(env), Timeout: l.timeout}, nil
+		Confirm:    terminalHostKeyQuestion(env), Timeout: l.timeout}, nil
 }
 
 // credentials are the user's: --identity (else ssh-agent, ~/.ssh/config,

@@ -9,8 +9,8 @@ import (
 
 	"github.com/strata-companion/companion/internal/linkprobe"
 	"github.com/strata-companion/companion/internal/locations"
-	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/secondpc"
+	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow"
 	"github.com/strata-companion/companion/internal/sshx"
 	"github.com/strata-companion/companion/internal/strataconfig"
