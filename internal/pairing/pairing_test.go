@@ -168,7 +168,8 @@ func TestPairThenUnpair(t *testing.T) {
 		t.Fatalf("settings: %+v %v", s, err)
 	}
 	r := *s.Remote
-	if r.Host != e.ep.Host || r.Port != e.ep.Port || r.User != e.ep.User || r.KeyFile != e.keyFile || r.OS != "linux" {
+	// Over the loopback there is no card to wake: no MAC.
+	if r.Host != e.ep.Host || r.Port != e.ep.Port || r.User != e.ep.User || r.KeyFile != e.keyFile || r.OS != "linux" || r.MAC != "" {
 		t.Errorf("settings.Remote = %+v", r)
 	}
 	if want := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(e.s.HostSigner.PublicKey()))); r.HostKey != want {
@@ -362,4 +363,48 @@ func must(b []byte, err error) string {
 		return err.Error()
 	}
 	return string(b)
+}
+
+// Pairing records the MAC address of the second PC's card that carries the
+// ssh connection (for Wake-on-LAN): a "second PC" in a network namespace,
+// reached over a veth pair whose address the test reads from sysfs there.
+func TestPairRecordsTheMAC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real sshd in a network namespace")
+	}
+	ns := testenv.NewNetns(t, testenv.NetnsOptions{})
+	e := newEnv(t, testenv.SSHDOptions{Netns: ns.Name, ListenHost: ns.PeerAddr})
+	out, err := ns.Command("sh", "-c", "for d in /sys/class/net/*; do [ \"${d##*/}\" = lo ] || cat $d/address; done").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.TrimSpace(string(out))
+	if want == "" || strings.Contains(want, "\n") {
+		t.Fatalf("the namespace's cards: %q", want)
+	}
+	res, err := Pair(context.Background(), e.pairOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Remote.MAC != want {
+		t.Errorf("MAC %q, the card there has %q", res.Remote.MAC, want)
+	}
+	if r := e.paired(); r == nil || r.MAC != want {
+		t.Errorf("recorded %+v", r)
+	}
+}
+
+func TestNormalizeMAC(t *testing.T) {
+	for in, want := range map[string]string{
+		"AA-BB-CC-0D-EE-FF":   "aa:bb:cc:0d:ee:ff",
+		"aa:bb:cc:0d:ee:ff\n": "aa:bb:cc:0d:ee:ff",
+		"00:00:00:00:00:00":   "", // the loopback
+		"":                    "",
+		"aa:bb:cc:dd:ee":      "",
+		"not a mac at all!":   "",
+	} {
+		if got := NormalizeMAC(in); got != want {
+			t.Errorf("NormalizeMAC(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
