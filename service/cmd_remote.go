@@ -30,7 +30,10 @@ var remoteSubcommands = map[string]remoteSubcommand{}
 // one set, so flag names must not clash); run gets the positional arguments
 // after the subcommand's name.
 type remoteSubcommand struct {
-	summary  string
+	summary string
+	// usage is the subcommand's own line ("strata-service remote pair
+	// [user@]host[:port] [flags]"), printed by `remote <name> --help`.
+	usage    string
 	setFlags func(fs *flag.FlagSet)
 	run      func(ctx context.Context, env *cliEnv, args []string) error
 }
@@ -39,13 +42,19 @@ func init() {
 	register(&command{
 		name:    "remote",
 		summary: "pair, unpair or prepare the second PC that reads pictures",
-		usage:   "strata-service remote <" + "pair|unpair|prepare" + "> [user@]host[:port] [flags]",
+		usage:   "strata-service remote <subcommand> [arguments] [flags]",
 		// The command's flag set is parsed before the subcommand is known, so
 		// it accepts every subcommand's flags (a name two subcommands share is
 		// added once); runRemote then hands the ones given to the chosen
 		// subcommand's own flag set, which rejects flags that are not its.
 		setFlags: func(fs *flag.FlagSet) {
 			remoteFlags = fs
+			// --help is the remote command's own flag, so that
+			// "remote <name> --help" reaches runRemote and prints that
+			// subcommand's usage (not the union of every subcommand's flags).
+			remoteHelp = false
+			fs.BoolVar(&remoteHelp, "help", false, "show the usage of remote or of one subcommand")
+			fs.BoolVar(&remoteHelp, "h", false, "the same as --help")
 			for _, name := range remoteNames() {
 				sc := remoteSubcommands[name]
 				if sc.setFlags == nil {
@@ -73,20 +82,46 @@ func remoteNames() []string {
 	return names
 }
 
+// remoteHelp is the remote command's --help (see setFlags).
+var remoteHelp bool
+
 func printRemoteUsage(w io.Writer) {
-	fmt.Fprintln(w, "Usage: strata-service remote <subcommand> [user@]host[:port] [flags]")
+	fmt.Fprintln(w, "Usage: strata-service remote <subcommand> [arguments] [flags]")
 	fmt.Fprintln(w, "\nSubcommands:")
 	for _, n := range remoteNames() {
-		fmt.Fprintf(w, "  %-8s %s\n", n, remoteSubcommands[n].summary)
+		fmt.Fprintf(w, "  %-9s %s\n            %s\n", n, remoteSubcommands[n].summary, remoteSubcommands[n].usage)
 	}
+	fmt.Fprintln(w, "\nRun \"strata-service remote <subcommand> --help\" for its flags.")
+}
+
+// printSubcommandUsage prints one subcommand's usage and only its own flags.
+func printSubcommandUsage(w io.Writer, name string, sc remoteSubcommand) {
+	fmt.Fprintf(w, "%s\n\nUsage: %s\n", sc.summary, sc.usage)
+	fs := flag.NewFlagSet("strata-service remote "+name, flag.ContinueOnError)
+	if sc.setFlags != nil {
+		sc.setFlags(fs)
+	}
+	fs.StringVar(new(string), "strata-root", "", "the Strata install folder (the one holding serve/ and engine/)")
+	fs.StringVar(new(string), "config", "", "the Strata config file (strata-<tag>.json) to use")
+	fmt.Fprintln(w, "\nFlags:")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
 }
 
 func runRemote(ctx context.Context, env *cliEnv, args []string) error {
 	if len(args) == 0 {
+		if remoteHelp {
+			printRemoteUsage(env.stdout)
+			return nil
+		}
 		printRemoteUsage(env.stderr)
 		return &exitCode{code: 2}
 	}
 	sc, ok := remoteSubcommands[args[0]]
+	if ok && remoteHelp {
+		printSubcommandUsage(env.stdout, args[0], sc)
+		return nil
+	}
 	if !ok {
 		printRemoteUsage(env.stderr)
 		return &exitCode{code: 2, err: fmt.Errorf("unknown subcommand %q (one of: %s)", args[0], strings.Join(remoteNames(), ", "))}
@@ -97,7 +132,7 @@ func runRemote(ctx context.Context, env *cliEnv, args []string) error {
 	var set []given
 	if remoteFlags != nil {
 		remoteFlags.Visit(func(f *flag.Flag) {
-			if f.Name != "strata-root" && f.Name != "config" {
+			if f.Name != "strata-root" && f.Name != "config" && f.Name != "help" && f.Name != "h" {
 				set = append(set, given{f.Name, f.Value.String()})
 			}
 		})
@@ -240,6 +275,7 @@ func init() {
 	)
 	remoteSubcommands["pair"] = remoteSubcommand{
 		summary: "give the companion its own key on the second PC (asks for your credentials once)",
+		usage:   "strata-service remote pair [user@]host[:port] [flags]",
 		setFlags: func(fs *flag.FlagSet) {
 			login.addFlags(fs)
 			fs.StringVar(&forced, "forced-command", "", "pin the companion's key to this one command on the second PC (see docs/second-pc.md)")
@@ -286,6 +322,7 @@ func init() {
 	)
 	remoteSubcommands["unpair"] = remoteSubcommand{
 		summary: "remove the companion's key from the second PC, and its pin and key here",
+		usage:   "strata-service remote unpair [[user@]host[:port]] [--force] [flags]",
 		setFlags: func(fs *flag.FlagSet) {
 			unLogin.addFlags(fs)
 			fs.BoolVar(&force, "force", false, "forget the second PC here even when it cannot be reached (its authorized_keys line then stays)")

@@ -27,6 +27,7 @@ func init() {
 	)
 	remoteSubcommands["prepare"] = remoteSubcommand{
 		summary: "put the agent, the mmproj and a vocabulary stub on the second PC and check its encoder starts",
+		usage:   "strata-service remote prepare [--mmproj FILE --model FILE] [--encoder PATH] [flags] (the paired PC; no host)",
 		setFlags: func(fs *flag.FlagSet) {
 			fs.StringVar(&mmproj, "mmproj", "", "the vision projector GGUF here (default: the Strata config's vision.mmproj)")
 			fs.StringVar(&model, "model", "", "the text model's shard 1 here (default: the Strata config's vision.model)")

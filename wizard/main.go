@@ -16,10 +16,8 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/app"
 
-	"github.com/strata-companion/companion/app/desktop"
-	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/autostart"
 	"github.com/strata-companion/companion/internal/setupflow"
-	"github.com/strata-companion/companion/internal/setupflow/demo"
 	"github.com/strata-companion/companion/internal/setupflow/live"
 	"github.com/strata-companion/companion/internal/version"
 	"github.com/strata-companion/companion/wizard/pages"
@@ -82,23 +80,13 @@ func main() {
 	w.ShowAndRun()
 }
 
-// depsFor returns the real adapters, or the canned demo machine when
-// STRATA_SETUP_DEMO=1 (screenshots, trying the wizard without a GPU).
+// depsFor returns the real adapters, or the canned demo machine in a
+// build with the demo tag (screenshots; see demo.go).
 func depsFor(root, cfg string, confirm setupflow.ConfirmHostKey) (setupflow.Deps, bool) {
-	if os.Getenv("STRATA_SETUP_DEMO") == "1" {
-		dir := "/home/sam/Strata" // a path for show; nothing is read or written there
-		w := demo.NewWorld(dir)
-		w.Delay = 300 * time.Millisecond
-		if f := os.Getenv("STRATA_SETUP_DEMO_FAIL"); f != "" {
-			w.Fail[f] = fmt.Errorf("the engine stopped while filling the expert cache (exit code 3221225477): the GPU ran out of memory. Close other programs that use the GPU, or choose the second PC to free VRAM, then try again")
-		}
-		if os.Getenv("STRATA_SETUP_DEMO_CONFIGURED") == "1" {
-			w.Settings = &settings.Settings{StrataRoot: dir, ConfigPath: w.Config, Vision: settings.PlacementGPU}
-			w.Installed, w.Running = true, true
-		}
-		return w.Deps(confirm), true
+	if d, ok := demoDeps(confirm); ok {
+		return d, true
 	}
-	tray := desktop.Autostart{}
+	tray := autostart.Entry{}
 	if self, err := os.Executable(); err == nil {
 		tray.Exe = filepath.Join(filepath.Dir(self), "strata-tray"+filepath.Ext(self))
 	}
@@ -106,7 +94,7 @@ func depsFor(root, cfg string, confirm setupflow.ConfirmHostKey) (setupflow.Deps
 }
 
 // loginItem adapts the tray's autostart entry.
-type loginItem struct{ a desktop.Autostart }
+type loginItem struct{ a autostart.Entry }
 
 func (l loginItem) Enabled() bool            { on, _ := l.a.Enabled(); return on }
 func (l loginItem) SetEnabled(on bool) error { return l.a.Set(on) }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Screenshots of every strata-setup page, from the real program under Xvfb,
-# with the demo machine (STRATA_SETUP_DEMO=1) and the autopilot, which prints
+# built with -tags demo (the shipped build has no demo machine), with the
+# demo machine (STRATA_SETUP_DEMO=1) and the autopilot, which prints
 # "shot NAME" when a page has settled and waits for a line before going on.
 #
 #   bash wizard/screenshots.sh                  # docs/wizard-*.png, light, 100 %
@@ -13,9 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-docs}
 PREFIX=${PREFIX:-wizard}
-BIN=${BIN:-bin/strata-setup}
+BIN=${BIN:-bin/strata-setup-demo}
 mkdir -p "$OUT" "$(dirname "$BIN")"
-[ -x "$BIN" ] || CGO_ENABLED=1 go build -trimpath -o "$BIN" ./wizard
+[ -x "$BIN" ] || CGO_ENABLED=1 go build -trimpath -tags demo -o "$BIN" ./wizard
 
 disp=:$(( 90 + RANDOM % 9 ))
 Xvfb "$disp" -screen 0 1280x900x24 -nolisten tcp >/dev/null 2>&1 &

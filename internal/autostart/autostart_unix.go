@@ -1,6 +1,6 @@
 //go:build !windows
 
-package desktop
+package autostart
 
 import (
 	"bytes"
@@ -14,17 +14,17 @@ import (
 	"github.com/strata-companion/companion/internal/atomicfile"
 )
 
-// Autostart is the XDG autostart entry ~/.config/autostart/strata-tray.desktop.
+// Entry is the XDG autostart entry ~/.config/autostart/strata-tray.desktop.
 // It exists only when the user turned "Start tray at login" on; nothing else
 // in the tray creates it.
-type Autostart struct {
+type Entry struct {
 	// Dir is the autostart folder (default $XDG_CONFIG_HOME/autostart).
 	Dir string
 	// Exe is the program to start (default: this executable).
 	Exe string
 }
 
-func (a Autostart) file() string {
+func (a Entry) file() string {
 	dir := a.Dir
 	if dir == "" {
 		cfg := os.Getenv("XDG_CONFIG_HOME")
@@ -39,7 +39,7 @@ func (a Autostart) file() string {
 
 // Enabled reports whether the entry exists and is not disabled by the
 // desktop's own switch (Hidden=true or X-GNOME-Autostart-enabled=false).
-func (a Autostart) Enabled() (bool, error) {
+func (a Entry) Enabled() (bool, error) {
 	b, err := os.ReadFile(a.file())
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -57,7 +57,7 @@ func (a Autostart) Enabled() (bool, error) {
 }
 
 // Set writes or removes the entry.
-func (a Autostart) Set(on bool) error {
+func (a Entry) Set(on bool) error {
 	f := a.file()
 	if !on {
 		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -1,4 +1,4 @@
-package desktop
+package autostart
 
 import (
 	"errors"
@@ -8,10 +8,10 @@ import (
 	"golang.org/x/sys/windows/registry"
 )
 
-// Autostart is the value "Strata Companion tray" under
+// Entry is the value "Strata Companion tray" under
 // HKCU\Software\Microsoft\Windows\CurrentVersion\Run. It exists only when
 // the user turned "Start tray at login" on.
-type Autostart struct {
+type Entry struct {
 	// Exe is the program to start (default: this executable).
 	Exe string
 }
@@ -20,7 +20,7 @@ const runKey = `Software\Microsoft\Windows\CurrentVersion\Run`
 const runValue = "Strata Companion tray"
 
 // Enabled reports whether the Run value exists.
-func (a Autostart) Enabled() (bool, error) {
+func (a Entry) Enabled() (bool, error) {
 	k, err := registry.OpenKey(registry.CURRENT_USER, runKey, registry.QUERY_VALUE)
 	if err != nil {
 		return false, nil
@@ -34,7 +34,7 @@ func (a Autostart) Enabled() (bool, error) {
 }
 
 // Set writes or deletes the Run value.
-func (a Autostart) Set(on bool) error {
+func (a Entry) Set(on bool) error {
 	k, _, err := registry.CreateKey(registry.CURRENT_USER, runKey, registry.SET_VALUE)
 	if err != nil {
 		return fmt.Errorf("opening HKCU\\%s: %w", runKey, err)

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/settings"
+)
+
+// maxIdleStop bounds `remote idle-stop` (a week: longer is "off").
+const maxIdleStop = 7 * 24 * time.Hour
+
+// `strata-service remote idle-stop <seconds>|off`: how long the second PC's
+// encoder may sit without a picture before the relay stops it (giving that
+// PC its VRAM back). With the service running the change goes through its
+// control API (POST /v1/settings), so the service stays the one writer of
+// the settings; with no service it is written to the settings file (issue
+// 13 part A's backend takes that over).
+func init() {
+	remoteSubcommands["idle-stop"] = remoteSubcommand{
+		summary: "stop the second PC's encoder after this long without a picture (off: keep it running)",
+		usage:   "strata-service remote idle-stop <seconds>|<duration like 10m>|off",
+		run: func(ctx context.Context, env *cliEnv, args []string) error {
+			if len(args) != 1 {
+				return &exitCode{code: 2, err: errors.New("usage: strata-service remote idle-stop <seconds>|off (e.g. 600, 10m, off)")}
+			}
+			secs, err := parseIdleStop(args[0])
+			if err != nil {
+				return &exitCode{code: 2, err: err}
+			}
+			how, err := setIdleStop(ctx, secs)
+			if err != nil {
+				return err
+			}
+			if secs == 0 {
+				fmt.Fprintf(env.stdout, "The second PC's encoder now keeps running between pictures (%s).\n", how)
+			} else {
+				fmt.Fprintf(env.stdout, "The second PC's encoder now stops after %s without a picture (%s).\n", time.Duration(secs)*time.Second, how)
+			}
+			return nil
+		},
+	}
+}
+
+// parseIdleStop reads "off", whole seconds, or a Go duration ("10m").
+func parseIdleStop(s string) (int, error) {
+	s = strings.TrimSpace(strings.ToLower(s))
+	if s == "off" || s == "0" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if n, nerr := strconv.Atoi(s); nerr == nil {
+		d, err = time.Duration(n)*time.Second, nil
+	}
+	if err != nil || d < time.Second || d > maxIdleStop || d%time.Second != 0 {
+		return 0, fmt.Errorf("%q is not an idle time: give whole seconds from 1 to %d, a duration such as 10m, or off", s, int(maxIdleStop/time.Second))
+	}
+	return int(d / time.Second), nil
+}
+
+// setIdleStop changes the setting through the running service, else in
+// the settings file; it says which.
+func setIdleStop(ctx context.Context, secs int) (string, error) {
+	if c, err := controlapi.NewClient(); err == nil {
+		if _, err := c.State(ctx); err == nil {
+			_, err := c.PatchSettings(ctx, controlapi.SettingsPatch{IdleStopS: &secs})
+			var se *controlapi.StatusError
+			switch {
+			case err == nil:
+				return "set through the running service", nil
+			case errors.As(err, &se) && se.Code == 404:
+				// A service from before POST /v1/settings: the file, as below.
+			case errors.As(err, &se) && se.Code < 500:
+				return "", errors.New(se.Message)
+			default:
+				return "", fmt.Errorf("the service could not change it: %w; try again, or stop the service and run this again", err)
+			}
+		}
+	}
+	path := locations.SettingsFile()
+	st, err := settings.Load(path)
+	if err != nil {
+		return "", err
+	}
+	if st.Remote == nil || st.Remote.Host == "" {
+		return "", errors.New("no second PC is paired; run `strata-service remote pair [user@]host` first")
+	}
+	st.Remote.IdleStopS = secs
+	if err := st.Save(path); err != nil {
+		return "", err
+	}
+	return "saved in " + path + "; the relay uses it from its next connection to the second PC, at the latest when Strata restarts", nil
+}
