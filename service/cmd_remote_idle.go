@@ -4,17 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
 )
-
-// maxIdleStop bounds `remote idle-stop` (a week: longer is "off").
-const maxIdleStop = 7 * 24 * time.Hour
 
 // `strata-service remote idle-stop <seconds>|off`: how long the second PC's
 // encoder may sit without a picture before the relay stops it (giving that
@@ -30,7 +24,7 @@ func init() {
 			if len(args) != 1 {
 				return &exitCode{code: 2, err: errors.New("usage: strata-service remote idle-stop <seconds>|off (e.g. 600, 10m, off)")}
 			}
-			secs, err := parseIdleStop(args[0])
+			secs, err := settings.ParseIdleStop(args[0])
 			if err != nil {
 				return &exitCode{code: 2, err: err}
 			}
@@ -41,27 +35,11 @@ func init() {
 			if secs == 0 {
 				fmt.Fprintf(env.stdout, "The second PC's encoder now keeps running between pictures (%s).\n", how)
 			} else {
-				fmt.Fprintf(env.stdout, "The second PC's encoder now stops after %s without a picture (%s).\n", time.Duration(secs)*time.Second, how)
+				fmt.Fprintf(env.stdout, "The second PC's encoder now stops after %s without a picture (%s).\n", settings.FormatIdleStop(secs), how)
 			}
 			return nil
 		},
 	}
-}
-
-// parseIdleStop reads "off", whole seconds, or a Go duration ("10m").
-func parseIdleStop(s string) (int, error) {
-	s = strings.TrimSpace(strings.ToLower(s))
-	if s == "off" || s == "0" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(s)
-	if n, nerr := strconv.Atoi(s); nerr == nil {
-		d, err = time.Duration(n)*time.Second, nil
-	}
-	if err != nil || d < time.Second || d > maxIdleStop || d%time.Second != 0 {
-		return 0, fmt.Errorf("%q is not an idle time: give whole seconds from 1 to %d, a duration such as 10m, or off", s, int(maxIdleStop/time.Second))
-	}
-	return int(d / time.Second), nil
 }
 
 // setIdleStop changes the setting through the running service, else in

@@ -111,6 +111,7 @@ type Flow struct {
 	remote     *settings.Remote // paired (now or before)
 	pairedHere bool             // Pair ran in this wizard: Cancel undoes it
 	prepared   bool
+	pcOpts     SecondPCOptions
 
 	review  *Review
 	plan    Plan
@@ -142,6 +143,10 @@ func New(ctx context.Context, d Deps, opts Options) (*Flow, error) {
 		return nil, err
 	}
 	f.prev = prev
+	f.pcOpts = SecondPCOptions{IdleStopS: DefaultIdleStopS, FallbackCPU: prev.FallbackCPU != nil && *prev.FallbackCPU}
+	if prev.Remote != nil && prev.Remote.Host != "" {
+		f.pcOpts.IdleStopS = prev.Remote.IdleStopS
+	}
 	if d.Login != nil {
 		f.trayWas = d.Login.Enabled()
 		f.tray = f.trayWas
@@ -619,6 +624,82 @@ func (f *Flow) RemoteState() (r *settings.Remote, paired, prepared bool) {
 	return &c, true, f.prepared
 }
 
+// SecondPCOptions are the second-PC page's choices besides the PC itself.
+type SecondPCOptions struct {
+	// IdleStopS stops the second PC's encoder after this many seconds
+	// without a picture, giving that PC its VRAM back (0: keep it running).
+	IdleStopS int
+	// FallbackCPU reads a picture on this PC's CPU when the second PC cannot
+	// be reached (off: the picture fails with the reason).
+	FallbackCPU bool
+}
+
+// DefaultIdleStopS is the idle stop offered on a machine that never chose one.
+const DefaultIdleStopS = 600
+
+// describe is the options for the Review page's summary.
+func (o SecondPCOptions) describe() string {
+	s := "; its encoder stops after " + settings.FormatIdleStop(o.IdleStopS) + " without a picture"
+	if o.IdleStopS == 0 {
+		s = "; its encoder keeps running between pictures"
+	}
+	if o.FallbackCPU {
+		return s + "; when that PC is off, pictures are read on this PC's CPU"
+	}
+	return s + "; when that PC is off, a picture fails with the reason"
+}
+
+// Describe says it for a person: whether the second PC can be woken.
+func (w WakeState) Describe() string {
+	switch {
+	case w.MAC == "":
+		return "Not set up: pairing found no network card address to wake that PC with (pair again over its wired network to record one)."
+	case w.Enabled:
+		return "On: the relay wakes that PC (" + w.MAC + ") when a picture comes and it is off."
+	default:
+		return "Possible, not switched on: that PC's network card " + w.MAC + " is recorded (its BIOS must allow Wake-on-LAN)."
+	}
+}
+
+// SecondPCOptions are the choices as they stand (from the settings at start).
+func (f *Flow) SecondPCOptions() SecondPCOptions {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pcOpts
+}
+
+// SetSecondPCOptions changes them; they are written at Apply.
+func (f *Flow) SetSecondPCOptions(o SecondPCOptions) error {
+	if o.IdleStopS < 0 || o.IdleStopS > settings.MaxIdleStopS {
+		return fmt.Errorf("the idle stop must be between 0 (keep the encoder running) and %d seconds (a week)", settings.MaxIdleStopS)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pcOpts != o {
+		f.pcOpts = o
+		f.plan, f.review = nil, nil
+	}
+	return nil
+}
+
+// WakeState says whether the second PC can be woken: the MAC address pairing
+// recorded ("" when none could be found, or nothing is paired) and whether
+// Wake-on-LAN is switched on in the settings.
+type WakeState struct {
+	MAC     string
+	Enabled bool
+}
+
+// Wake is the second PC's Wake-on-LAN state as known now.
+func (f *Flow) Wake() WakeState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.remote == nil {
+		return WakeState{}
+	}
+	return WakeState{MAC: f.remote.MAC, Enabled: f.remote.Wake != nil && f.remote.Wake.Enabled}
+}
+
 // ---- Review ----
 
 // PlanReview computes the exact config change and the service settings.
@@ -681,6 +762,9 @@ func (f *Flow) summaryLocked() string {
 	}
 	if o.PictureSeconds > 0 {
 		s += fmt.Sprintf(", about %s per picture", FormatSeconds(o.PictureSeconds))
+	}
+	if f.choice.Placement == settings.PlacementRemote {
+		s += f.pcOpts.describe()
 	}
 	return s
 }
@@ -768,7 +852,12 @@ func (f *Flow) newSettingsLocked() *settings.Settings {
 	n.Vision = f.choice.Placement
 	if f.remote != nil && (f.choice.Placement == settings.PlacementRemote || f.prepared) {
 		r := *f.remote
+		r.IdleStopS = f.pcOpts.IdleStopS
 		n.Remote = &r
+	}
+	if f.choice.Placement == settings.PlacementRemote {
+		fb := f.pcOpts.FallbackCPU
+		n.FallbackCPU = &fb
 	}
 	return n
 }

@@ -632,3 +632,61 @@ func TestTrayAtLogin(t *testing.T) {
 		t.Error("the ticked box was not applied")
 	}
 }
+
+// The second-PC page's idle stop and CPU fallback reach the settings at
+// Apply (and the Review says them); the MAC pairing found shows as the
+// Wake-on-LAN state.
+func TestSecondPCOptionsAreApplied(t *testing.T) {
+	w := demo.NewWorld("/opt/strata")
+	f := newFlow(t, w, setupflow.Options{})
+	if o := f.SecondPCOptions(); o.IdleStopS != setupflow.DefaultIdleStopS || o.FallbackCPU {
+		t.Errorf("a new machine starts with %+v", o)
+	}
+	if wk := f.Wake(); wk.MAC != "" || !strings.Contains(wk.Describe(), "Not set up") {
+		t.Errorf("wake before pairing: %+v %q", wk, wk.Describe())
+	}
+	driveTo(t, f, setupflow.PageReview, settings.PlacementRemote)
+	if wk := f.Wake(); wk.MAC != demo.DemoMAC || wk.Enabled || !strings.Contains(wk.Describe(), demo.DemoMAC) {
+		t.Errorf("wake after pairing: %+v %q", wk, wk.Describe())
+	}
+	if err := f.SetSecondPCOptions(setupflow.SecondPCOptions{IdleStopS: -1}); err == nil {
+		t.Error("a negative idle stop was taken")
+	}
+	if err := f.SetSecondPCOptions(setupflow.SecondPCOptions{IdleStopS: 90, FallbackCPU: true}); err != nil {
+		t.Fatal(err)
+	}
+	rv := must(f.PlanReview(ctx)).ok(t)
+	if !strings.Contains(rv.Summary, "stops after 1m30s") || !strings.Contains(rv.Summary, "this PC's CPU") {
+		t.Errorf("review summary: %q", rv.Summary)
+	}
+	next(t, f, setupflow.PageApply)
+	if err := f.Apply(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	s := w.Settings
+	if s.Remote == nil || s.Remote.IdleStopS != 90 || s.FallbackCPU == nil || !*s.FallbackCPU || s.Remote.MAC != demo.DemoMAC {
+		t.Fatalf("settings saved: %+v remote %+v", s, s.Remote)
+	}
+
+	// The next run starts from what was saved; "keep running" and no
+	// fallback are saved as such.
+	g := newFlow(t, w, setupflow.Options{})
+	if o := g.SecondPCOptions(); o.IdleStopS != 90 || !o.FallbackCPU {
+		t.Errorf("second run starts with %+v", o)
+	}
+	g.SetSecondPCOptions(setupflow.SecondPCOptions{})
+	must(g.ProbeLocal(ctx, nil)).ok(t)
+	next(t, g, setupflow.PageSecondPC)
+	next(t, g, setupflow.PageReview)
+	rv = must(g.PlanReview(ctx)).ok(t)
+	if !strings.Contains(rv.Summary, "keeps running") || !strings.Contains(rv.Summary, "fails with the reason") {
+		t.Errorf("review summary: %q", rv.Summary)
+	}
+	next(t, g, setupflow.PageApply)
+	if err := g.Apply(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s := w.Settings; s.Remote.IdleStopS != 0 || s.FallbackCPU == nil || *s.FallbackCPU {
+		t.Errorf("settings saved: %+v remote %+v", s, s.Remote)
+	}
+}

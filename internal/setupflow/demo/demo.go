@@ -249,6 +249,9 @@ type remote struct{ w *World }
 // HostKey is the second PC's canned host key.
 var HostKey = setupflow.HostKey{Type: "ssh-ed25519", Fingerprint: "SHA256:3vTq5m0x2bq7yWcWkJ6r0Rj1mJpQYVx8nW2c4oDkq9E"}
 
+// DemoMAC is the network card pairing "finds" on the demo second PC.
+const DemoMAC = "a8:a1:59:3c:27:e1"
+
 func (r remote) Suggestions() []setupflow.HostSuggestion {
 	return []setupflow.HostSuggestion{
 		{Alias: "gaming-laptop", HostName: "192.168.1.20", User: "sam"},
@@ -303,7 +306,7 @@ func (r remote) Pair(ctx context.Context, t setupflow.RemoteTarget, confirm setu
 	if i := strings.LastIndexByte(host, '@'); i >= 0 {
 		user, host = host[:i], host[i+1:]
 	}
-	return &settings.Remote{Host: host, User: user, HostKey: k.Type + " AAAAC3NzaC1lZDI1NTE5AAAAIDemoKey", KeyFile: "/etc/strata-companion/secrets/relay_ed25519"}, nil
+	return &settings.Remote{Host: host, User: user, HostKey: k.Type + " AAAAC3NzaC1lZDI1NTE5AAAAIDemoKey", KeyFile: "/etc/strata-companion/secrets/relay_ed25519", MAC: DemoMAC}, nil
 }
 
 func (r remote) Prepare(ctx context.Context, rm *settings.Remote, in setupflow.Install, cfg string, progress func(setupflow.Progress)) (*settings.Remote, error) {
@@ -315,7 +318,7 @@ func (r remote) Prepare(ctx context.Context, rm *settings.Remote, in setupflow.I
 		return nil, err
 	}
 	n := *rm
-	n.RemoteDir, n.EncoderPath, n.NEmbd, n.OS, n.Arch, n.IdleStopS = `C:\Users\sam\StrataVision`, "strata-vision.exe", 2560, "windows", "amd64", 600
+	n.RemoteDir, n.EncoderPath, n.NEmbd, n.OS, n.Arch = `C:\Users\sam\StrataVision`, "strata-vision.exe", 2560, "windows", "amd64"
 	return &n, nil
 }
 
