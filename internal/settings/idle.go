@@ -11,12 +11,13 @@ import (
 // longer is the same as off).
 const MaxIdleStopS = 7 * 24 * 3600
 
-// ParseIdleStop reads an idle stop as a person types it: "off" (or 0, or
-// empty), whole seconds ("600"), or a duration ("10m", "1h30m"). The CLI's
+// ParseIdleStop reads an idle stop as a person types it: "off" (or 0),
+// whole seconds ("600"), or a duration ("10m", "1h30m"); empty is an error
+// (a field being retyped must not mean "off"). The CLI's
 // `remote idle-stop` and the wizard's field both use it.
 func ParseIdleStop(s string) (int, error) {
 	s = strings.TrimSpace(strings.ToLower(s))
-	if s == "off" || s == "0" || s == "" {
+	if s == "off" || s == "0" {
 		return 0, nil
 	}
 	d, err := time.ParseDuration(s)

@@ -3,7 +3,7 @@ package settings
 import "testing"
 
 func TestIdleStop(t *testing.T) {
-	for in, want := range map[string]int{"off": 0, "": 0, "0": 0, "600": 600, "10m": 600, "1h30m": 5400, " 45S ": 45, "168h": MaxIdleStopS} {
+	for in, want := range map[string]int{"off": 0, "0": 0, "600": 600, "10m": 600, "1h30m": 5400, " 45S ": 45, "168h": MaxIdleStopS} {
 		got, err := ParseIdleStop(in)
 		if err != nil || got != want {
 			t.Errorf("ParseIdleStop(%q) = %d, %v; want %d", in, got, err, want)
@@ -12,7 +12,7 @@ func TestIdleStop(t *testing.T) {
 			t.Errorf("FormatIdleStop(%d) = %q reads back as %d, %v", got, FormatIdleStop(got), back, err)
 		}
 	}
-	for _, bad := range []string{"soon", "-5", "1.5s", "169h", "500ms"} {
+	for _, bad := range []string{"", "soon", "-5", "1.5s", "169h", "500ms"} {
 		if _, err := ParseIdleStop(bad); err == nil {
 			t.Errorf("ParseIdleStop(%q) passed", bad)
 		}

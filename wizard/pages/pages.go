@@ -445,8 +445,10 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 		results.Refresh()
 		resultsCard.Show()
 	}
+	whenOff, wakeL := u.secondPCOptions()
 	var probeB, pairB *widget.Button
 	state := func() {
+		wakeL.SetText(u.Flow.Wake().Describe())
 		_, paired, prepared := u.Flow.RemoteState()
 		busy := u.Flow.Busy() != ""
 		if busy {
@@ -556,7 +558,45 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 	intro := para("Pictures go to this PC over ssh and come back as the encoder's result (about 10 MB each); text never waits for them. " +
 		"The second PC needs an NVIDIA GPU with about 1.5 GB free and an ssh server.")
 	return container.NewVScroll(container.NewVBox(intro, form,
-		container.NewHBox(probeB, pairB), probeBar.box, resultsCard, pairBar.box, prepBar.box))
+		container.NewHBox(probeB, pairB), probeBar.box, resultsCard, pairBar.box, prepBar.box, whenOff))
+}
+
+// secondPCOptions is the Second PC page's "when no pictures come, or that
+// PC is off" section: the idle stop of its encoder, the CPU fallback, and
+// whether the PC can be woken (the MAC pairing recorded). The choices live
+// in the flow (setupflow.SecondPCOptions) and are written at Apply.
+func (u *UI) secondPCOptions() (box fyne.CanvasObject, wake *widget.Label) {
+	o := u.Flow.SecondPCOptions()
+	idle := widget.NewEntry()
+	idle.SetText(settings.FormatIdleStop(o.IdleStopS))
+	idle.SetPlaceHolder("e.g. 10m, 600 (seconds) or off")
+	idleNote := para("without a picture, to give that PC its VRAM back; off keeps it running. The first picture after a stop waits a few seconds for the encoder.")
+	idle.OnChanged = func(s string) {
+		secs, err := settings.ParseIdleStop(s)
+		if err != nil {
+			idleNote.Importance = widget.WarningImportance
+			idleNote.SetText(err.Error() + "; kept: " + settings.FormatIdleStop(u.Flow.SecondPCOptions().IdleStopS))
+			return
+		}
+		cur := u.Flow.SecondPCOptions()
+		cur.IdleStopS = secs
+		u.Flow.SetSecondPCOptions(cur)
+		idleNote.Importance = widget.MediumImportance
+		idleNote.SetText("without a picture, to give that PC its VRAM back; off keeps it running. The first picture after a stop waits a few seconds for the encoder.")
+	}
+	fallback := widget.NewCheck("Read pictures on this PC's CPU when the second PC is off (slower; otherwise such a picture fails with the reason)", func(on bool) {
+		cur := u.Flow.SecondPCOptions()
+		cur.FallbackCPU = on
+		u.Flow.SetSecondPCOptions(cur)
+	})
+	fallback.SetChecked(o.FallbackCPU)
+	u.remoteW.idle, u.remoteW.fallback = idle, fallback
+	wake = para(u.Flow.Wake().Describe())
+	form := widget.NewForm(
+		widget.NewFormItem("Stop its encoder after", container.NewVBox(idle, idleNote)),
+		widget.NewFormItem("Waking that PC", wake),
+	)
+	return section("When no pictures come, or that PC is off", container.NewVBox(form, fallback)), wake
 }
 
 // diffGrid shows a unified diff with added lines green and removed red.

@@ -457,3 +457,79 @@ func TestBrowseOpensAFolderChooser(t *testing.T) {
 		t.Fatal("Browse... opened no folder chooser")
 	}
 }
+
+func findCheck(o fyne.CanvasObject, prefix string) *widget.Check {
+	switch w := o.(type) {
+	case *widget.Check:
+		if strings.HasPrefix(w.Text, prefix) {
+			return w
+		}
+	case *widget.Form:
+		for _, it := range w.Items {
+			if c := findCheck(it.Widget, prefix); c != nil {
+				return c
+			}
+		}
+	case *fyne.Container:
+		for _, c := range w.Objects {
+			if r := findCheck(c, prefix); r != nil {
+				return r
+			}
+		}
+	case fyne.Widget:
+		if _, ok := w.(*widget.Label); ok {
+			return nil
+		}
+		for _, c := range test.WidgetRenderer(w).Objects() {
+			if r := findCheck(c, prefix); r != nil {
+				return r
+			}
+		}
+	}
+	return nil
+}
+
+// The Second PC page's idle stop, CPU fallback and Wake-on-LAN state: they
+// start from the settings, a typed idle time and the checkbox reach the
+// settings at Apply, a wrong idle time says why and changes nothing.
+func TestSecondPCIdleStopFallbackAndWake(t *testing.T) {
+	w := demo.NewWorld("/opt/strata")
+	fb := false
+	w.Settings = &settings.Settings{StrataRoot: "/opt/strata", ConfigPath: w.Config, Vision: settings.PlacementRemote, FallbackCPU: &fb,
+		Remote: &settings.Remote{Host: "192.168.1.20", User: "sam", HostKey: "ssh-ed25519 AAAA", RemoteDir: `C:\sv`, IdleStopS: 300, MAC: "a8:a1:59:3c:27:e1"}}
+	h := start(t, w, setupflow.Options{StartPage: setupflow.PageSecondPC})
+	if h.ui.Page() != setupflow.PageSecondPC {
+		t.Fatalf("opened %s", h.ui.Page())
+	}
+	h.must("When no pictures come, or that PC is off", "Stop its encoder after", "Waking that PC", "a8:a1:59:3c:27:e1", "[check Read pictures on this PC's CPU")
+	var es []*widget.Entry
+	findEntries(h.win.Content(), &es)
+	idle := es[len(es)-1]
+	if idle.Text != "5m" {
+		t.Fatalf("idle stop shows %q, want 5m from the settings", idle.Text)
+	}
+	fallback := findCheck(h.win.Content(), "Read pictures on this PC's CPU")
+	if fallback == nil || fallback.Checked {
+		t.Fatalf("fallback check %+v", fallback)
+	}
+	idle.SetText("")
+	test.Type(idle, "soon")
+	h.settle()
+	h.must("is not an idle time", "kept: 5m")
+	if o := h.ui.Flow.SecondPCOptions(); o.IdleStopS != 300 {
+		t.Errorf("a wrong idle time changed the choice: %+v", o)
+	}
+	idle.SetText("")
+	test.Type(idle, "15m")
+	test.Tap(fallback)
+	h.settle()
+	if o := h.ui.Flow.SecondPCOptions(); o.IdleStopS != 900 || !o.FallbackCPU {
+		t.Fatalf("choices %+v", o)
+	}
+	h.next(setupflow.PageReview)
+	h.must("stops after 15m without a picture", "this PC's CPU")
+	h.next(setupflow.PageApply)
+	if s := w.Settings; s.Remote == nil || s.Remote.IdleStopS != 900 || s.FallbackCPU == nil || !*s.FallbackCPU || s.Remote.MAC != "a8:a1:59:3c:27:e1" {
+		t.Errorf("settings saved: %+v remote %+v", s, s.Remote)
+	}
+}

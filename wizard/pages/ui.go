@@ -68,6 +68,8 @@ type remoteWidgets struct {
 	addr        *widget.SelectEntry
 	user        *widget.Entry
 	probe, pair *widget.Button
+	idle        *widget.Entry
+	fallback    *widget.Check
 }
 
 // New builds the UI for flow in win and shows its first page.
