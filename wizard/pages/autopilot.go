@@ -25,6 +25,11 @@ func (u *UI) Autopilot(shot func(name string)) {
 				name = "remote-empty"
 			case 2:
 				name = "remote-probed"
+			default:
+				// Paired and prepared: show the options below.
+				if u.remoteW.scroll != nil {
+					u.remoteW.scroll.ScrollToBottom()
+				}
 			}
 		}
 		go func() {

@@ -557,8 +557,10 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 	u.goAsync(func() { u.do(u.settled) })
 	intro := para("Pictures go to this PC over ssh and come back as the encoder's result (about 10 MB each); text never waits for them. " +
 		"The second PC needs an NVIDIA GPU with about 1.5 GB free and an ssh server.")
-	return container.NewVScroll(container.NewVBox(intro, form,
+	sc := container.NewVScroll(container.NewVBox(intro, form,
 		container.NewHBox(probeB, pairB), probeBar.box, resultsCard, pairBar.box, prepBar.box, whenOff))
+	u.remoteW.scroll = sc
+	return sc
 }
 
 // secondPCOptions is the Second PC page's "when no pictures come, or that
@@ -645,7 +647,9 @@ func (u *UI) reviewPage() fyne.CanvasObject {
 				u.settled()
 				return
 			}
-			box.Add(bold(rv.Summary + "."))
+			sum := bold(rv.Summary + ".")
+			sum.Wrapping = fyne.TextWrapWord // the second PC's summary is long
+			box.Add(sum)
 			if rv.Diff == "" {
 				box.Add(para(rv.ConfigPath + " already says this: it will not be changed."))
 			} else {

@@ -70,6 +70,7 @@ type remoteWidgets struct {
 	probe, pair *widget.Button
 	idle        *widget.Entry
 	fallback    *widget.Check
+	scroll      *container.Scroll
 }
 
 // New builds the UI for flow in win and shows its first page.
