@@ -400,8 +400,11 @@ func (c *cliSetup) secondPC(ctx context.Context) error {
 	f := c.f
 	if _, paired, prepared := f.RemoteState(); paired && prepared {
 		keep, err := c.yesNo("The second PC "+f.Target().String()+" is paired and prepared. Keep it?", true, true)
-		if err != nil || keep {
+		if err != nil {
 			return err
+		}
+		if keep {
+			return c.secondPCOptions()
 		}
 	}
 	sugg := f.Suggestions()
@@ -460,7 +463,36 @@ func (c *cliSetup) secondPC(ctx context.Context) error {
 			return err
 		}
 	}
-	return f.Prepare(ctx, c.progress)
+	if err := f.Prepare(ctx, c.progress); err != nil {
+		return err
+	}
+	return c.secondPCOptions()
+}
+
+// secondPCOptions asks what the wizard's Second PC page asks below pairing:
+// the encoder's idle stop and the CPU fallback (defaults: the settings').
+func (c *cliSetup) secondPCOptions() error {
+	f := c.f
+	o := f.SecondPCOptions()
+	c.printf("  Waking that PC: %s\n", f.Wake().Describe())
+	for {
+		a, err := c.ask("Stop its encoder after how long without a picture (e.g. 10m, 600, off)?", settings.FormatIdleStop(o.IdleStopS), true)
+		if err != nil {
+			return err
+		}
+		secs, perr := settings.ParseIdleStop(a)
+		if perr == nil {
+			o.IdleStopS = secs
+			break
+		}
+		c.printf("%v\n", perr)
+	}
+	fb, err := c.yesNo("When that PC is off, read pictures on this PC's CPU instead (slower)?", o.FallbackCPU, true)
+	if err != nil {
+		return err
+	}
+	o.FallbackCPU = fb
+	return f.SetSecondPCOptions(o)
 }
 
 func (c *cliSetup) readPassword() (string, error) {

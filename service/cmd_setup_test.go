@@ -33,20 +33,25 @@ func runSetupCLI(t *testing.T, input string, args ...string) (int, string) {
 func TestSetupCLISecondPC(t *testing.T) {
 	w := withDemo(t)
 	// Enter, install 1, placement 3 (second PC), address, user, no password,
-	// trust the key, pair, tray no, apply yes.
-	in := "\n1\n3\n192.168.1.20\nsam\nn\nyes\ny\nn\ny\n"
+	// trust the key, pair, idle stop "soon" (refused) then 15m, CPU fallback
+	// yes, tray no, apply yes.
+	in := "\n1\n3\n192.168.1.20\nsam\nn\nyes\ny\nsoon\n15m\ny\nn\ny\n"
 	code, out := runSetupCLI(t, in)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 	for _, s := range []string{"NVIDIA GeForce RTX 4080", "about 1.6 s per picture", demo.HostKey.Fingerprint,
-		"RTX 3060 Laptop GPU", "round trip 0.9 ms", "strata-vision-relay", "| ready: http://127.0.0.1:8080/v1", "== Done =="} {
+		"RTX 3060 Laptop GPU", "round trip 0.9 ms", "strata-vision-relay", "| ready: http://127.0.0.1:8080/v1", "== Done ==",
+		"Waking that PC: Possible", demo.DemoMAC, `"soon" is not an idle time`, "stops after 15m without a picture"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("output lacks %q:\n%s", s, out)
 		}
 	}
 	if w.Settings == nil || w.Settings.Vision != settings.PlacementRemote || !slices.Contains(w.Calls(), "start restart=false") {
-		t.Errorf("settings %+v calls %v", w.Settings, w.Calls())
+		t.Fatalf("settings %+v calls %v", w.Settings, w.Calls())
+	}
+	if r := w.Settings.Remote; r == nil || r.IdleStopS != 900 || w.Settings.FallbackCPU == nil || !*w.Settings.FallbackCPU {
+		t.Errorf("second-PC options saved: %+v fallback %v", r, w.Settings.FallbackCPU)
 	}
 }
 
