@@ -27,6 +27,7 @@ import (
 	"gopkg.in/natefinch/lumberjack.v2"
 
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/fserr"
 	"github.com/strata-companion/companion/internal/loglines"
 )
 
@@ -49,6 +50,10 @@ type Config struct {
 	// LogFile receives the server's stdout and stderr, rotated; "" keeps
 	// only the in-memory tail.
 	LogFile string
+	// PIDFile records the running server (pid, group, start time), so the
+	// next run finds and ends a server an earlier run left behind; "" keeps
+	// no record.
+	PIDFile string
 	// Console, when set, gets every output line as is (foreground `run`).
 	Console io.Writer
 	Events  Publisher
@@ -138,9 +143,15 @@ type Supervisor struct {
 	cfg  Config
 	cmds chan command
 
-	outMu sync.Mutex // guards ring and the log writer
+	outMu sync.Mutex // guards ring, the log writer and the drop count
 	ring  []string
 	log   *lumberjack.Logger
+	// dropped counts lines the log file refused (a full disk); dropping is
+	// true from a refusal until a line is written again, and reported is
+	// when the count was last published.
+	dropped  int
+	dropping bool
+	reported time.Time
 
 	ready   chan readyMsg
 	started chan struct{} // closed when Run begins
@@ -465,6 +476,9 @@ func (s *Supervisor) launch() (*process, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.endLeftover(); err != nil {
+		return nil, err
+	}
 	port := s.cfg.Port
 	if port == 0 {
 		port = sc.Port
@@ -504,6 +518,7 @@ func (s *Supervisor) launch() (*process, error) {
 	}
 	p.pid = cmd.Process.Pid
 	p.sys = attach(cmd)
+	s.writePID(p)
 	s.line(p, "supervisor", fmt.Sprintf("started %s serve/server.py --engine strata --config %s --port %d (pid %d)", s.cfg.Python, s.cfg.ConfigPath, port, p.pid))
 	p.readers.Add(2)
 	go s.read(p, outR, "stdout")
@@ -530,6 +545,7 @@ func (s *Supervisor) launch() (*process, error) {
 // finish releases p's process group / job and says how it ended.
 func (s *Supervisor) finish(p *process) (int, string) {
 	p.sys.close()
+	s.removePID(p)
 	st := p.cmd.ProcessState
 	if st == nil {
 		return -1, "unknown"
@@ -596,6 +612,41 @@ func (s *Supervisor) read(p *process, r io.ReadCloser, stream string) {
 	}
 }
 
+// DropReportEvery is how often a count of dropped log lines is published
+// while lines keep being dropped (the first drop and the recovery are
+// published at once).
+var DropReportEvery = 10 * time.Second
+
+// countDrop records the outcome of writing one line to the log file (outMu
+// held) and returns the event to publish, if any.
+func (s *Supervisor) countDrop(err error) *events.Event {
+	now := time.Now()
+	if err == nil {
+		if !s.dropping {
+			return nil
+		}
+		s.dropping, s.reported = false, now
+		return &events.Event{Kind: events.ServerLogDropped,
+			Message: fmt.Sprintf("writing the server log %s again; %d lines were lost", s.cfg.LogFile, s.dropped),
+			Details: map[string]any{"dropped": s.dropped, "file": s.cfg.LogFile, "writing": true}}
+	}
+	s.dropped++
+	if s.dropping && now.Sub(s.reported) < DropReportEvery {
+		return nil
+	}
+	s.dropping, s.reported = true, now
+	return &events.Event{Kind: events.ServerLogDropped,
+		Message: fmt.Sprintf("server output lines are not being written to %s: %v; %d lost so far (the last %d lines are kept in memory)", s.cfg.LogFile, fserr.Explain(err, s.cfg.LogFile), s.dropped, s.cfg.KeepLines),
+		Details: map[string]any{"dropped": s.dropped, "file": s.cfg.LogFile, "writing": false}}
+}
+
+// Dropped is how many output lines the log file refused so far.
+func (s *Supervisor) Dropped() int {
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	return s.dropped
+}
+
 func indexNL(b []byte) int {
 	for i, c := range b {
 		if c == '\n' {
@@ -608,8 +659,10 @@ func indexNL(b []byte) int {
 // line records one output line and acts on what it says.
 func (s *Supervisor) line(p *process, stream, text string) {
 	s.outMu.Lock()
+	var drop *events.Event
 	if s.log != nil {
-		fmt.Fprintf(s.log, "%s %-6s %s\n", time.Now().Format("2006-01-02T15:04:05.000Z07:00"), stream, text)
+		_, err := fmt.Fprintf(s.log, "%s %-6s %s\n", time.Now().Format("2006-01-02T15:04:05.000Z07:00"), stream, text)
+		drop = s.countDrop(err)
 	}
 	if stream != "supervisor" {
 		s.ring = append(s.ring, text)
@@ -625,6 +678,9 @@ func (s *Supervisor) line(p *process, stream, text string) {
 		}
 	}
 	s.outMu.Unlock()
+	if drop != nil {
+		s.cfg.Events.Publish(*drop)
+	}
 	if stream == "supervisor" {
 		return
 	}
