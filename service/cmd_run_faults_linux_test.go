@@ -111,3 +111,13 @@ func TestRunOnAFullStateFolderSaysTheDiskIsFull(t *testing.T) {
 		t.Error("a control address was published although the token could not be")
 	}
 }
+
+// `status` shows dropped log lines and why.
+func TestStatusShowsDroppedLogLines(t *testing.T) {
+	var b strings.Builder
+	st := &controlapi.State{Server: controlapi.ServerState{Phase: controlapi.PhaseReady, LogDropped: 12, LogProblem: "the disk holding /var/log/strata-companion is full"}}
+	printServiceStatus(&b, &serviceStatus{Running: true, State: st})
+	if !strings.Contains(b.String(), "Log:        12 server output lines not written\n  the disk holding /var/log/strata-companion is full") {
+		t.Fatalf("status:\n%s", b.String())
+	}
+}
