@@ -189,7 +189,7 @@ func runDaemon(ctx context.Context, env *cliEnv, o runOptions, console io.Writer
 		tracker.Publish(events.Event{Kind: events.ServerFailed, Message: resolveErr.Error(), Details: map[string]any{"reason": "install"}})
 	} else {
 		if _, err := locations.EnsureDir(locations.LogDir); err != nil {
-			logf("cannot create the log folder: %v", err)
+			logf("cannot create the log folder: %v", fserr.Explain(err, locations.Path(locations.LogDir)))
 		}
 		first := o.restartDelay
 		sup, err = supervisor.New(supervisor.Config{
