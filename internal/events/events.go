@@ -16,14 +16,13 @@ import (
 type Kind string
 
 const (
-	ServerStarting   Kind = "server.starting"    // the supervisor launched the server; Details: pid
-	ServerProgress   Kind = "server.progress"    // a start phase (filling the expert cache, loading the encoder...)
-	ServerReady      Kind = "server.ready"       // the `ready:` line or /health answered; Details: url, model, context
-	ServerExited     Kind = "server.exited"      // the process ended; Details: code, expected, last_lines
-	ServerRestarting Kind = "server.restarting"  // a restart after an exit; Details: attempt, delay_s
-	ServerFailed     Kind = "server.failed"      // given up (crash loop, port in use, missing files); Message says why
-	ServerStopped    Kind = "server.stopped"     // stopped on request
-	ServerLogDropped Kind = "server.log_dropped" // captured output lines could not be written; Details: dropped (total), file, writing (false while dropping)
+	ServerStarting   Kind = "server.starting"   // the supervisor launched the server; Details: pid
+	ServerProgress   Kind = "server.progress"   // a start phase (filling the expert cache, loading the encoder...)
+	ServerReady      Kind = "server.ready"      // the `ready:` line or /health answered; Details: url, model, context
+	ServerExited     Kind = "server.exited"     // the process ended; Details: code, expected, last_lines
+	ServerRestarting Kind = "server.restarting" // a restart after an exit; Details: attempt, delay_s
+	ServerFailed     Kind = "server.failed"     // given up (crash loop, port in use, missing files); Message says why
+	ServerStopped    Kind = "server.stopped"    // stopped on request
 
 	EngineRestarted Kind = "engine.restarted"    // Strata restarted its engine by itself
 	ExpertCache     Kind = "engine.expert_cache" // Details: experts, gib
@@ -42,6 +41,11 @@ const (
 
 	ConfigChanged Kind = "config.changed" // Details: path, placement, backup
 )
+
+// ServerLogDropped: captured server output lines could not be written to the
+// log file (a full disk); Details: dropped (the total so far), file, writing
+// (false while lines are being dropped, true once writing works again).
+const ServerLogDropped Kind = "server.log_dropped"
 
 // Event is one thing that happened.
 type Event struct {
