@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/atomicfile"
+	"github.com/strata-companion/companion/internal/fserr"
 )
 
 // KeepBackups is how many of its own timestamped backups the companion keeps
@@ -123,7 +124,7 @@ func writeBackup(configPath string, data []byte, mode os.FileMode) (string, erro
 		name = fmt.Sprintf("%s.bak-%s-%d", configPath, stamp.Format(stampLayout), seq+1)
 	}
 	if err := writeFile(name, data, mode); err != nil {
-		return "", fmt.Errorf("backing up %s: %w (nothing was changed)", configPath, err)
+		return "", fmt.Errorf("backing up %s: %w (nothing was changed)", configPath, fserr.Explain(err, name))
 	}
 	var ours []backup
 	for _, b := range listBackups(configPath) {
@@ -182,7 +183,7 @@ func (c *Change) Apply() (backup string, err error) {
 		return "", err
 	}
 	if err := writeFile(c.Path, c.New, mode); err != nil {
-		return backup, fmt.Errorf("writing %s: %w; the old file is unchanged (backup: %s)", c.Path, err, backup)
+		return backup, fmt.Errorf("writing %s: %w; the old file is unchanged (backup: %s)", c.Path, fserr.Explain(err, c.Path), backup)
 	}
 	return backup, nil
 }
