@@ -137,14 +137,14 @@ func TestHelperSupervisor(t *testing.T) {
 	}
 }
 
-// A server an earlier run left behind (here: started by the test, recorded
-// in the pid file, ignoring SIGTERM and holding the port) is found, named
-// in an event and ended; the new server then starts on that port instead of
-// failing with "port in use".
-func TestLeftoverServerIsFoundNamedAndEnded(t *testing.T) {
-	old := fakestrata.NewRoot(t, fakestrata.RootOptions{Mode: "ignore-term"})
+// startLeftover starts a stand-in server (and engine) in its own group, as
+// a killed supervisor would leave it: ignoring SIGTERM, holding its port,
+// with mark in its environment. It returns the pid file record.
+func startLeftover(t *testing.T, old *fakestrata.Root, mark string) pidRecord {
+	t.Helper()
 	cmd := exec.Command(old.Python, "serve/server.py", "--engine", "strata", "--config", old.Config, "--port", strconv.Itoa(old.Port))
 	cmd.Dir = old.Dir
+	cmd.Env = append(os.Environ(), EnvServerMark+"="+mark)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -163,9 +163,27 @@ func TestLeftoverServerIsFoundNamedAndEnded(t *testing.T) {
 		t.Fatalf("the left-behind server and engine are not running: %v", alive(pid))
 	}
 	start, _ := procStart(pid)
+	return pidRecord{PID: pid, PGID: pid, Start: start, Port: old.Port, Cmd: strings.Join(cmd.Args, " "), Mark: mark}
+}
+
+func writeRecord(t *testing.T, rec pidRecord) string {
 	pidFile := filepath.Join(t.TempDir(), "strata-server.pid")
-	b, _ := json.Marshal(pidRecord{PID: pid, PGID: pid, Start: start, Port: old.Port, Cmd: strings.Join(cmd.Args, " ")})
-	os.WriteFile(pidFile, b, 0o644)
+	b, _ := json.Marshal(rec)
+	if err := os.WriteFile(pidFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return pidFile
+}
+
+// A server an earlier run left behind (here: started by the test, recorded
+// in the pid file, ignoring SIGTERM and holding the port) is found, named
+// in an event and ended; the new server then starts on that port instead of
+// failing with "port in use".
+func TestLeftoverServerIsFoundNamedAndEnded(t *testing.T) {
+	old := fakestrata.NewRoot(t, fakestrata.RootOptions{Mode: "ignore-term"})
+	rec := startLeftover(t, old, "earlier-run")
+	pid := rec.PID
+	pidFile := writeRecord(t, rec)
 
 	h := newHarness(t, fakestrata.RootOptions{Port: old.Port}, func(c *Config) {
 		c.PIDFile = pidFile
@@ -185,7 +203,26 @@ func TestLeftoverServerIsFoundNamedAndEnded(t *testing.T) {
 	if h.count(events.ServerFailed) > 0 {
 		t.Fatalf("failed: %v", h.kinds())
 	}
-	if rec, err := readPID(pidFile); err != nil || rec.PID != pidOf(t, ready) {
+	if rec, err := readPID(pidFile); err != nil || rec.PID != pidOf(t, ready) || rec.Mark == "" {
 		t.Fatalf("the pid file does not name the new server: %+v %v", rec, err)
+	}
+}
+
+// A pid file whose group now holds processes without the recorded mark (the
+// numbers were reused by someone else) is not acted on: nothing is ended.
+func TestPidFileDoesNotEndAnotherProgram(t *testing.T) {
+	other := fakestrata.NewRoot(t, fakestrata.RootOptions{})
+	rec := startLeftover(t, other, "someone-else")
+	rec.Mark = "our-earlier-run"
+	pidFile := writeRecord(t, rec)
+	h := newHarness(t, fakestrata.RootOptions{}, func(c *Config) { c.PIDFile = pidFile })
+	h.waitFor(events.ServerReady)
+	if len(alive(rec.PID)) < 2 {
+		t.Fatalf("another program's processes were ended: %v left", alive(rec.PID))
+	}
+	for _, e := range h.seen {
+		if e.Details["leftover_pid"] != nil {
+			t.Fatalf("another program was taken for a leftover: %+v", e)
+		}
 	}
 }

@@ -22,14 +22,24 @@ type pidRecord struct {
 	Start uint64 `json:"start"` // the process's start time (Linux: clock ticks after boot)
 	Port  int    `json:"port"`
 	Cmd   string `json:"cmd"`
+	// Mark is the value of EnvServerMark the server was started with; its
+	// engine and encoder inherit it. Only processes that carry it are taken
+	// for ours, so a reused pid or group number is never ended.
+	Mark string `json:"mark"`
 }
+
+// EnvServerMark is set in the server's environment (and so in its engine's
+// and encoder's) to a value unique to one start.
+const EnvServerMark = "STRATA_COMPANION_SERVER_MARK"
+
+func newMark() string { return fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano()) }
 
 func (s *Supervisor) writePID(p *process) {
 	if s.cfg.PIDFile == "" {
 		return
 	}
 	start, _ := procStart(p.pid)
-	rec := pidRecord{PID: p.pid, PGID: p.pid, Start: start, Port: p.port, Cmd: strings.Join(p.cmd.Args, " ")}
+	rec := pidRecord{PID: p.pid, PGID: p.pid, Start: start, Port: p.port, Cmd: strings.Join(p.cmd.Args, " "), Mark: p.mark}
 	b, _ := json.Marshal(rec)
 	os.MkdirAll(filepath.Dir(s.cfg.PIDFile), 0o755)
 	if err := os.WriteFile(s.cfg.PIDFile, append(b, '\n'), 0o644); err != nil {
@@ -59,7 +69,8 @@ func readPID(path string) (*pidRecord, error) {
 }
 
 // endLeftover finds a server an earlier run left behind (the pid file's
-// process group still has processes started no earlier than the server),
+// process group still has processes started no earlier than the server and
+// carrying its mark),
 // names it in an event, and ends it: SIGTERM to its group, SIGKILL after
 // StopTimeout. It is ours (our pid file, our group), and it holds the port
 // and the GPU the new server needs. An error says what could not be ended.
@@ -72,7 +83,7 @@ func (s *Supervisor) endLeftover() error {
 		os.Remove(s.cfg.PIDFile)
 		return nil
 	}
-	left := groupSince(rec.PGID, rec.Start)
+	left := groupSince(rec.PGID, rec.Start, rec.Mark)
 	if len(left) == 0 {
 		os.Remove(s.cfg.PIDFile)
 		return nil
@@ -82,15 +93,15 @@ func (s *Supervisor) endLeftover() error {
 	s.line(nil, "supervisor", "found "+what+"; ending it")
 	endGroup(rec.PGID, true)
 	deadline := time.Now().Add(s.cfg.StopTimeout)
-	for len(groupSince(rec.PGID, rec.Start)) > 0 && time.Now().Before(deadline) {
+	for len(groupSince(rec.PGID, rec.Start, rec.Mark)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	endGroup(rec.PGID, false)
 	deadline = time.Now().Add(5 * time.Second)
-	for len(groupSince(rec.PGID, rec.Start)) > 0 && time.Now().Before(deadline) {
+	for len(groupSince(rec.PGID, rec.Start, rec.Mark)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if still := groupSince(rec.PGID, rec.Start); len(still) > 0 {
+	if still := groupSince(rec.PGID, rec.Start, rec.Mark); len(still) > 0 {
 		return fmt.Errorf("%s is still running and could not be ended: end it yourself (kill -9 -%d as its owner or root), then start the server again", what, rec.PGID)
 	}
 	os.Remove(s.cfg.PIDFile)

@@ -35,8 +35,10 @@ func procStart(pid int) (uint64, bool) {
 }
 
 // groupSince lists the live processes of group pgid started at or after
-// start (older ones belong to another group that had that number).
-func groupSince(pgid int, start uint64) []int {
+// start (older ones belong to another group that had that number) whose
+// environment has EnvServerMark=mark (a process that reused the number is
+// not ours; one whose environment cannot be read is not either).
+func groupSince(pgid int, start uint64, mark string) []int {
 	var out []int
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
@@ -45,7 +47,7 @@ func groupSince(pgid int, start uint64) []int {
 			continue
 		}
 		g, st, state, ok := procStat(pid)
-		if ok && g == pgid && st >= start && state != "Z" && state != "X" {
+		if ok && g == pgid && st >= start && state != "Z" && state != "X" && hasMark(pid, mark) {
 			out = append(out, pid)
 		}
 	}
@@ -58,4 +60,21 @@ func endGroup(pgid int, gently bool) {
 		sig = syscall.SIGTERM
 	}
 	syscall.Kill(-pgid, sig)
+}
+
+func hasMark(pid int, mark string) bool {
+	if mark == "" {
+		return false
+	}
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return false
+	}
+	want := EnvServerMark + "=" + mark
+	for _, kv := range strings.Split(string(env), "\x00") {
+		if kv == want {
+			return true
+		}
+	}
+	return false
 }

@@ -231,6 +231,7 @@ type process struct {
 	readers  sync.WaitGroup
 	sys      sysProc // the process group / job object
 	apiKey   string
+	mark     string // EnvServerMark's value for this start
 	vision   bool
 	stopping bool // a stop was asked (the exit is expected)
 	restart  bool // start again after the expected exit
@@ -491,6 +492,8 @@ func (s *Supervisor) launch() (*process, error) {
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), s.cfg.Env...)
 	cmd.Env = append(cmd.Env, "PYTHONUNBUFFERED=1") // lines as they happen, not at exit
+	mark := newMark()
+	cmd.Env = append(cmd.Env, EnvServerMark+"="+mark) // how the next run knows a leftover is ours
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -505,7 +508,7 @@ func (s *Supervisor) launch() (*process, error) {
 	// does not wait for a grandchild that keeps them open.
 	cmd.Stdout, cmd.Stderr = outW, errW
 	setProcAttr(cmd)
-	p := &process{cmd: cmd, port: port, started: time.Now(), exited: make(chan struct{}), apiKey: sc.APIKey, vision: sc.hasVision()}
+	p := &process{cmd: cmd, port: port, started: time.Now(), exited: make(chan struct{}), apiKey: sc.APIKey, vision: sc.hasVision(), mark: mark}
 	s.pub(events.ServerStarting, fmt.Sprintf("starting the Strata server on port %d", port),
 		map[string]any{"port": port, "config": s.cfg.ConfigPath})
 	err = cmd.Start()
