@@ -30,6 +30,62 @@ func TestRunHelperProcess(t *testing.T) {
 	os.Exit(code)
 }
 
+// startRunProcess starts `strata-service run --foreground` as its own
+// process against r and waits until its server is ready; it returns the
+// process and the server's pid.
+func startRunProcess(t *testing.T, r *fakestrata.Root, out *syncBuf) (*exec.Cmd, int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRunHelperProcess$")
+	cmd.Env = append(os.Environ(), "STRATA_RUN_HELPER_ARGS="+strings.Join([]string{"run", "--foreground", "--strata-root", r.Dir, "--config", r.Config, "--stop-timeout", "5s"}, "\x1f"))
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := controlapi.NewClient(); err == nil {
+			if st, err := c.State(context.Background()); err == nil && st.Server.Phase == controlapi.PhaseReady {
+				return cmd, st.Server.PID
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run did not get ready:\n%s", out.String())
+		}
+	}
+}
+
+// The issue's reproduction: kill -9 of a foreground `run` whose server and
+// engine ignore SIGTERM. Nothing of the server's tree may stay (it used to
+// stay with PPID 1, holding the port), and the next `run` gets its server
+// ready on the same port.
+func TestKilledRunLeavesNothingAndTheNextRunStarts(t *testing.T) {
+	r := fakestrata.NewRoot(t, fakestrata.RootOptions{Mode: "ignore-term"})
+	t.Setenv(locations.EnvHome, t.TempDir())
+	out := &syncBuf{}
+	cmd, pid := startRunProcess(t, r, out)
+	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	gone := false
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if syscall.Kill(-pid, 0) != nil {
+			gone = true
+			break
+		}
+	}
+	if !gone {
+		t.Fatalf("the server's process group %d outlived kill -9 of run", pid)
+	}
+	// The next run: ready on the same port (the stand-in binds it first and
+	// would say "port in use").
+	r.SetMode("")
+	out2 := &syncBuf{}
+	_, pid2 := startRunProcess(t, r, out2)
+	if pid2 == pid || strings.Contains(out2.String(), "already in use") {
+		t.Fatalf("the next run:\n%s", out2.String())
+	}
+}
+
 // SIGHUP (the terminal of a foreground run closed) is a clean stop: the
 // server's tree is stopped, the control files are removed, exit code 0.
 // It used to end run at once, leaving control-addr and control-token.
