@@ -57,6 +57,8 @@ func startGuard(pgid int) *guard {
 		return nil
 	}
 	cmd := exec.Command(self)
+	// What `ps` shows: say what it is.
+	cmd.Args = []string{"strata-service-guard", "group", strconv.Itoa(pgid)}
 	cmd.Env = append(os.Environ(), guardEnv+"="+strconv.Itoa(pgid))
 	cmd.Stdin = r
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
