@@ -15,6 +15,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/fserr"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
@@ -187,7 +189,7 @@ func runDaemon(ctx context.Context, env *cliEnv, o runOptions, console io.Writer
 		tracker.Publish(events.Event{Kind: events.ServerFailed, Message: resolveErr.Error(), Details: map[string]any{"reason": "install"}})
 	} else {
 		if _, err := locations.EnsureDir(locations.LogDir); err != nil {
-			logf("cannot create the log folder: %v", err)
+			logf("cannot create the log folder: %v", fserr.Explain(err, locations.Path(locations.LogDir)))
 		}
 		first := o.restartDelay
 		sup, err = supervisor.New(supervisor.Config{
@@ -196,6 +198,7 @@ func runDaemon(ctx context.Context, env *cliEnv, o runOptions, console io.Writer
 			Port:         o.port,
 			Python:       in.Python,
 			LogFile:      locations.ServerLogFile(),
+			PIDFile:      filepath.Join(locations.Path(locations.StateDir), "strata-server.pid"),
 			Console:      console,
 			Events:       tracker,
 			Logf:         logf,
@@ -242,12 +245,12 @@ func runDaemon(ctx context.Context, env *cliEnv, o runOptions, console io.Writer
 	}
 	if _, err := locations.EnsureDir(locations.StateDir); err != nil {
 		l.Close()
-		return fmt.Errorf("creating the state folder %s: %w", locations.Path(locations.StateDir), err)
+		return fmt.Errorf("creating the state folder: %w", fserr.Explain(err, locations.Path(locations.StateDir)))
 	}
 	addr := l.Addr().String()
 	if err := controlserver.WriteFiles(locations.ControlAddrFile(), locations.ControlTokenFile(), addr, srv.Token()); err != nil {
 		l.Close()
-		return fmt.Errorf("publishing the control API address: %w (run as the service's account or an administrator)", err)
+		return fmt.Errorf("publishing the control API address: %w", fserr.Explain(err, locations.Path(locations.StateDir)))
 	}
 	defer controlserver.RemoveFiles(locations.ControlAddrFile(), locations.ControlTokenFile(), addr, srv.Token())
 	logf("control API on http://%s (token in %s)", addr, locations.ControlTokenFile())

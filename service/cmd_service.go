@@ -352,6 +352,12 @@ func printServiceStatus(w interface{ Write([]byte) (int, error) }, ss *serviceSt
 	if srv.Restarts > 0 {
 		fmt.Fprintf(w, "Restarts:   %d after crashes\n", srv.Restarts)
 	}
+	if srv.LogDropped > 0 || srv.LogProblem != "" {
+		fmt.Fprintf(w, "Log:        %d server output lines not written\n", srv.LogDropped)
+		if srv.LogProblem != "" {
+			fmt.Fprintf(w, "  %s\n", srv.LogProblem)
+		}
+	}
 	if st.Vision.Placement != "" {
 		enc := st.Vision.Encoder
 		if st.Vision.Error != "" {

@@ -68,11 +68,17 @@ func (e *exitCode) Error() string {
 func (e *exitCode) Unwrap() error { return e.err }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	code := runCLI(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
+
+// stopSignals end the program cleanly (Strata stopped, the control files
+// removed): Ctrl-C, the service manager's SIGTERM, and SIGHUP (the terminal
+// of a foreground `run` closed). SIGHUP is a stop, not a reload: the config
+// is re-read at every start of the server anyway.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
 // runCLI is main without the process: tests call it.
 func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

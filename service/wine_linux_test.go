@@ -133,11 +133,17 @@ func TestWindowsServiceUnderWine(t *testing.T) {
 	if !ok || !strings.Contains(out, "Installed the strata-companion service (windows-service)") {
 		t.Fatalf("install: %s", out)
 	}
-	if !strings.Contains(out, "restart-on-failure ladder") {
-		t.Log("the recovery ladder was set in full")
-	} else {
-		// wine 8 does not know SERVICE_CONFIG_FAILURE_ACTIONS_FLAG.
-		t.Logf("install warned: %s", out)
+	// The ladder itself (SetRecoveryActions) must be accepted. wine 8 does
+	// not know SERVICE_CONFIG_FAILURE_ACTIONS_FLAG, so the one warning
+	// allowed is about that second call (restart after an error exit too);
+	// any other warning is a failure. (wine keeps no failure actions, so
+	// they cannot be read back here.)
+	if strings.Contains(out, "restart-on-failure ladder") {
+		if strings.Contains(out, "setting the restart ladder") || !strings.Contains(out, "restarting also after an exit with an error code") {
+			t.Errorf("install could not set the restart ladder: %s", out)
+		} else {
+			t.Logf("install warned about the non-crash flag only (a known wine 8 gap): %s", out)
+		}
 	}
 	if out, ok := w.run(svc, "install"); ok || !strings.Contains(out, "already installed") {
 		t.Errorf("a second install: %s", out)

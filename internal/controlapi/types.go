@@ -64,6 +64,10 @@ type ServerState struct {
 	// ExpertCache from the engine's startup lines.
 	Experts        int     `json:"experts,omitempty"`
 	ExpertCacheGiB float64 `json:"expert_cache_gib,omitempty"`
+	// LogDropped counts the server's output lines that could not be written
+	// to its log file (a full disk); LogProblem says why while it lasts.
+	LogDropped int    `json:"log_dropped,omitempty"`
+	LogProblem string `json:"log_problem,omitempty"`
 }
 
 // VisionState is where pictures are read and how the encoder is.

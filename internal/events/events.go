@@ -42,6 +42,11 @@ const (
 	ConfigChanged Kind = "config.changed" // Details: path, placement, backup
 )
 
+// ServerLogDropped: captured server output lines could not be written to the
+// log file (a full disk); Details: dropped (the total so far), file, writing
+// (false while lines are being dropped, true once writing works again).
+const ServerLogDropped Kind = "server.log_dropped"
+
 // Event is one thing that happened.
 type Event struct {
 	Seq     uint64         `json:"seq"`

@@ -456,8 +456,12 @@ func engineMain() int {
 		}
 	}
 	if os.Getenv("STRATA_STANDIN_ENGINE_IGNORE_TERM") == "1" {
-		// A stuck engine: outlives its server until killed.
-		select {}
+		// A stuck engine: outlives its server until killed. (Not
+		// `select {}`: with no other goroutine the runtime would end it as a
+		// deadlock, and a test of orphans could never fail.)
+		for {
+			time.Sleep(time.Hour)
+		}
 	}
 	return 0
 }

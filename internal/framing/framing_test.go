@@ -67,15 +67,79 @@ func FuzzReader(f *testing.F) {
 	f.Add([]byte{'R', 0, 0, 0, 6, 0, 0, 0, 1, 0, 9})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r := NewReader(bytes.NewReader(b))
+		// Round trip: the frames read, written again, are exactly the bytes
+		// they were read from.
+		var again bytes.Buffer
+		w := NewWriter(&again)
 		for {
 			typ, p, err := r.Next()
 			if err != nil {
+				if !bytes.HasPrefix(b, again.Bytes()) {
+					t.Fatalf("frames written again differ from the input:\n%x\n%x", again.Bytes(), b)
+				}
+				if err == io.EOF && again.Len() != len(b) {
+					t.Fatalf("clean end after %d of %d bytes", again.Len(), len(b))
+				}
 				return
 			}
 			if typ == Result {
-				SplitResult(p)
+				if id, line, sve, err := SplitResult(p); err == nil && len(line) <= 0xffff {
+					if got := append(ResultHeader(id, line), sve...); !bytes.Equal(got, p) {
+						t.Fatalf("result payload does not round-trip: %x -> %x", p, got)
+					}
+				}
 			}
-			SplitID(p)
+			if id, body, err := SplitID(p); err == nil && !bytes.Equal(append(PutID(id), body...), p) {
+				t.Fatalf("id payload does not round-trip")
+			}
+			if err := w.Write(typ, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// Frames written (whole or streamed) read back as written, in order.
+func FuzzWriteRead(f *testing.F) {
+	f.Add(byte('R'), uint32(7), "OK 1024 32 32 12", []byte("SVE1"), true)
+	f.Add(byte('E'), uint32(0), "", []byte{}, false)
+	f.Fuzz(func(t *testing.T, typ byte, id uint32, line string, body []byte, stream bool) {
+		if len(line) > 0xffff {
+			line = line[:0xffff] // a Result line's length is 16 bits
+		}
+		var buf bytes.Buffer
+		w := NewWriter(&buf)
+		head := ResultHeader(id, line)
+		var err error
+		if stream {
+			err = w.WriteStream(Type(typ), head, bytes.NewReader(body), int64(len(body)))
+		} else {
+			err = w.Write(Type(typ), head, body)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(Encode, PutID(id), body); err != nil {
+			t.Fatal(err)
+		}
+		r := NewReader(&buf)
+		gt, p, err := r.Next()
+		if err != nil || gt != Type(typ) {
+			t.Fatalf("first frame: %q %v", gt, err)
+		}
+		gid, gline, gbody, err := SplitResult(p)
+		if err != nil || gid != id || gline != line || !bytes.Equal(gbody, body) {
+			t.Fatalf("result frame: %d %q %x %v; want %d %q %x", gid, gline, gbody, err, id, line, body)
+		}
+		gt, p, err = r.Next()
+		if err != nil || gt != Encode {
+			t.Fatalf("second frame: %q %v", gt, err)
+		}
+		if gid, gbody, err := SplitID(p); err != nil || gid != id || !bytes.Equal(gbody, body) {
+			t.Fatalf("encode frame: %d %x %v", gid, gbody, err)
+		}
+		if _, _, err := r.Next(); err != io.EOF {
+			t.Fatalf("after the frames: %v, want io.EOF", err)
 		}
 	})
 }

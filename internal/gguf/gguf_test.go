@@ -111,10 +111,82 @@ func FuzzRead(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		g, err := Read(bytes.NewReader(b))
-		if err == nil {
-			g.Int(ProjectionDimKey)
-			g.String("a")
-			g.Alignment()
+		if err != nil {
+			return
+		}
+		g.Int(ProjectionDimKey)
+		g.String("a")
+		g.Alignment()
+		// Round trip: what was read, written again, reads back the same
+		// (offsets are recomputed: all 0 with no data).
+		var out bytes.Buffer
+		if err := Write(&out, g.KVs, g.Tensors, 32, func(Tensor) uint64 { return 0 }); err != nil {
+			t.Fatal(err)
+		}
+		h, err := Read(bytes.NewReader(out.Bytes()))
+		if err != nil {
+			t.Fatalf("a header read back from its own writing fails: %v", err)
+		}
+		sameHeader(t, g, h, func(int) uint64 { return 0 })
+	})
+}
+
+// sameHeader compares two headers; offset(i) is the i-th tensor's expected
+// offset in h.
+func sameHeader(t *testing.T, g, h *File, offset func(int) uint64) {
+	t.Helper()
+	if len(g.KVs) != len(h.KVs) || len(g.Tensors) != len(h.Tensors) {
+		t.Fatalf("counts: %d/%d kvs, %d/%d tensors", len(g.KVs), len(h.KVs), len(g.Tensors), len(h.Tensors))
+	}
+	for i := range g.KVs {
+		a, b := g.KVs[i], h.KVs[i]
+		if a.Key != b.Key || a.Type != b.Type || !bytes.Equal(a.Raw, b.Raw) {
+			t.Fatalf("kv %d: %q/%d/%x != %q/%d/%x", i, a.Key, a.Type, a.Raw, b.Key, b.Type, b.Raw)
+		}
+	}
+	for i := range g.Tensors {
+		a, b := g.Tensors[i], h.Tensors[i]
+		if a.Name != b.Name || a.Type != b.Type || fmt.Sprint(a.Dims) != fmt.Sprint(b.Dims) || b.Offset != offset(i) {
+			t.Fatalf("tensor %d: %+v != %+v (offset want %d)", i, a, b, offset(i))
+		}
+	}
+}
+
+// Write then Read gives back every entry and tensor, with the values the
+// accessors see and offsets laid out by the data sizes and the alignment.
+func FuzzWriteRead(f *testing.F) {
+	f.Add("general.architecture", "clip", uint32(2560), "v.patch_embd.weight", uint64(16), uint64(16), uint32(0), uint16(1000), "tok")
+	f.Add("", "", uint32(0), "", uint64(0), uint64(1<<40), uint32(30), uint16(0), "")
+	f.Fuzz(func(t *testing.T, key, val string, n uint32, name string, d1, d2 uint64, typ uint32, size uint16, tok string) {
+		if key == ProjectionDimKey || key == "tokens" {
+			key += ".x"
+		}
+		kvs := []KV{String(key, val), Uint32(ProjectionDimKey, n), Strings("tokens", []string{tok, val, ""})}
+		tensors := []Tensor{{Name: name, Dims: []uint64{d1, d2}, Type: typ}, {Name: name + "2", Type: typ}}
+		sizes := []uint64{uint64(size), 3}
+		var buf bytes.Buffer
+		i := 0
+		if err := Write(&buf, kvs, tensors, 32, func(Tensor) uint64 { s := sizes[i]; i++; return s }); err != nil {
+			t.Fatal(err)
+		}
+		g, err := Read(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			t.Fatalf("reading what Write wrote: %v", err)
+		}
+		sameHeader(t, &File{KVs: kvs, Tensors: tensors}, g, func(i int) uint64 {
+			if i == 0 {
+				return 0
+			}
+			return pad(sizes[0], 32)
+		})
+		if got, ok := g.String(key); !ok || got != val {
+			t.Fatalf("String(%q) = %q, %v; want %q", key, got, ok, val)
+		}
+		if got, ok := g.Int(ProjectionDimKey); !ok || got != int64(n) {
+			t.Fatalf("Int = %d, %v; want %d", got, ok, n)
+		}
+		if want := len(buf.Bytes()); want%32 != 0 {
+			t.Fatalf("file length %d is not aligned", want)
 		}
 	})
 }

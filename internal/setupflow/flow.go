@@ -46,8 +46,11 @@ type Review struct {
 	ConfigPath string
 	Diff       string // the exact change; "" when the config already says this
 	Choice     VisionChoice
-	Summary    string   // "Pictures: second PC bob@192.168.1.20 (RTX 3060), about 2.9 s each"
-	Service    []string // the service settings, one per line
+	Summary    string // "Pictures: second PC bob@192.168.1.20 (RTX 3060), about 2.9 s each"
+	// Notes says what the plan chose on its own (e.g. lazy loading turned
+	// off because it is text-only), one sentence each.
+	Notes   []string
+	Service []string // the service settings, one per line
 	// TrayAtLogin is the "start tray at login" box (off unless the user ticks it).
 	TrayAtLogin bool
 }
@@ -720,6 +723,9 @@ func (f *Flow) PlanReview(ctx context.Context) (*Review, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	rv := &Review{ConfigPath: cfg, Diff: p.Diff(), Choice: choice, Summary: f.summaryLocked(), TrayAtLogin: f.tray}
+	if n, ok := p.(interface{ Notes() []string }); ok {
+		rv.Notes = n.Notes()
+	}
 	rv.Service = f.serviceLinesLocked(st, serr)
 	f.plan, f.review = p, rv
 	return rv, nil

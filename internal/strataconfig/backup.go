@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/strata-companion/companion/internal/atomicfile"
+	"github.com/strata-companion/companion/internal/fserr"
 )
 
 // KeepBackups is how many of its own timestamped backups the companion keeps
@@ -122,7 +124,7 @@ func writeBackup(configPath string, data []byte, mode os.FileMode) (string, erro
 		name = fmt.Sprintf("%s.bak-%s-%d", configPath, stamp.Format(stampLayout), seq+1)
 	}
 	if err := writeFile(name, data, mode); err != nil {
-		return "", fmt.Errorf("backing up %s: %w (nothing was changed)", configPath, err)
+		return "", fmt.Errorf("backing up %s: %w (nothing was changed)", configPath, fserr.Explain(err, name))
 	}
 	var ours []backup
 	for _, b := range listBackups(configPath) {
@@ -134,6 +136,22 @@ func writeBackup(configPath string, data []byte, mode os.FileMode) (string, erro
 		_ = os.Remove(ours[i].path)
 	}
 	return name, nil
+}
+
+// refuseReadOnly refuses a config whose owner may not write it (mode 0444,
+// or Windows' Read-only attribute): someone made it read-only on purpose,
+// and a rename would replace it anyway (the folder is writable), keeping the
+// 0444 mode with new content.
+func refuseReadOnly(path string) error {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm()&0o200 != 0 {
+		return nil
+	}
+	fix := "chmod u+w " + path
+	if runtime.GOOS == "windows" {
+		fix = "clear its Read-only box in Properties, or run: attrib -r \"" + path + "\""
+	}
+	return fmt.Errorf("%s is read-only (mode %04o), so it was left as it is; nothing was changed. If the companion may change it, make it writable (%s) and try again", path, st.Mode().Perm(), fix)
 }
 
 func fileMode(path string) os.FileMode {
@@ -157,12 +175,15 @@ func (c *Change) Apply() (backup string, err error) {
 	if !c.Changed() {
 		return "", nil
 	}
+	if err := refuseReadOnly(c.Path); err != nil {
+		return "", err
+	}
 	mode := fileMode(c.Path)
 	if backup, err = writeBackup(c.Path, c.Old, mode); err != nil {
 		return "", err
 	}
 	if err := writeFile(c.Path, c.New, mode); err != nil {
-		return backup, fmt.Errorf("writing %s: %w; the old file is unchanged (backup: %s)", c.Path, err, backup)
+		return backup, fmt.Errorf("writing %s: %w; the old file is unchanged (backup: %s)", c.Path, fserr.Explain(err, c.Path), backup)
 	}
 	return backup, nil
 }
@@ -182,6 +203,9 @@ func PlanRestore(configPath string) (ch *Change, from string, err error) {
 	cur, err := os.ReadFile(abs)
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the Strata config: %w", err)
+	}
+	if err := refuseReadOnly(abs); err != nil {
+		return nil, "", err
 	}
 	var skipped []string
 	for _, b := range listBackups(abs) {

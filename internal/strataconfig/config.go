@@ -27,6 +27,9 @@ type Config struct {
 	Args   []string
 	Env    map[string]string
 	Vision *Vision // nil: no vision block (images off)
+	// Lazy: `lazy_load` is truthy or args has `--lazy` (text-only: Strata
+	// refuses to start with a vision block then).
+	Lazy bool
 
 	port   int
 	host   string
@@ -186,6 +189,10 @@ func fromBytes(path string, b []byte) (*Config, error) {
 			s, _ := d.str(em.val)
 			c.Env[em.key] = s
 		}
+	}
+	c.Lazy = d.truthy(r, "lazy_load")
+	for _, a := range c.Args {
+		c.Lazy = c.Lazy || a == "--lazy"
 	}
 	if m, _ := r.get("vision"); m != nil && m.val.kind == kObject {
 		v := m.val

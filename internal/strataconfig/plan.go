@@ -77,6 +77,9 @@ func PlanVision(configPath string, req VisionRequest) (*Change, error) {
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = real
 	}
+	if err := refuseReadOnly(abs); err != nil {
+		return nil, err
+	}
 	p := &planner{path: abs, root: filepath.Dir(abs), req: req}
 	out, err := p.plan(old)
 	if err != nil {
@@ -86,6 +89,9 @@ func PlanVision(configPath string, req VisionRequest) (*Change, error) {
 	c, err := fromBytes(abs, out)
 	if err != nil {
 		return nil, fmt.Errorf("internal error: the edited config would not be valid (%v); nothing was changed", err)
+	}
+	if c.Vision != nil && c.Lazy {
+		return nil, fmt.Errorf("internal error: the edited config would keep lazy loading with vision, which Strata refuses; nothing was changed")
 	}
 	c.Problems = append(c.Problems, c.fileProblems()...)
 	if err := c.Err(); err != nil {
@@ -227,7 +233,39 @@ func (p *planner) plan(src []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if src, err = p.turnOffLazy(src); err != nil {
+		return nil, err
+	}
 	return p.ensureArgs(src)
+}
+
+// turnOffLazy turns Strata's lazy loading off, which is text-only: with
+// `lazy_load` (or `--lazy` in args) and a vision block the server refuses to
+// start ("lazy loading is text-only; disable vision in the config"). The
+// person asked for pictures, so the model is loaded at start instead; the
+// note in the plan says so (the CLI and the wizard show it with the diff).
+func (p *planner) turnOffLazy(src []byte) ([]byte, error) {
+	d, err := parse(src)
+	if err != nil {
+		return nil, err
+	}
+	var what []string
+	if d.truthy(d.root, "lazy_load") {
+		if src, err = setValue(src, nil, "lazy_load", "false"); err != nil {
+			return nil, err
+		}
+		what = append(what, "lazy_load")
+	}
+	if c, _ := fromBytes(p.path, src); c != nil && idx(c.Args, "--lazy") >= 0 {
+		if src, err = removeArg(src, "--lazy"); err != nil {
+			return nil, err
+		}
+		what = append(what, "--lazy in args")
+	}
+	if len(what) > 0 {
+		p.note("turned %s off: Strata's lazy loading is text-only and the server would refuse to start with vision on; the model now loads when Strata starts (set lazy_load back after turning vision off if you want it)", strings.Join(what, " and "))
+	}
+	return src, nil
 }
 
 func mustStyle(src []byte) style {

@@ -86,11 +86,15 @@ func unowned(t *testing.T, b []byte) map[string]any {
 // vision block, --vision and --vram-reserve-mib N in args, and our env entry.
 func stripOwned(m map[string]any) {
 	delete(m, "vision")
+	// Vision on turns lazy loading off (TestVisionTurnsLazyLoadingOff).
+	if m["lazy_load"] == true {
+		m["lazy_load"] = false
+	}
 	if args, ok := m["args"].([]any); ok {
 		var kept []any
 		for i := 0; i < len(args); i++ {
 			switch args[i] {
-			case "--vision":
+			case "--vision", "--lazy":
 				continue
 			case "--vram-reserve-mib":
 				i++
@@ -116,7 +120,7 @@ func stripOwned(m map[string]any) {
 func unchangedLines(t *testing.T, c *Change) {
 	t.Helper()
 	owned := []string{`"vision"`, `"exe"`, `"mmproj"`, `"model"`, `"gpu"`, `"max_tokens"`, `"threads"`, `"cuda_device"`, `"remote"`,
-		`"--vision"`, `"--vram-reserve-mib"`, `"700"`, `"1000"`, `"env"`, EnvSettings, `}`, `{`, `"hot"`}
+		`"--vision"`, `"--vram-reserve-mib"`, `"700"`, `"1000"`, `"env"`, EnvSettings, `}`, `{`, `"hot"`, `"lazy_load"`, `"--lazy"`}
 	for _, line := range strings.Split(c.Diff(), "\n") {
 		if !(strings.HasPrefix(line, "+") || strings.HasPrefix(line, "-")) || strings.HasPrefix(line, "+++") || strings.HasPrefix(line, "---") {
 			continue
@@ -539,5 +543,124 @@ func TestReserveWrittenWithEqualsIsKept(t *testing.T) {
 	c, _ := fromBytes(in.Config, ch.New)
 	if !reflect.DeepEqual(c.Args, []string{"--vram-reserve-mib=900", "--vision"}) || c.VRAMReserveMiB() != 900 {
 		t.Fatalf("args = %q", c.Args)
+	}
+}
+
+// Strata refuses to start with lazy loading and a vision block: every
+// placement that writes the block turns it off, says so in a note, and
+// leaves it alone otherwise.
+func TestVisionTurnsLazyLoadingOff(t *testing.T) {
+	for _, pl := range []settings.Placement{settings.PlacementGPU, settings.PlacementCPU, settings.PlacementRemote} {
+		for _, shape := range []string{"key", "arg", "both", "keyfalse"} {
+			t.Run(string(pl)+"/"+shape, func(t *testing.T) {
+				in, base := fixture(t, "gpu-2space.json", false)
+				text, _ := os.ReadFile(in.Config)
+				m := decode(t, text)
+				switch shape {
+				case "key":
+					text = bytes.Replace(text, []byte(`"lazy_load": false`), []byte(`"lazy_load": true`), 1)
+				case "arg", "both":
+					if shape == "both" {
+						text = bytes.Replace(text, []byte(`"lazy_load": false`), []byte(`"lazy_load": 1`), 1)
+					}
+					text = bytes.Replace(text, []byte(`"args": [`), []byte(`"args": ["--lazy", `), 1)
+				}
+				if shape != "keyfalse" && bytes.Equal(text, mustRead(t, in.Config)) {
+					t.Fatalf("fixture changed shape: no lazy_load/args in\n%s", text)
+				}
+				if err := os.WriteFile(in.Config, text, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if c, _ := Read(in.Config); c.Lazy != (shape != "keyfalse") {
+					t.Fatalf("Read: Lazy = %v for %s", c.Lazy, shape)
+				}
+				ch := apply(t, in.Config, req(base, pl))
+				got := decode(t, mustRead(t, in.Config))
+				if got["lazy_load"] != false {
+					t.Errorf("lazy_load = %v, want false", got["lazy_load"])
+				}
+				args, _ := got["args"].([]any)
+				if contains(args, "--lazy") {
+					t.Errorf("args still has --lazy: %v", args)
+				}
+				c, _ := Read(in.Config)
+				if c.Lazy || c.Vision == nil {
+					t.Errorf("after %s: Lazy=%v vision=%v", pl, c.Lazy, c.Vision)
+				}
+				noted := strings.Contains(strings.Join(ch.Notes, "\n"), "lazy")
+				if noted != (shape != "keyfalse") {
+					t.Errorf("notes = %q (shape %s)", ch.Notes, shape)
+				}
+				// Everything else stays: the other keys are the fixture's.
+				delete(m, "lazy_load")
+				delete(got, "lazy_load")
+				stripOwned(m)
+				stripOwned(got)
+				if !reflect.DeepEqual(m, got) {
+					t.Errorf("more than lazy loading changed:\n%v\n%v", m, got)
+				}
+			})
+		}
+	}
+	// Off leaves lazy loading as it is (it is text-only, which off is).
+	in, base := fixture(t, "novision-4space-env.json", false)
+	before := mustRead(t, in.Config)
+	apply(t, in.Config, req(base, settings.PlacementOff))
+	if c, _ := Read(in.Config); !c.Lazy || !bytes.Equal(before, mustRead(t, in.Config)) {
+		t.Fatalf("off changed a text-only lazy config")
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A config made read-only (0444) is refused with its path and the fix, and
+// is never replaced: plan, apply of an older plan, and restore.
+func TestReadOnlyConfigIsRefusedAndKept(t *testing.T) {
+	in, base := fixture(t, "gpu-2space.json", false)
+	ch, err := PlanVision(in.Config, req(base, settings.PlacementCPU))
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, in.Config, req(base, settings.PlacementOff)) // a backup to restore
+	ch, err = PlanVision(in.Config, req(base, settings.PlacementCPU))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(in.Config, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	before := mustRead(t, in.Config)
+	st0, _ := os.Stat(in.Config)
+	backups := len(Backups(in.Config))
+	check := func(what string, err error) {
+		t.Helper()
+		if err == nil {
+			t.Fatalf("%s: a read-only config was accepted", what)
+		}
+		for _, w := range []string{in.Config, "read-only", "chmod u+w"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not say %q", what, err, w)
+			}
+		}
+	}
+	_, err = PlanVision(in.Config, req(base, settings.PlacementGPU))
+	check("plan", err)
+	_, err = ch.Apply()
+	check("apply", err)
+	_, err = Restore(in.Config)
+	check("restore", err)
+	st, _ := os.Stat(in.Config)
+	if !bytes.Equal(before, mustRead(t, in.Config)) || !os.SameFile(st0, st) || st.Mode().Perm() != 0o444 {
+		t.Fatalf("the read-only config was replaced (mode %v)", st.Mode())
+	}
+	if n := len(Backups(in.Config)); n != backups {
+		t.Fatalf("backups %d -> %d: a refused change wrote one", backups, n)
 	}
 }

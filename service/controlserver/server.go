@@ -9,6 +9,7 @@
 package controlserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -16,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -64,7 +66,29 @@ type Server struct {
 	token string
 	// MaxWait caps /v1/events?wait= (default 60 s).
 	MaxWait time.Duration
+	// Timeouts bound what a connection may hold without sending a whole,
+	// authorised request (defaults: DefaultTimeouts). Set before Serve.
+	Timeouts Timeouts
 }
+
+// Timeouts bound a connection's time at each step. A connection that does
+// not send its headers within Header, its body within Body, or a next
+// request within Idle is closed; a refused (401/403) request closes its
+// connection at once. There is no write timeout: /v1/events long-polls.
+type Timeouts struct {
+	Header time.Duration // the request line and headers
+	Body   time.Duration // the body, counted from the end of the headers
+	Idle   time.Duration // between requests on a kept-alive connection
+}
+
+// DefaultTimeouts are generous for a client on this machine (the tray, the
+// wizard, the CLI all send small requests at once) and short enough that a
+// program opening connections and sending nothing cannot pile them up: at
+// 10 s a connection, holding 2,000 fds takes 200 new connections a second.
+var DefaultTimeouts = Timeouts{Header: 10 * time.Second, Body: 10 * time.Second, Idle: 60 * time.Second}
+
+// maxBody caps any request body (each handler has its own, smaller, cap).
+const maxBody = 1 << 20
 
 // New makes a server with a fresh random token.
 func New(b Backend) (*Server, error) {
@@ -72,7 +96,7 @@ func New(b Backend) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{b: b, token: tok, MaxWait: 60 * time.Second}, nil
+	return &Server{b: b, token: tok, MaxWait: 60 * time.Second, Timeouts: DefaultTimeouts}, nil
 }
 
 // NewToken is 32 random bytes in hex.
@@ -100,22 +124,80 @@ func (s *Server) Handler() http.Handler {
 
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		refuse := func(code int, msg string) {
+			// Answer and hang up: the body it may have announced is never
+			// read (net/http would wait for it when closing the request,
+			// without a deadline), and the connection is not kept.
+			http.NewResponseController(w).SetReadDeadline(time.Now())
+			w.Header().Set("Connection", "close")
+			fail(w, code, msg)
+		}
 		if !fromLoopback(r.RemoteAddr) {
-			fail(w, http.StatusForbidden, "the control API answers only this machine")
+			refuse(http.StatusForbidden, "the control API answers only this machine")
 			return
 		}
 		if !localHost(r.Host) {
-			fail(w, http.StatusForbidden, "the Host header must name this machine (127.0.0.1, localhost or ::1)")
+			refuse(http.StatusForbidden, "the Host header must name this machine (127.0.0.1, localhost or ::1)")
 			return
 		}
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(s.token)) != 1 {
-			fail(w, http.StatusUnauthorized, "a valid token is required: send Authorization: Bearer <the content of the control-token file>")
+			refuse(http.StatusUnauthorized, "a valid token is required: send Authorization: Bearer <the content of the control-token file>")
+			return
+		}
+		if !s.readBody(w, r) {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// readBody reads an authorised request's whole body (at most maxBody)
+// within Timeouts.Body and hands the handler the bytes; the connection's
+// read deadline is lifted afterwards, so a long-poll is not cut.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) bool {
+	if r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	rc := http.NewResponseController(w)
+	if s.Timeouts.Body > 0 {
+		rc.SetReadDeadline(time.Now().Add(s.Timeouts.Body))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		w.Header().Set("Connection", "close")
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			fail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request body is over %d bytes; send a smaller request", maxBody))
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			fail(w, http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %s; send it whole with the headers", s.Timeouts.Body))
+		default:
+			fail(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		}
+		return false
+	}
+	rc.SetReadDeadline(time.Time{})
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return true
+}
+
+// decodeBody decodes the request body as exactly one JSON value into v:
+// unknown fields and anything but white space after the value are refused
+// with 400 and what is wrong. It reports whether v was filled.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, what string, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		fail(w, http.StatusBadRequest, "the request is not "+what+": "+err.Error())
+		return false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		fail(w, http.StatusBadRequest, "the request has data after its JSON object; send one JSON object and nothing else")
+		return false
+	}
+	return true
 }
 
 func fromLoopback(remote string) bool {
@@ -205,10 +287,7 @@ func (s *Server) vision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req controlapi.VisionRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		fail(w, http.StatusBadRequest, "the request is not a vision request: "+err.Error())
+	if !decodeBody(w, r, 64<<10, "a vision request", &req) {
 		return
 	}
 	resp, err := s.b.Vision(r.Context(), req)
@@ -336,7 +415,9 @@ func RemoveFiles(addrFile, tokenFile, addr, token string) {
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.Timeouts.Header,
+		IdleTimeout:       s.Timeouts.Idle,
+		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	errc := make(chan error, 1)

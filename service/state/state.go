@@ -148,6 +148,12 @@ func Fold(st *controlapi.State, e events.Event) {
 		srv.Detail = ""
 		srv.PID = 0
 		srv.URL = ""
+	case events.ServerLogDropped:
+		srv.LogDropped = int(num(e.Details["dropped"]))
+		srv.LogProblem = ""
+		if w, _ := e.Details["writing"].(bool); !w {
+			srv.LogProblem = e.Message
+		}
 	case events.ExpertCache:
 		if n := num(e.Details["experts"]); n > 0 {
 			srv.Experts = int(n)

@@ -114,3 +114,18 @@ func BenchmarkPublishAndFold(b *testing.B) {
 		tr.Publish(e)
 	}
 }
+
+// Dropped log lines: the count and the problem while it lasts, the count
+// alone after writing works again.
+func TestFoldLogDropped(t *testing.T) {
+	var st controlapi.State
+	Fold(&st, ev(events.ServerLogDropped, "the disk holding /var/log is full", "dropped", 3, "writing", false))
+	if st.Server.LogDropped != 3 || st.Server.LogProblem != "the disk holding /var/log is full" {
+		t.Fatalf("while dropping: %+v", st.Server)
+	}
+	// Details arrive as float64 after a JSON round trip.
+	Fold(&st, ev(events.ServerLogDropped, "writing again", "dropped", float64(9), "writing", true))
+	if st.Server.LogDropped != 9 || st.Server.LogProblem != "" {
+		t.Fatalf("after recovery: %+v", st.Server)
+	}
+}

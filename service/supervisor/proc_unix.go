@@ -11,7 +11,9 @@ import (
 // sysProc is the server's process group: Strata's engine and encoder are its
 // children and share it, so signalling -pid reaches the whole tree (unless a
 // child made a group of its own, which Strata's do not).
-type sysProc struct{}
+type sysProc struct {
+	guard *guard // ends the group if the supervisor dies first (Linux)
+}
 
 func setProcAttr(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
@@ -21,7 +23,7 @@ func setProcAttr(cmd *exec.Cmd) {
 	setDeathSignal(cmd.SysProcAttr)
 }
 
-func attach(*exec.Cmd) sysProc { return sysProc{} }
+func attach(cmd *exec.Cmd) sysProc { return sysProc{guard: startGuard(cmd.Process.Pid)} }
 
 // interrupt is Strata's documented stop: SIGTERM; the server then tells the
 // engine QUIT and closes the encoder. Sent to the group so a child that
@@ -37,4 +39,5 @@ func (sysProc) interrupt(pid int) error {
 // kill ends every process left in the group.
 func (sysProc) kill(pid int) { syscall.Kill(-pid, syscall.SIGKILL) }
 
-func (sysProc) close() {}
+// close releases the guard: the group is ended by now.
+func (p sysProc) close() { p.guard.release() }

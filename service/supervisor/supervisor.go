@@ -27,6 +27,7 @@ import (
 	"gopkg.in/natefinch/lumberjack.v2"
 
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/fserr"
 	"github.com/strata-companion/companion/internal/loglines"
 	"github.com/strata-companion/companion/internal/strataconfig"
 )
@@ -50,6 +51,10 @@ type Config struct {
 	// LogFile receives the server's stdout and stderr, rotated; "" keeps
 	// only the in-memory tail.
 	LogFile string
+	// PIDFile records the running server (pid, group, start time), so the
+	// next run finds and ends a server an earlier run left behind; "" keeps
+	// no record.
+	PIDFile string
 	// Console, when set, gets every output line as is (foreground `run`).
 	Console io.Writer
 	Events  Publisher
@@ -139,9 +144,15 @@ type Supervisor struct {
 	cfg  Config
 	cmds chan command
 
-	outMu sync.Mutex // guards ring and the log writer
+	outMu sync.Mutex // guards ring, the log writer and the drop count
 	ring  []string
 	log   *lumberjack.Logger
+	// dropped counts lines the log file refused (a full disk); dropping is
+	// true from a refusal until a line is written again, and reported is
+	// when the count was last published.
+	dropped  int
+	dropping bool
+	reported time.Time
 
 	ready   chan readyMsg
 	started chan struct{} // closed when Run begins
@@ -221,6 +232,7 @@ type process struct {
 	readers  sync.WaitGroup
 	sys      sysProc // the process group / job object
 	apiKey   string
+	mark     string // EnvServerMark's value for this start
 	vision   bool
 	stopping bool // a stop was asked (the exit is expected)
 	restart  bool // start again after the expected exit
@@ -466,6 +478,9 @@ func (s *Supervisor) launch() (*process, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.endLeftover(); err != nil {
+		return nil, err
+	}
 	port := s.cfg.Port
 	if port == 0 {
 		port = sc.Port() // the config's port, else Strata's 8080
@@ -475,6 +490,8 @@ func (s *Supervisor) launch() (*process, error) {
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), s.cfg.Env...)
 	cmd.Env = append(cmd.Env, "PYTHONUNBUFFERED=1") // lines as they happen, not at exit
+	mark := newMark()
+	cmd.Env = append(cmd.Env, EnvServerMark+"="+mark) // how the next run knows a leftover is ours
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -489,7 +506,7 @@ func (s *Supervisor) launch() (*process, error) {
 	// does not wait for a grandchild that keeps them open.
 	cmd.Stdout, cmd.Stderr = outW, errW
 	setProcAttr(cmd)
-	p := &process{cmd: cmd, port: port, started: time.Now(), exited: make(chan struct{}), apiKey: sc.APIKey(), vision: sc.Vision != nil}
+	p := &process{cmd: cmd, port: port, started: time.Now(), exited: make(chan struct{}), apiKey: sc.APIKey(), vision: sc.Vision != nil, mark: mark}
 	s.pub(events.ServerStarting, fmt.Sprintf("starting the Strata server on port %d", port),
 		map[string]any{"port": port, "config": s.cfg.ConfigPath})
 	err = cmd.Start()
@@ -502,6 +519,7 @@ func (s *Supervisor) launch() (*process, error) {
 	}
 	p.pid = cmd.Process.Pid
 	p.sys = attach(cmd)
+	s.writePID(p)
 	s.line(p, "supervisor", fmt.Sprintf("started %s serve/server.py --engine strata --config %s --port %d (pid %d)", s.cfg.Python, s.cfg.ConfigPath, port, p.pid))
 	p.readers.Add(2)
 	go s.read(p, outR, "stdout")
@@ -528,6 +546,7 @@ func (s *Supervisor) launch() (*process, error) {
 // finish releases p's process group / job and says how it ended.
 func (s *Supervisor) finish(p *process) (int, string) {
 	p.sys.close()
+	s.removePID(p)
 	st := p.cmd.ProcessState
 	if st == nil {
 		return -1, "unknown"
@@ -594,6 +613,41 @@ func (s *Supervisor) read(p *process, r io.ReadCloser, stream string) {
 	}
 }
 
+// DropReportEvery is how often a count of dropped log lines is published
+// while lines keep being dropped (the first drop and the recovery are
+// published at once).
+var DropReportEvery = 10 * time.Second
+
+// countDrop records the outcome of writing one line to the log file (outMu
+// held) and returns the event to publish, if any.
+func (s *Supervisor) countDrop(err error) *events.Event {
+	now := time.Now()
+	if err == nil {
+		if !s.dropping {
+			return nil
+		}
+		s.dropping, s.reported = false, now
+		return &events.Event{Kind: events.ServerLogDropped,
+			Message: fmt.Sprintf("writing the server log %s again; %d lines were lost", s.cfg.LogFile, s.dropped),
+			Details: map[string]any{"dropped": s.dropped, "file": s.cfg.LogFile, "writing": true}}
+	}
+	s.dropped++
+	if s.dropping && now.Sub(s.reported) < DropReportEvery {
+		return nil
+	}
+	s.dropping, s.reported = true, now
+	return &events.Event{Kind: events.ServerLogDropped,
+		Message: fmt.Sprintf("server output lines are not being written to %s: %v; %d lost so far (the last %d lines are kept in memory)", s.cfg.LogFile, fserr.Explain(err, s.cfg.LogFile), s.dropped, s.cfg.KeepLines),
+		Details: map[string]any{"dropped": s.dropped, "file": s.cfg.LogFile, "writing": false}}
+}
+
+// Dropped is how many output lines the log file refused so far.
+func (s *Supervisor) Dropped() int {
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	return s.dropped
+}
+
 func indexNL(b []byte) int {
 	for i, c := range b {
 		if c == '\n' {
@@ -606,8 +660,10 @@ func indexNL(b []byte) int {
 // line records one output line and acts on what it says.
 func (s *Supervisor) line(p *process, stream, text string) {
 	s.outMu.Lock()
+	var drop *events.Event
 	if s.log != nil {
-		fmt.Fprintf(s.log, "%s %-6s %s\n", time.Now().Format("2006-01-02T15:04:05.000Z07:00"), stream, text)
+		_, err := fmt.Fprintf(s.log, "%s %-6s %s\n", time.Now().Format("2006-01-02T15:04:05.000Z07:00"), stream, text)
+		drop = s.countDrop(err)
 	}
 	if stream != "supervisor" {
 		s.ring = append(s.ring, text)
@@ -623,6 +679,9 @@ func (s *Supervisor) line(p *process, stream, text string) {
 		}
 	}
 	s.outMu.Unlock()
+	if drop != nil {
+		s.cfg.Events.Publish(*drop)
+	}
 	if stream == "supervisor" {
 		return
 	}

@@ -656,6 +656,9 @@ func (u *UI) reviewPage() fyne.CanvasObject {
 				box.Add(para("This exact change will be made to " + rv.ConfigPath + " (a backup is kept):"))
 				box.Add(container.NewHScroll(diffGrid(rv.Diff)))
 			}
+			for _, n := range rv.Notes {
+				box.Add(para("Note: " + n + "."))
+			}
 			box.Add(widget.NewSeparator())
 			box.Add(bold("The service"))
 			for _, l := range rv.Service {

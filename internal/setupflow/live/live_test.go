@@ -180,3 +180,19 @@ func TestSuggestionsFromSSHConfig(t *testing.T) {
 		t.Errorf("suggestions %+v", got)
 	}
 }
+
+// A lazy_load config: the Review shows the plan's note that lazy loading is
+// turned off (Strata refuses vision with it), beside the diff that does it.
+func TestReviewShowsThatLazyLoadingIsTurnedOff(t *testing.T) {
+	f, _, root, _ := setup(t)
+	cfg := filepath.Join(root, "strata-iq2_xs.json")
+	b, _ := os.ReadFile(cfg)
+	b = bytes.Replace(b, []byte(`"port": 8080,`), []byte(`"port": 8080,`+"\n  \"lazy_load\": true,"), 1)
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rv := walk(t, f, settings.PlacementCPU)
+	if !strings.Contains(strings.Join(rv.Notes, "\n"), "lazy_load off") || !strings.Contains(rv.Diff, `+  "lazy_load": false`) {
+		t.Fatalf("notes %q, diff:\n%s", rv.Notes, rv.Diff)
+	}
+}
