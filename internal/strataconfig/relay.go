@@ -9,3 +9,7 @@ func (c *Config) NamesRelay() bool { return c.Vision != nil && isRelay(c.Vision.
 // SettingsPathInEnv is the companion settings file the config hands the
 // relay (its env entry STRATA_COMPANION_SETTINGS), "" when none.
 func (c *Config) SettingsPathInEnv() string { return c.Env[EnvSettings] }
+
+// Parse reads config text as if it were the file at path (to look at a
+// planned change before it is written).
+func Parse(path string, text []byte) (*Config, error) { return fromBytes(path, text) }
