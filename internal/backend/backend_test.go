@@ -211,9 +211,6 @@ func TestConcurrentEditIsRefusedAndKept(t *testing.T) {
 	f := newFixture(t)
 	edited := strings.Replace(mustRead(t, f.in.Config), `"port": 8095`, `"port": 8096`, 1)
 	// The VRAM probe runs before the plan: the person saves then.
-	f.b.o.VRAMTotalMiB = nil
-	c, _ := strataconfig.Read(f.in.Config)
-	_ = c
 	ch, err := strataconfig.PlanVision(f.in.Config, strataconfig.VisionRequest{Placement: settings.PlacementOff})
 	if err != nil {
 		t.Fatal(err)
