@@ -15,17 +15,19 @@ import (
 	"io"
 	"log"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	kservice "github.com/kardianos/service"
 	"gopkg.in/natefinch/lumberjack.v2"
 
+	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/filelock"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
-	"github.com/strata-companion/companion/internal/sshx"
 	"github.com/strata-companion/companion/internal/strataconfig"
 	"github.com/strata-companion/companion/internal/stratainstall"
 	"github.com/strata-companion/companion/internal/version"
@@ -63,6 +65,13 @@ func init() {
 			if len(args) > 0 {
 				return &exitCode{code: 2, err: fmt.Errorf("unexpected argument %q", args[0])}
 			}
+			// One service per state folder: a second one would take over
+			// control-addr/control-token and leave the first unreachable.
+			inst, err := lockInstance()
+			if err != nil {
+				return err
+			}
+			defer inst.Unlock()
 			// Wine runs services in session 1, where kardianos takes a
 			// service for an interactive program: ask who started us first.
 			if !o.foreground && startedByServiceManager() {
@@ -158,8 +167,9 @@ func runDaemon(ctx context.Context, env *cliEnv, o runOptions, console io.Writer
 		if c, err := strataconfig.Read(in.ConfigInUse); err != nil {
 			initial.Config.Valid, initial.Config.Problem = false, err.Error()
 		} else {
-			initial.Vision.Placement = string(c.Placement())
-			if c.Placement() == settings.PlacementOff {
+			// A config naming the relay leaves the placement to the settings.
+			initial.Vision.Placement = string(backend.Placement(c, s))
+			if c.Vision == nil {
 				initial.Vision.Encoder = controlapi.EncoderOff
 			}
 			if len(c.Problems) > 0 {
@@ -170,6 +180,13 @@ func runDaemon(ctx context.Context, env *cliEnv, o runOptions, console io.Writer
 		initial.Config.Problem = resolveErr.Error()
 	}
 	tracker := state.New(bus, initial)
+	// The one owner of the config and the settings; its events go to the
+	// tracker after each change is on disk.
+	publish := func(e events.Event) { tracker.Publish(e) }
+	var owner *backend.Backend
+	if resolveErr == nil {
+		owner = newBackend(env, in, publish)
+	}
 	tracker.OnEvent = func(e events.Event) {
 		switch e.Kind {
 		case events.ServerProgress, events.ExpertCache:
@@ -221,9 +238,27 @@ func runDaemon(ctx context.Context, env *cliEnv, o runOptions, console io.Writer
 		Control: ctl,
 		Vision: func(rctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
 			if resolveErr != nil {
-				return nil, resolveErr
+				return nil, &controlserver.RequestError{Code: 409, Err: fmt.Errorf("no Strata install to change: %v", resolveErr)}
 			}
-			return applyVision(rctx, tracker, sup, in, req)
+			return applyVision(rctx, owner, sup, req)
+		},
+		Settings: func(rctx context.Context, p controlapi.SettingsPatch) (*controlapi.State, error) {
+			b := owner
+			if b == nil {
+				b = newBackend(env, nil, publish) // settings need no install
+			}
+			if _, err := b.PatchSettings(rctx, p); err != nil {
+				return nil, httpError(err)
+			}
+			st := tracker.Snapshot()
+			return &st, nil
+		},
+		Relay: func(rctx context.Context, r controlapi.RelayReport) error {
+			b := owner
+			if b == nil {
+				b = newBackend(env, nil, publish)
+			}
+			return httpError(b.RelayReport(rctx, r))
 		},
 		Logs: func(n int) (*controlapi.LogsResponse, error) {
 			lines, err := supervisor.TailFile(locations.ServerLogFile(), n)
@@ -262,57 +297,75 @@ func runDaemon(ctx context.Context, env *cliEnv, o runOptions, console io.Writer
 	return err
 }
 
-// applyVision is POST /v1/vision: the same validated edit as `vision`
-// (internal/strataconfig), recorded in the settings, then a restart.
-func applyVision(ctx context.Context, tr *state.Tracker, sup *supervisor.Supervisor, in *stratainstall.Install, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
-	pl := settings.Placement(req.Placement)
-	if !pl.Valid() {
-		return nil, &controlserver.RequestError{Code: 400, Err: fmt.Errorf("unknown placement %q: use gpu, cpu, remote or off", req.Placement)}
+// newBackend is the service's owner of the config and the settings (in may
+// be nil: settings only).
+func newBackend(env *cliEnv, in *stratainstall.Install, publish func(events.Event)) *backend.Backend {
+	o := backend.Options{SettingsPath: locations.SettingsFile(), Publish: publish, VRAMTotalMiB: serverVRAM}
+	if in != nil {
+		o.StrataRoot, o.ConfigPath = in.Root, in.ConfigInUse
 	}
-	var ep sshx.Endpoint
-	if pl == settings.PlacementRemote {
-		if req.Host == "" {
-			return nil, &controlserver.RequestError{Code: 400, Err: errors.New("remote needs host ([user@]host[:port])")}
-		}
-		var err error
-		if ep, err = sshx.ParseEndpoint(req.Host); err != nil {
-			return nil, &controlserver.RequestError{Code: 400, Err: err}
-		}
+	return backend.New(o)
+}
+
+// httpError maps the backend's refusals to HTTP: a bad request 400, a
+// conflict (another writer, a person's edit, the lock held) 409 with the
+// reason; anything else stays a 500.
+func httpError(err error) error {
+	var re *backend.RequestError
+	var ce *backend.ConflictError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce):
+		return &controlserver.RequestError{Code: 409, Err: err}
+	case errors.As(err, &re):
+		return &controlserver.RequestError{Code: 400, Err: err}
 	}
-	cfg := in.ConfigInUse
-	sreq := strataconfig.VisionRequest{Placement: pl, Device: req.Device, Threads: req.Threads, Host: req.Host, SettingsPath: locations.SettingsFile()}
-	if pl != settings.PlacementOff {
-		sreq.VRAMTotalMiB = serverVRAM(ctx, cfg)
-	}
-	ch, err := strataconfig.PlanVision(cfg, sreq)
+	return err
+}
+
+// applyVision is POST /v1/vision: the backend makes the change; a change
+// that edits the config (to or from this PC's GPU) restarts Strata unless
+// the request says "restart": false.
+func applyVision(ctx context.Context, owner *backend.Backend, sup *supervisor.Supervisor, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
+	res, err := owner.SetVision(ctx, req)
 	if err != nil {
-		return nil, &controlserver.RequestError{Code: 400, Err: err}
+		return nil, httpError(err)
 	}
-	resp := &controlapi.VisionResponse{Diff: ch.Diff()}
-	if req.DryRun || !ch.Changed() {
-		return resp, nil
+	resp := &controlapi.VisionResponse{Diff: res.Diff, Written: res.ConfigWritten, Backup: res.Backup,
+		RestartNeeded: res.RestartNeeded, Message: res.Message, Placement: string(res.Placement), SettingsChanged: res.SettingsChanged}
+	if res.ConfigWritten && (req.Restart == nil || *req.Restart) && sup != nil {
+		if err := sup.Restart(ctx); err != nil {
+			return resp, err
+		}
+		resp.Restarted = true
 	}
-	backup, err := ch.Apply()
+	return resp, nil
+}
+
+// lockInstance takes the state folder's service lock, or says which
+// process holds it.
+func lockInstance() (*filelock.Lock, error) {
+	dir, err := locations.EnsureDir(locations.StateDir)
+	if err != nil {
+		return nil, fmt.Errorf("creating the state folder %s: %w", locations.Path(locations.StateDir), err)
+	}
+	path := filepath.Join(dir, "service.lock")
+	l, err := filelock.TryLock(path)
+	var he *filelock.HeldError
+	if errors.As(err, &he) {
+		who := "another strata-service run"
+		if he.PID > 0 {
+			who = fmt.Sprintf("strata-service run (process %d)", he.PID)
+		}
+		return nil, &exitCode{code: 1, err: fmt.Errorf("%s already serves %s: use it (strata-service status), or stop it first (strata-service stop, or end process %d)", who, dir, he.PID)}
+	}
 	if err != nil {
 		return nil, err
 	}
-	resp.Written, resp.Backup = true, backup
-	// The settings record the choice as `vision` does (same function).
-	if s, err := settings.LoadDefault(); err == nil {
-		quiet := &cliEnv{stdout: io.Discard, stderr: io.Discard}
-		if err := recordVision(quiet, s, locations.SettingsFile(), in, cfg, pl, string(pl), ep, false); err != nil {
-			tr.Publish(events.Event{Kind: events.ServerProgress, Message: err.Error()})
-		}
+	if err := l.WritePID(); err != nil {
+		l.Unlock()
+		return nil, fmt.Errorf("writing the service lock %s: %w", path, err)
 	}
-	tr.Publish(events.Event{Kind: events.ConfigChanged, Message: "vision is now " + string(pl),
-		Details: map[string]any{"path": cfg, "placement": string(pl), "backup": backup}})
-	if req.Restart == nil || *req.Restart {
-		if sup != nil {
-			if err := sup.Restart(ctx); err != nil {
-				return resp, err
-			}
-			resp.Restarted = true
-		}
-	}
-	return resp, nil
+	return l, nil
 }

@@ -110,6 +110,26 @@ func (b *Backend) SetVision(ctx context.Context, req controlapi.VisionRequest) (
 		return nil, err
 	}
 	defer unlock()
+	before, _ := os.ReadFile(b.o.SettingsPath)
+	s, err := settings.Load(b.o.SettingsPath)
+	if err != nil {
+		return nil, err
+	}
+	// The second PC is checked first: a missing host is the request's
+	// fault whatever the config says.
+	newPC := ""
+	if pl == settings.PlacementRemote {
+		switch {
+		case ep.Host != "":
+			if s.Remote == nil || s.Remote.Host != ep.Host || s.Remote.Port != ep.Port || (ep.User != "" && s.Remote.User != ep.User) {
+				// Another PC: its pinned key and paths belong to the old one.
+				s.Remote = &settings.Remote{Host: ep.Host, User: ep.User, Port: ep.Port}
+				newPC = req.Host
+			}
+		case s.Remote == nil || s.Remote.Host == "":
+			return nil, &RequestError{errors.New("say which PC reads the pictures: host [user@]host[:port] (or pair one first)")}
+		}
+	}
 	c, err := b.config()
 	if err != nil {
 		return nil, asRequest(err)
@@ -117,26 +137,9 @@ func (b *Backend) SetVision(ctx context.Context, req controlapi.VisionRequest) (
 	if err := c.Err(); err != nil {
 		return nil, &RequestError{fmt.Errorf("not changing it: %w", err)}
 	}
-	before, _ := os.ReadFile(b.o.SettingsPath)
-	s, err := settings.Load(b.o.SettingsPath)
-	if err != nil {
-		return nil, err
-	}
 	from := Placement(c, s)
 	s.StrataRoot, s.ConfigPath, s.Vision = b.o.StrataRoot, c.Path, pl
-	res := &VisionResult{Placement: pl}
-	if pl == settings.PlacementRemote {
-		switch {
-		case ep.Host != "":
-			if s.Remote == nil || s.Remote.Host != ep.Host || s.Remote.Port != ep.Port || (ep.User != "" && s.Remote.User != ep.User) {
-				// Another PC: its pinned key and paths belong to the old one.
-				s.Remote = &settings.Remote{Host: ep.Host, User: ep.User, Port: ep.Port}
-				res.NewSecondPC = req.Host
-			}
-		case s.Remote == nil || s.Remote.Host == "":
-			return nil, &RequestError{errors.New("say which PC reads the pictures: host [user@]host[:port] (or pair one first)")}
-		}
-	}
+	res := &VisionResult{Placement: pl, NewSecondPC: newPC}
 	if pl == settings.PlacementCPU && req.Threads > 0 {
 		s.CPUThreads = req.Threads
 	}

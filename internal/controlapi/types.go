@@ -107,7 +107,7 @@ type EventsResponse struct {
 
 // VisionRequest is POST /v1/vision.
 type VisionRequest struct {
-	Placement string `json:"placement"` // gpu, cpu, remote, off
+	Placement string `json:"placement"` // gpu, cpu, remote, off; restore: the newest backup
 	Device    *int   `json:"device,omitempty"`
 	Threads   int    `json:"threads,omitempty"`
 	Host      string `json:"host,omitempty"` // [user@]host[:port], for remote
@@ -122,6 +122,17 @@ type VisionResponse struct {
 	Written   bool   `json:"written"`
 	Backup    string `json:"backup,omitempty"`
 	Restarted bool   `json:"restarted"`
+	// RestartNeeded: the change edits Strata's config (a move to or from
+	// this PC's GPU), which Strata reads only at start. A dry run says it
+	// before anything is done; the tray and the CLI show Message first.
+	RestartNeeded bool `json:"restart_needed"`
+	// Message says what the change does, in words (restart or not).
+	Message string `json:"message,omitempty"`
+	// Placement is where pictures are read after the change.
+	Placement string `json:"placement,omitempty"`
+	// SettingsChanged: the companion's settings were saved (a move among
+	// the second PC, the CPU and off changes only them).
+	SettingsChanged bool `json:"settings_changed,omitempty"`
 }
 
 // LogsResponse answers GET /v1/logs?tail=N.

@@ -44,6 +44,10 @@ type Backend struct {
 	// Vision validates and applies POST /v1/vision. An error that is a
 	// *RequestError is answered with its code (400 for a bad request).
 	Vision func(ctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error)
+	// Settings applies POST /v1/settings and returns the new state.
+	Settings func(ctx context.Context, p controlapi.SettingsPatch) (*controlapi.State, error)
+	// Relay takes POST /v1/relay (what the relay learned or did).
+	Relay func(ctx context.Context, r controlapi.RelayReport) error
 	// Logs returns the last n lines of the captured server output.
 	Logs func(n int) (*controlapi.LogsResponse, error)
 }
@@ -93,6 +97,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/state", s.state)
 	mux.HandleFunc("GET /v1/events", s.events)
 	mux.HandleFunc("POST /v1/vision", s.vision)
+	mux.HandleFunc("POST /v1/settings", s.settings)
+	mux.HandleFunc("POST /v1/relay", s.relay)
 	mux.HandleFunc("POST /v1/server/{action}", s.server)
 	mux.HandleFunc("GET /v1/logs", s.logs)
 	return s.guard(mux)
@@ -205,13 +211,49 @@ func (s *Server) vision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req controlapi.VisionRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		fail(w, http.StatusBadRequest, "the request is not a vision request: "+err.Error())
+	if decode(w, r, &req, "a vision request") {
+		resp, err := s.b.Vision(r.Context(), req)
+		answer(w, resp, err)
+	}
+}
+
+func (s *Server) settings(w http.ResponseWriter, r *http.Request) {
+	if s.b.Settings == nil {
+		fail(w, http.StatusNotImplemented, "changing settings is not available in this build")
 		return
 	}
-	resp, err := s.b.Vision(r.Context(), req)
+	var p controlapi.SettingsPatch
+	if decode(w, r, &p, "a settings patch") {
+		st, err := s.b.Settings(r.Context(), p)
+		answer(w, st, err)
+	}
+}
+
+func (s *Server) relay(w http.ResponseWriter, r *http.Request) {
+	if s.b.Relay == nil {
+		fail(w, http.StatusNotImplemented, "relay reports are not taken by this build")
+		return
+	}
+	var rep controlapi.RelayReport
+	if decode(w, r, &rep, "a relay report") {
+		answer(w, map[string]any{"ok": true}, s.b.Relay(r.Context(), rep))
+	}
+}
+
+// decode reads a JSON body (unknown fields refused); false: answered 400.
+func decode(w http.ResponseWriter, r *http.Request, v any, what string) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		fail(w, http.StatusBadRequest, "the request is not "+what+": "+err.Error())
+		return false
+	}
+	return true
+}
+
+// answer replies v, or the error: a *RequestError with its code (400 bad
+// request, 409 conflict), anything else 500.
+func answer(w http.ResponseWriter, v any, err error) {
 	if err != nil {
 		var re *RequestError
 		if errors.As(err, &re) {
@@ -221,7 +263,7 @@ func (s *Server) vision(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	reply(w, resp)
+	reply(w, v)
 }
 
 func (s *Server) server(w http.ResponseWriter, r *http.Request) {
