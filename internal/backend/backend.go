@@ -119,6 +119,15 @@ func (b *Backend) lock(ctx context.Context) (func(), error) {
 	return func() { l.Unlock(); b.mu.Unlock() }, nil
 }
 
+// lockFor is lock, or only the in-process mutex for a dry run.
+func (b *Backend) lockFor(ctx context.Context, dryRun bool) (func(), error) {
+	if !dryRun {
+		return b.lock(ctx)
+	}
+	b.mu.Lock()
+	return b.mu.Unlock, nil
+}
+
 // Settings reads the settings as they are on disk now.
 func (b *Backend) Settings() (*settings.Settings, error) { return settings.Load(b.o.SettingsPath) }
 

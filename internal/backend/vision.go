@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
@@ -78,7 +79,10 @@ func describe(p settings.Placement) string {
 // "restore" puts the newest backup of the config back.
 func (b *Backend) SetVision(ctx context.Context, req controlapi.VisionRequest) (*VisionResult, error) {
 	if req.Placement == "restore" {
-		return b.restore(ctx, req.DryRun)
+		return b.restore(ctx, req.Backup, req.DryRun)
+	}
+	if req.Backup != "" {
+		return nil, &RequestError{errors.New("backup is only for restore")}
 	}
 	pl := settings.Placement(req.Placement)
 	if !pl.Valid() {
@@ -105,7 +109,9 @@ func (b *Backend) SetVision(ctx context.Context, req controlapi.VisionRequest) (
 		vram = b.o.VRAMTotalMiB(ctx, b.o.ConfigPath) // before the lock: it may run nvidia-smi
 	}
 
-	unlock, err := b.lock(ctx)
+	// A dry run writes nothing: it reads without the cross-process lock
+	// (every write is an atomic rename), so a normal user may preview.
+	unlock, err := b.lockFor(ctx, req.DryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -230,8 +236,8 @@ func (b *Backend) putBack(before []byte) error {
 
 // restore puts the newest backup of the config back and records the
 // placement it has in the settings.
-func (b *Backend) restore(ctx context.Context, dryRun bool) (*VisionResult, error) {
-	unlock, err := b.lock(ctx)
+func (b *Backend) restore(ctx context.Context, backup string, dryRun bool) (*VisionResult, error) {
+	unlock, err := b.lockFor(ctx, dryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -239,9 +245,13 @@ func (b *Backend) restore(ctx context.Context, dryRun bool) (*VisionResult, erro
 	if _, err := b.config(); err != nil {
 		return nil, asRequest(err)
 	}
-	ch, _, err := strataconfig.PlanRestore(b.o.ConfigPath)
-	if err != nil {
-		return nil, &RequestError{err}
+	var ch *strataconfig.Change
+	if backup == "" {
+		if ch, _, err = strataconfig.PlanRestore(b.o.ConfigPath); err != nil {
+			return nil, &RequestError{err}
+		}
+	} else if ch, err = b.planRestoreFrom(backup); err != nil {
+		return nil, err
 	}
 	before, _ := os.ReadFile(b.o.SettingsPath)
 	s, err := settings.Load(b.o.SettingsPath)
@@ -253,7 +263,9 @@ func (b *Backend) restore(ctx context.Context, dryRun bool) (*VisionResult, erro
 		return nil, &RequestError{err}
 	}
 	pl := Placement(restored, s)
-	if !restored.NamesRelay() {
+	// The settings follow the restored config; absent settings stay
+	// absent (a first setup being undone leaves none behind).
+	if !restored.NamesRelay() && before != nil {
 		s.Vision = pl
 	}
 	res := &VisionResult{Placement: pl, Diff: ch.Diff(), Notes: ch.Notes, RestartNeeded: ch.Changed(),
@@ -265,13 +277,13 @@ func (b *Backend) restore(ctx context.Context, dryRun bool) (*VisionResult, erro
 	if err != nil {
 		return nil, err
 	}
-	if string(sText) != string(before) {
+	if before != nil && string(sText) != string(before) {
 		if err := settings.WriteBytes(b.o.SettingsPath, sText); err != nil {
 			return nil, explain(err, b.o.SettingsPath)
 		}
 		res.SettingsChanged = true
 	}
-	backup, err := ch.Apply()
+	written, err := ch.Apply()
 	if err != nil {
 		if res.SettingsChanged {
 			_ = b.putBack(before)
@@ -281,9 +293,9 @@ func (b *Backend) restore(ctx context.Context, dryRun bool) (*VisionResult, erro
 		}
 		return nil, explain(err, ch.Path)
 	}
-	res.ConfigWritten, res.Backup = true, backup
+	res.ConfigWritten, res.Backup = true, written
 	b.publish(events.Event{Kind: events.ConfigChanged, Message: "the config was restored from a backup; pictures are read " + describe(pl),
-		Details: map[string]any{"path": ch.Path, "placement": string(pl), "backup": backup, "config_written": true, "restart_needed": true}})
+		Details: map[string]any{"path": ch.Path, "placement": string(pl), "backup": written, "config_written": true, "restart_needed": true}})
 	return res, nil
 }
 
@@ -295,4 +307,37 @@ func asRequest(err error) error {
 		return err
 	}
 	return &RequestError{err}
+}
+
+// planRestoreFrom plans putting back one named backup of the config (it
+// must be one of the config's own backups).
+func (b *Backend) planRestoreFrom(backup string) (*strataconfig.Change, error) {
+	cfg, err := filepath.Abs(b.o.ConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	if real, err := filepath.EvalSymlinks(cfg); err == nil {
+		cfg = real
+	}
+	known := false
+	for _, p := range strataconfig.Backups(cfg) {
+		if filepath.Clean(p) == filepath.Clean(backup) {
+			known = true
+		}
+	}
+	if !known {
+		return nil, &RequestError{fmt.Errorf("%s is not a backup of %s: name one of its backups (%s.bak-...)", backup, cfg, filepath.Base(cfg))}
+	}
+	cur, err := os.ReadFile(cfg)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(backup)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := strataconfig.Parse(cfg, data); err != nil {
+		return nil, &RequestError{fmt.Errorf("the backup %s is not a valid config: %w", backup, err)}
+	}
+	return &strataconfig.Change{Path: cfg, Old: cur, New: data, Notes: []string{"putting back " + backup}}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/settings"
 )
 
 // Server phases.
@@ -112,6 +113,9 @@ type VisionRequest struct {
 	Threads   int    `json:"threads,omitempty"`
 	Host      string `json:"host,omitempty"` // [user@]host[:port], for remote
 	DryRun    bool   `json:"dry_run,omitempty"`
+	// Backup (restore only): put back this backup of the config (one of its
+	// own backups); "" takes the newest that differs.
+	Backup string `json:"backup,omitempty"`
 	// Restart the server after writing (default true in the server when nil).
 	Restart *bool `json:"restart,omitempty"`
 }
@@ -165,6 +169,10 @@ type SettingsPatch struct {
 	Wake          *WakeSettings `json:"wake,omitempty"`
 	MAC           *string       `json:"mac,omitempty"`
 	Notifications *bool         `json:"notifications,omitempty"`
+	// Remote replaces the second PC's whole record (pairing: host key, key
+	// file; prepare: remote folder, OS, encoder path). Its host must be the
+	// one the settings already name (change the PC with POST /v1/vision).
+	Remote *settings.Remote `json:"remote,omitempty"`
 }
 
 // WakeSettings mirrors settings.Wake on the wire.
