@@ -104,16 +104,21 @@ func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if c.setFlags != nil {
 		c.setFlags(fs)
 	}
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "%s\n\nUsage: %s\n\nFlags:\n", c.summary, c.usage)
+	usage := func(w io.Writer) {
+		fmt.Fprintf(w, "%s\n\nUsage: %s\n\nFlags:\n", c.summary, c.usage)
+		fs.SetOutput(w)
 		fs.PrintDefaults()
 	}
+	// The flag package prints the usage itself on --help and on a bad
+	// flag; print it once, where it belongs, instead.
+	fs.Usage = func() {}
 	if err := fs.Parse(reorderFlags(fs, args[1:])); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
+			usage(stdout) // asked for: stdout, exit 0
 			return 0
 		}
+		fmt.Fprintf(stderr, "strata-service %s: %v\n", c.name, err)
+		fmt.Fprintf(stderr, "Run \"strata-service %s --help\" for its flags.\n", c.name)
 		return 2
 	}
 	err := c.run(ctx, env, fs.Args())
