@@ -17,11 +17,10 @@ import (
 	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/locations"
-	"github.com/strata-companion/companion/internal/probe"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
-	"github.com/strata-companion/companion/internal/strataconfig"
 	"github.com/strata-companion/companion/internal/stratainstall"
+	"github.com/strata-companion/companion/service/daemon"
 )
 
 // visionOptions are the vision command's own flags.
@@ -120,7 +119,7 @@ func runVision(ctx context.Context, env *cliEnv, o visionOptions, args []string)
 		if o.vramMiB > 0 || o.noProbe {
 			return o.vramMiB
 		}
-		return serverVRAM(ctx, cfg)
+		return daemon.ServerVRAM(ctx, cfg)
 	}
 	b := backend.New(backend.Options{SettingsPath: settingsPath, StrataRoot: in.Root, ConfigPath: in.ConfigInUse, RelayExe: o.relay, VRAMTotalMiB: vram})
 	res, err := b.SetVision(ctx, req)
@@ -198,20 +197,6 @@ func describePlacement(what string) string {
 		return "off"
 	}
 	return "as in its newest backup"
-}
-
-// serverVRAM is the largest NVIDIA GPU's memory (0 when unknown), asked only
-// when the config has no --vram-reserve-mib yet (the only use of it).
-func serverVRAM(ctx context.Context, configPath string) int {
-	if c, err := strataconfig.Read(configPath); err == nil && c.VRAMReserveMiB() > 0 {
-		return 0
-	}
-	r := probe.Probe(ctx, probe.Options{})
-	best := 0
-	for _, g := range r.GPUs {
-		best = max(best, g.TotalMiB)
-	}
-	return best
 }
 
 func joinEndpoint(e sshx.Endpoint) string {
