@@ -33,7 +33,14 @@ func visionThroughService(ctx context.Context, env *cliEnv, req controlapi.Visio
 	if o.relay != "" {
 		return true, &exitCode{code: 2, err: errors.New("--relay works only while no service runs (the service uses the relay installed beside it): drop --relay, or stop the service first")}
 	}
-	resp, err := c.SetVision(ctx, req)
+	// Say what the change means (restart or not) before it is made.
+	dry := req
+	dry.DryRun = true
+	resp, err := c.SetVision(ctx, dry)
+	if err == nil && !req.DryRun {
+		printVision(env, resp.Diff, nil, resp.Message, false)
+		resp, err = c.SetVision(ctx, req)
+	}
 	if err != nil {
 		var se *controlapi.StatusError
 		if errors.As(err, &se) && se.Code == 400 {
@@ -44,9 +51,9 @@ func visionThroughService(ctx context.Context, env *cliEnv, req controlapi.Visio
 		}
 		return true, fmt.Errorf("the service could not change vision: %w", err)
 	}
-	printVision(env, resp.Diff, nil, resp.Message, req.DryRun)
 	switch {
 	case req.DryRun:
+		printVision(env, resp.Diff, nil, resp.Message, true)
 	case resp.Written:
 		fmt.Fprintf(env.stdout, "The service saved the config (the old one is in %s).\n", resp.Backup)
 		if resp.Restarted {
