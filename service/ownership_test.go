@@ -299,3 +299,30 @@ func watchDir(t *testing.T, dir string) func() []string {
 		}
 	}
 }
+
+// `settings` goes through POST /v1/settings when the service runs (the
+// service publishes settings.changed), and hosts the backend when none does.
+func TestSettingsCommand(t *testing.T) {
+	r := fakestrata.NewRoot(t, fakestrata.RootOptions{})
+	c, _ := startRun(t, r)
+	ctx := context.Background()
+	st, _ := c.State(ctx)
+	since := st.Seq
+	out := &syncBuf{}
+	if code := runCLI(ctx, []string{"settings", "--fallback-cpu", "on"}, strings.NewReader(""), out, out); code != 0 || !strings.Contains(out.String(), "The service saved") {
+		t.Fatalf("settings: %d\n%s", code, out.String())
+	}
+	follow(t, c, &since, backend.SettingsChanged)
+	s, _ := settings.Load(locations.SettingsFile())
+	if s.FallbackCPU == nil || !*s.FallbackCPU {
+		t.Fatalf("fallback_cpu not saved: %+v", s)
+	}
+	out = &syncBuf{}
+	if code := runCLI(ctx, []string{"settings", "--idle-stop-s", "30"}, strings.NewReader(""), out, out); code != 1 || !strings.Contains(out.String(), "pair one first") {
+		t.Fatalf("idle stop with no second PC: %d\n%s", code, out.String())
+	}
+	out = &syncBuf{}
+	if code := runCLI(ctx, []string{"settings", "--wake-port", "9"}, strings.NewReader(""), out, out); code != 2 {
+		t.Fatalf("--wake-port without --wake: %d\n%s", code, out.String())
+	}
+}
