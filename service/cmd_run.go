@@ -33,7 +33,7 @@ type runOptions struct {
 	foreground   bool
 }
 
-func init() {
+func registerRun() {
 	var o runOptions
 	register(&command{
 		name:    "run",

@@ -24,7 +24,7 @@ type settingsOptions struct {
 	mac, wakeBroadcast               string
 }
 
-func init() {
+func registerSettings() {
 	var o settingsOptions
 	register(&command{
 		name:    "settings",

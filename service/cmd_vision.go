@@ -37,7 +37,7 @@ type visionOptions struct {
 
 const restartHint = "Strata reads the vision settings only at start: restart the Strata server for this to take effect."
 
-func init() {
+func registerVision() {
 	var o visionOptions
 	register(&command{
 		name:    "vision",

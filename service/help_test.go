@@ -35,3 +35,25 @@ func TestHelpOnceOnStdout(t *testing.T) {
 		}
 	}
 }
+
+// The tree lists every command once; no arguments is a usage mistake
+// (usage on stderr, exit 2); --help on its own is not (stdout, exit 0).
+func TestTreeAndTopLevelHelp(t *testing.T) {
+	buildTree()
+	seen := map[string]int{}
+	for _, n := range order {
+		seen[n]++
+	}
+	if len(seen) != len(commands) || len(order) != len(commands) {
+		t.Fatalf("tree order %v, commands %d", order, len(commands))
+	}
+	var out, errb strings.Builder
+	if code := runCLI(context.Background(), nil, strings.NewReader(""), &out, &errb); code != 2 || out.Len() != 0 || !strings.Contains(errb.String(), "Commands:") {
+		t.Fatalf("no arguments: exit %d, stdout %q", code, out.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := runCLI(context.Background(), []string{"--help"}, strings.NewReader(""), &out, &errb); code != 0 || errb.Len() != 0 || strings.Count(out.String(), "Commands:") != 1 {
+		t.Fatalf("--help: exit %d, stderr %q", code, errb.String())
+	}
+}
