@@ -321,6 +321,15 @@ func TestSettingsCommand(t *testing.T) {
 	if code := runCLI(ctx, []string{"settings", "--idle-stop-s", "30"}, strings.NewReader(""), out, out); code != 1 || !strings.Contains(out.String(), "pair one first") {
 		t.Fatalf("idle stop with no second PC: %d\n%s", code, out.String())
 	}
+	// The relay's report: its events come out of /v1/events.
+	if err := c.ReportRelay(ctx, controlapi.RelayReport{NEmbd: 2560, Events: []events.Event{{Kind: events.RemoteUnreachable, Message: "pc2 is off"}}}); err != nil {
+		t.Fatal(err)
+	}
+	follow(t, c, &since, events.RemoteUnreachable)
+	var se *controlapi.StatusError
+	if err := c.ReportRelay(ctx, controlapi.RelayReport{NEmbd: -1}); !errors.As(err, &se) || se.Code != 400 {
+		t.Fatalf("a bad report: %v", err)
+	}
 	out = &syncBuf{}
 	if code := runCLI(ctx, []string{"settings", "--wake-port", "9"}, strings.NewReader(""), out, out); code != 2 {
 		t.Fatalf("--wake-port without --wake: %d\n%s", code, out.String())
