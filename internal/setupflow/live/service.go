@@ -28,6 +28,11 @@ type Service struct {
 	StartTimeout time.Duration
 	// Poll is how long one events long-poll waits (default 5 s).
 	Poll time.Duration
+
+	// startSeq is the service's newest event when Start gave its order:
+	// Follow reads from there, so a ready from before (a service that
+	// Install started a moment ago) is not taken for the new start's.
+	startSeq uint64
 }
 
 func (s *Service) exe() string {
@@ -173,8 +178,12 @@ func (s *Service) Start(ctx context.Context, restart bool) error {
 		action := "start"
 		// A service started a moment ago (by Install) already started
 		// Strata with the old config: that is a restart too.
-		if st, err := c.State(ctx); restart || err == nil && st.Server.Phase != controlapi.PhaseStopped && st.Server.Phase != controlapi.PhaseFailed {
+		st, err := c.State(ctx)
+		if restart || err == nil && st.Server.Phase != controlapi.PhaseStopped && st.Server.Phase != controlapi.PhaseFailed {
 			action = "restart"
+		}
+		if err == nil {
+			s.startSeq = st.Seq
 		}
 		if err := c.Server(ctx, action); err == nil {
 			return nil
@@ -199,6 +208,7 @@ func (s *Service) Follow(ctx context.Context, since uint64, progress func(setupf
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	since, s.startSeq = max(since, s.startSeq), 0
 	var c *controlapi.Client
 	for c == nil {
 		var err error
