@@ -22,6 +22,7 @@ import (
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/fakestrata"
+	"github.com/strata-companion/companion/internal/filelock"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
@@ -333,5 +334,27 @@ func TestSettingsCommand(t *testing.T) {
 	out = &syncBuf{}
 	if code := runCLI(ctx, []string{"settings", "--wake-port", "9"}, strings.NewReader(""), out, out); code != 2 {
 		t.Fatalf("--wake-port without --wake: %d\n%s", code, out.String())
+	}
+}
+
+// Another process holding the settings lock (a CLI hosting the backend, say)
+// makes POST /v1/vision answer 409 naming it, not 500; nothing is written.
+func TestVisionWhileTheLockIsHeldIs409(t *testing.T) {
+	r := visionRoot(t)
+	c, _ := startRun(t, r)
+	l, err := filelock.TryLock(backend.LockPath(locations.SettingsFile()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	l.WritePID()
+	before, _ := os.ReadFile(r.Config)
+	_, err = c.SetVision(context.Background(), controlapi.VisionRequest{Placement: "off"})
+	var se *controlapi.StatusError
+	if !errors.As(err, &se) || se.Code != 409 || !strings.Contains(se.Message, strconv.Itoa(os.Getpid())) || !strings.Contains(se.Message, "try again") {
+		t.Fatalf("err = %v, want a 409 naming process %d", err, os.Getpid())
+	}
+	if after, _ := os.ReadFile(r.Config); string(after) != string(before) {
+		t.Fatal("the config was written while the lock was held")
 	}
 }
