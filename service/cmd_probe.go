@@ -30,7 +30,7 @@ type probeOutput struct {
 	Recommendation probe.Recommendation `json:"recommendation"`
 }
 
-func init() {
+func registerProbe() {
 	var (
 		asJSON    bool
 		sshTarget string

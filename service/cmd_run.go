@@ -9,31 +9,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	kservice "github.com/kardianos/service"
 	"gopkg.in/natefinch/lumberjack.v2"
 
-	"github.com/strata-companion/companion/internal/controlapi"
-	"github.com/strata-companion/companion/internal/events"
-	"github.com/strata-companion/companion/internal/fserr"
 	"github.com/strata-companion/companion/internal/locations"
-	"github.com/strata-companion/companion/internal/settings"
-	"github.com/strata-companion/companion/internal/sshx"
-	"github.com/strata-companion/companion/internal/strataconfig"
-	"github.com/strata-companion/companion/internal/stratainstall"
-	"github.com/strata-companion/companion/internal/version"
-	"github.com/strata-companion/companion/service/controlserver"
-	"github.com/strata-companion/companion/service/state"
-	"github.com/strata-companion/companion/service/supervisor"
+	"github.com/strata-companion/companion/service/daemon"
 )
 
 // runOptions are `run`'s own flags.
@@ -46,7 +33,7 @@ type runOptions struct {
 	foreground   bool
 }
 
-func init() {
+func registerRun() {
 	var o runOptions
 	register(&command{
 		name:    "run",
@@ -65,6 +52,13 @@ func init() {
 			if len(args) > 0 {
 				return &exitCode{code: 2, err: fmt.Errorf("unexpected argument %q", args[0])}
 			}
+			// One service per state folder: a second one would take over
+			// control-addr/control-token and leave the first unreachable.
+			inst, err := daemon.LockInstance()
+			if err != nil {
+				return &exitCode{code: 1, err: err}
+			}
+			defer inst.Unlock()
 			// Wine runs services in session 1, where kardianos takes a
 			// service for an interactive program: ask who started us first.
 			if !o.foreground && startedByServiceManager() {
@@ -72,7 +66,7 @@ func init() {
 			}
 			if o.foreground || kservice.Interactive() {
 				logf := func(format string, a ...any) { fmt.Fprintf(env.stderr, "strata-service: "+format+"\n", a...) }
-				return runDaemon(ctx, env, o, env.stdout, logf)
+				return daemon.Run(ctx, o.daemonOptions(env, env.stdout, logf))
 			}
 			return runAsService(env, o)
 		},
@@ -115,7 +109,7 @@ func (p *program) start() error {
 	p.cancel, p.done = cancel, make(chan struct{})
 	go func() {
 		defer close(p.done)
-		if err := runDaemon(ctx, p.env, p.opts, nil, p.logf); err != nil {
+		if err := daemon.Run(ctx, p.opts.daemonOptions(p.env, nil, p.logf)); err != nil {
 			p.logf("the service stopped: %v", err)
 		}
 	}()
@@ -138,184 +132,8 @@ func (p *program) stop() {
 	})
 }
 
-// noInstall answers server actions when no Strata install could be used.
-type noInstall struct{ err error }
-
-func (n noInstall) Start(context.Context) error   { return n.err }
-func (n noInstall) Stop(context.Context) error    { return nil }
-func (n noInstall) Restart(context.Context) error { return n.err }
-
-// runDaemon is the service: it returns when ctx ends (after stopping Strata).
-func runDaemon(ctx context.Context, env *cliEnv, o runOptions, console io.Writer, logf func(string, ...any)) error {
-	bus := events.NewBus(2000)
-	initial := controlapi.State{Service: controlapi.ServiceInfo{Version: version.Version, Started: time.Now(), PID: os.Getpid()}}
-	s, err := settings.LoadDefault()
-	if err != nil {
-		logf("%v", err)
-		s = &settings.Settings{}
-	}
-	in, resolveErr := stratainstall.ResolveContext(ctx, stratainstall.Options{Root: env.strataRoot, Config: env.configPath, Settings: s})
-	if resolveErr == nil {
-		initial.Config = controlapi.ConfigInfo{StrataRoot: in.Root, Path: in.ConfigInUse, Valid: true}
-		if c, err := strataconfig.Read(in.ConfigInUse); err != nil {
-			initial.Config.Valid, initial.Config.Problem = false, err.Error()
-		} else {
-			initial.Vision.Placement = string(c.Placement())
-			if c.Placement() == settings.PlacementOff {
-				initial.Vision.Encoder = controlapi.EncoderOff
-			}
-			if len(c.Problems) > 0 {
-				initial.Config.Valid, initial.Config.Problem = false, c.Problems[0].String()
-			}
-		}
-	} else {
-		initial.Config.Problem = resolveErr.Error()
-	}
-	tracker := state.New(bus, initial)
-	tracker.OnEvent = func(e events.Event) {
-		switch e.Kind {
-		case events.ServerProgress, events.ExpertCache:
-			if console != nil {
-				return // the console already shows the server's own lines
-			}
-		}
-		logf("%s: %s", e.Kind, e.Message)
-	}
-
-	var sup *supervisor.Supervisor
-	var ctl controlserver.Control
-	if resolveErr != nil {
-		ctl = noInstall{fmt.Errorf("no Strata install to run: %v", resolveErr)}
-		tracker.Publish(events.Event{Kind: events.ServerFailed, Message: resolveErr.Error(), Details: map[string]any{"reason": "install"}})
-	} else {
-		if _, err := locations.EnsureDir(locations.LogDir); err != nil {
-			logf("cannot create the log folder: %v", fserr.Explain(err, locations.Path(locations.LogDir)))
-		}
-		first := o.restartDelay
-		sup, err = supervisor.New(supervisor.Config{
-			StrataRoot:   in.Root,
-			ConfigPath:   in.ConfigInUse,
-			Port:         o.port,
-			Python:       in.Python,
-			LogFile:      locations.ServerLogFile(),
-			PIDFile:      filepath.Join(locations.Path(locations.StateDir), "strata-server.pid"),
-			Console:      console,
-			Events:       tracker,
-			Logf:         logf,
-			StartTimeout: o.startTimeout,
-			StopTimeout:  o.stopTimeout,
-			Backoff: func(n int) time.Duration {
-				d := first
-				for i := 1; i < n && d < time.Minute; i++ {
-					d *= 2
-				}
-				return min(d, time.Minute)
-			},
-		})
-		if err != nil {
-			return err
-		}
-		ctl = sup
-	}
-
-	srv, err := controlserver.New(controlserver.Backend{
-		Bus:     bus,
-		State:   tracker.Snapshot,
-		Control: ctl,
-		Vision: func(rctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
-			if resolveErr != nil {
-				return nil, resolveErr
-			}
-			return applyVision(rctx, tracker, sup, in, req)
-		},
-		Logs: func(n int) (*controlapi.LogsResponse, error) {
-			lines, err := supervisor.TailFile(locations.ServerLogFile(), n)
-			if errors.Is(err, os.ErrNotExist) {
-				lines, err = []string{}, nil
-			}
-			return &controlapi.LogsResponse{File: locations.ServerLogFile(), Lines: lines}, err
-		},
-	})
-	if err != nil {
-		return err
-	}
-	l, err := controlserver.Listen(o.controlAddr)
-	if err != nil {
-		return err
-	}
-	if _, err := locations.EnsureDir(locations.StateDir); err != nil {
-		l.Close()
-		return fmt.Errorf("creating the state folder: %w", fserr.Explain(err, locations.Path(locations.StateDir)))
-	}
-	addr := l.Addr().String()
-	if err := controlserver.WriteFiles(locations.ControlAddrFile(), locations.ControlTokenFile(), addr, srv.Token()); err != nil {
-		l.Close()
-		return fmt.Errorf("publishing the control API address: %w", fserr.Explain(err, locations.Path(locations.StateDir)))
-	}
-	defer controlserver.RemoveFiles(locations.ControlAddrFile(), locations.ControlTokenFile(), addr, srv.Token())
-	logf("control API on http://%s (token in %s)", addr, locations.ControlTokenFile())
-
-	var wg sync.WaitGroup
-	if sup != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); sup.Run(ctx) }()
-	}
-	err = srv.Serve(ctx, l)
-	wg.Wait()
-	return err
-}
-
-// applyVision is POST /v1/vision: the same validated edit as `vision`
-// (internal/strataconfig), recorded in the settings, then a restart.
-func applyVision(ctx context.Context, tr *state.Tracker, sup *supervisor.Supervisor, in *stratainstall.Install, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
-	pl := settings.Placement(req.Placement)
-	if !pl.Valid() {
-		return nil, &controlserver.RequestError{Code: 400, Err: fmt.Errorf("unknown placement %q: use gpu, cpu, remote or off", req.Placement)}
-	}
-	var ep sshx.Endpoint
-	if pl == settings.PlacementRemote {
-		if req.Host == "" {
-			return nil, &controlserver.RequestError{Code: 400, Err: errors.New("remote needs host ([user@]host[:port])")}
-		}
-		var err error
-		if ep, err = sshx.ParseEndpoint(req.Host); err != nil {
-			return nil, &controlserver.RequestError{Code: 400, Err: err}
-		}
-	}
-	cfg := in.ConfigInUse
-	sreq := strataconfig.VisionRequest{Placement: pl, Device: req.Device, Threads: req.Threads, Host: req.Host, SettingsPath: locations.SettingsFile()}
-	if pl != settings.PlacementOff {
-		sreq.VRAMTotalMiB = serverVRAM(ctx, cfg)
-	}
-	ch, err := strataconfig.PlanVision(cfg, sreq)
-	if err != nil {
-		return nil, &controlserver.RequestError{Code: 400, Err: err}
-	}
-	resp := &controlapi.VisionResponse{Diff: ch.Diff()}
-	if req.DryRun || !ch.Changed() {
-		return resp, nil
-	}
-	backup, err := ch.Apply()
-	if err != nil {
-		return nil, err
-	}
-	resp.Written, resp.Backup = true, backup
-	// The settings record the choice as `vision` does (same function).
-	if s, err := settings.LoadDefault(); err == nil {
-		quiet := &cliEnv{stdout: io.Discard, stderr: io.Discard}
-		if err := recordVision(quiet, s, locations.SettingsFile(), in, cfg, pl, string(pl), ep, false); err != nil {
-			tr.Publish(events.Event{Kind: events.ServerProgress, Message: err.Error()})
-		}
-	}
-	tr.Publish(events.Event{Kind: events.ConfigChanged, Message: "vision is now " + string(pl),
-		Details: map[string]any{"path": cfg, "placement": string(pl), "backup": backup}})
-	if req.Restart == nil || *req.Restart {
-		if sup != nil {
-			if err := sup.Restart(ctx); err != nil {
-				return resp, err
-			}
-			resp.Restarted = true
-		}
-	}
-	return resp, nil
+// daemonOptions hands run's flags to the daemon.
+func (o runOptions) daemonOptions(env *cliEnv, console io.Writer, logf func(string, ...any)) daemon.Options {
+	return daemon.Options{StrataRoot: env.strataRoot, ConfigPath: env.configPath, ControlAddr: o.controlAddr, Port: o.port,
+		RestartDelay: o.restartDelay, StartTimeout: o.startTimeout, StopTimeout: o.stopTimeout, Console: console, Logf: logf}
 }

@@ -126,7 +126,7 @@ func installed(s kservice.Service) (bool, kservice.Status) {
 
 var errNotInstalled = errors.New("the Strata Companion service is not installed; install it with `strata-service install` (as an administrator)")
 
-func init() {
+func registerServiceCommands() {
 	var io installOptions
 	register(&command{
 		name:    "install",

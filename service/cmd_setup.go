@@ -34,7 +34,7 @@ var setupDeps = func(env *cliEnv, confirm setupflow.ConfirmHostKey) setupflow.De
 	return live.Deps(live.Options{StrataRoot: env.strataRoot, ConfigPath: env.configPath, ServiceExe: self, Confirm: confirm})
 }
 
-func init() {
+func registerSetup() {
 	register(&command{
 		name:    "setup",
 		summary: "the first-run setup (--cli for a terminal)",

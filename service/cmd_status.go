@@ -83,7 +83,7 @@ func collectStrataStatus(ctx context.Context, env *cliEnv) *strataStatus {
 	return st
 }
 
-func init() {
+func registerStatus() {
 	var asJSON bool
 	register(&command{
 		name:    "status",

@@ -14,12 +14,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/strata-companion/companion/internal/backend"
+	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/locations"
-	"github.com/strata-companion/companion/internal/probe"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
-	"github.com/strata-companion/companion/internal/strataconfig"
 	"github.com/strata-companion/companion/internal/stratainstall"
+	"github.com/strata-companion/companion/service/daemon"
 )
 
 // visionOptions are the vision command's own flags.
@@ -34,14 +35,9 @@ type visionOptions struct {
 	settings string
 }
 
-// afterVisionChange runs once a change is written. nil: tell the user to
-// restart the server. The service sets it to restart Strata through the
-// control API when the service runs; it returns what to tell the user.
-var afterVisionChange func(ctx context.Context, env *cliEnv, configPath string) (string, error)
-
 const restartHint = "Strata reads the vision settings only at start: restart the Strata server for this to take effect."
 
-func init() {
+func registerVision() {
 	var o visionOptions
 	register(&command{
 		name:    "vision",
@@ -49,21 +45,24 @@ func init() {
 		usage: `strata-service vision gpu [--device N] | cpu [--threads N] | remote --host [user@]host[:port] | off | restore [--dry-run]
 
   gpu      read pictures on this PC's GPU (--device N: on another GPU, by nvidia-smi index; -1: the server's)
-  cpu      read pictures on the CPU (--threads N, default half the cores); frees ~1.4 GB of VRAM
+  cpu      read pictures on this PC's CPU, through strata-vision-relay (--threads N); frees ~1.4 GB of VRAM
   remote   read pictures on a second PC over ssh, through strata-vision-relay
   off      no pictures (text only)
   restore  put the newest backup of the config back
 
-Each prints the change as a diff; --dry-run writes nothing.`,
+Moves among cpu, remote and off change only the companion's settings once
+Strata's config names the relay: no restart. Moves to or from gpu edit the
+config and restart Strata; the command says which before it does it.
+Each prints the config's change as a diff; --dry-run writes nothing.`,
 		setFlags: func(fs *flag.FlagSet) {
 			o = visionOptions{}
 			fs.BoolVar(&o.dryRun, "dry-run", false, "print the change and write nothing")
 			fs.StringVar(&o.device, "device", "", "gpu: the GPU (nvidia-smi index) for the encoder; -1 for the server's own")
 			fs.IntVar(&o.threads, "threads", 0, "cpu: encoder threads (default: keep the config's, else half the cores)")
 			fs.StringVar(&o.host, "host", "", "remote: the second PC, [user@]host[:port] (default: the one in the companion's settings)")
-			fs.StringVar(&o.relay, "relay", "", "remote: the strata-vision-relay program (default: beside strata-service)")
-			fs.IntVar(&o.vramMiB, "vram-total-mib", 0, "the server GPU's memory in MiB, for --vram-reserve-mib (default: ask nvidia-smi)")
-			fs.BoolVar(&o.noProbe, "no-probe", false, "do not run nvidia-smi (the VRAM reserve is then 700 MiB)")
+			fs.StringVar(&o.relay, "relay", "", "remote, cpu: the strata-vision-relay program (default: beside strata-service; only without a running service)")
+			fs.IntVar(&o.vramMiB, "vram-total-mib", 0, "the server GPU's memory in MiB, to size the config's VRAM reserve argument (default: ask nvidia-smi; without a running service)")
+			fs.BoolVar(&o.noProbe, "no-probe", false, "do not run nvidia-smi (the VRAM reserve is then 700 MiB; without a running service)")
 		},
 		run: func(ctx context.Context, env *cliEnv, args []string) error { return runVision(ctx, env, o, args) },
 	})
@@ -96,10 +95,18 @@ func runVision(ctx context.Context, env *cliEnv, o visionOptions, args []string)
 	if err := checkVisionFlags(what, o); err != nil {
 		return &exitCode{code: 2, err: err}
 	}
-	// When the service runs, it makes the change (and restarts Strata).
-	if handled, err := visionThroughService(ctx, env, what, o); handled {
+	req := controlapi.VisionRequest{Placement: what, Threads: o.threads, Host: o.host, DryRun: o.dryRun}
+	if o.device != "" {
+		d, _ := strconv.Atoi(o.device)
+		req.Device = &d
+	}
+	// When the service runs, it is the one writer: the change goes
+	// through its control API (and it restarts Strata when needed).
+	if handled, err := visionThroughService(ctx, env, req, o); handled {
 		return err
 	}
+	// No service: this process hosts the same backend, under the same
+	// cross-process lock.
 	s, settingsPath, err := loadSettings()
 	if err != nil {
 		return err
@@ -108,69 +115,50 @@ func runVision(ctx context.Context, env *cliEnv, o visionOptions, args []string)
 	if err != nil {
 		return err
 	}
-	cfg := in.ConfigInUse
-
-	var ch *strataconfig.Change
-	var endpoint sshx.Endpoint
-	if what == "restore" {
-		if ch, _, err = strataconfig.PlanRestore(cfg); err != nil {
-			return err
+	vram := func(ctx context.Context, cfg string) int {
+		if o.vramMiB > 0 || o.noProbe {
+			return o.vramMiB
 		}
-	} else {
-		req := strataconfig.VisionRequest{Placement: pl, Threads: o.threads, RelayExe: o.relay, SettingsPath: settingsPath, VRAMTotalMiB: o.vramMiB}
-		if o.device != "" {
-			d, _ := strconv.Atoi(o.device)
-			req.Device = &d
-		}
-		if pl == settings.PlacementRemote {
-			host := o.host
-			if host == "" && s.Remote != nil && s.Remote.Host != "" {
-				host = s.Remote.Host
-				endpoint = sshx.Endpoint{Host: s.Remote.Host, User: s.Remote.User, Port: s.Remote.Port}
-			} else if host == "" {
-				return &exitCode{code: 2, err: errors.New("say which PC reads the pictures: vision remote --host [user@]host[:port]")}
-			} else if endpoint, err = sshx.ParseEndpoint(host); err != nil {
-				return &exitCode{code: 2, err: err}
-			}
-			req.Host = host
-		}
-		if pl != settings.PlacementOff && req.VRAMTotalMiB == 0 && !o.noProbe {
-			req.VRAMTotalMiB = serverVRAM(ctx, cfg)
-		}
-		if ch, err = strataconfig.PlanVision(cfg, req); err != nil {
-			return err
-		}
+		return daemon.ServerVRAM(ctx, cfg)
 	}
-
-	if !ch.Changed() {
-		fmt.Fprintf(env.stdout, "%s already has vision %s: nothing to change.\n", cfg, describePlacement(what))
-		return recordVision(env, s, settingsPath, in, cfg, pl, what, endpoint, o.dryRun)
+	b := backend.New(backend.Options{SettingsPath: settingsPath, StrataRoot: in.Root, ConfigPath: in.ConfigInUse, RelayExe: o.relay, VRAMTotalMiB: vram})
+	res, err := b.SetVision(ctx, req)
+	if err != nil {
+		var re *backend.RequestError
+		if errors.As(err, &re) && what == "remote" && o.host == "" {
+			return &exitCode{code: 2, err: errors.New("say which PC reads the pictures: vision remote --host [user@]host[:port]")}
+		}
+		return err
 	}
-	fmt.Fprint(env.stdout, ch.Diff())
-	for _, n := range ch.Notes {
-		fmt.Fprintln(env.stdout, "note: "+n)
-	}
+	printVision(env, res.Diff, res.Notes, res.Message, o.dryRun)
 	if o.dryRun {
-		fmt.Fprintln(env.stdout, "Dry run: nothing was written.")
 		return nil
 	}
-	backup, err := ch.Apply()
-	if err != nil {
-		return err
+	if res.ConfigWritten {
+		fmt.Fprintf(env.stdout, "Saved %s (the old one is in %s).\n", in.ConfigInUse, res.Backup)
 	}
-	fmt.Fprintf(env.stdout, "Saved %s (the old one is in %s).\n", cfg, backup)
-	if err := recordVision(env, s, settingsPath, in, cfg, pl, what, endpoint, false); err != nil {
-		return err
+	if res.NewSecondPC != "" {
+		fmt.Fprintf(env.stdout, "The second PC is now %s: pair it with `strata-service remote pair %s` if you have not.\n", res.NewSecondPC, res.NewSecondPC)
 	}
-	if afterVisionChange != nil {
-		msg, err := afterVisionChange(ctx, env, cfg)
-		if msg != "" {
-			fmt.Fprintln(env.stdout, msg)
-		}
-		return err
+	if res.ConfigWritten {
+		fmt.Fprintln(env.stdout, restartHint)
 	}
-	fmt.Fprintln(env.stdout, restartHint)
 	return nil
+}
+
+// printVision shows the diff, the plan's notes and what the change means
+// (restart or not), before anything else is said.
+func printVision(env *cliEnv, diff string, notes []string, message string, dryRun bool) {
+	fmt.Fprint(env.stdout, diff)
+	for _, n := range notes {
+		fmt.Fprintln(env.stdout, "note: "+n)
+	}
+	if message != "" {
+		fmt.Fprintln(env.stdout, message)
+	}
+	if dryRun {
+		fmt.Fprintln(env.stdout, "Dry run: nothing was written.")
+	}
 }
 
 func checkVisionFlags(what string, o visionOptions) error {
@@ -188,8 +176,11 @@ func checkVisionFlags(what string, o visionOptions) error {
 	if o.threads < 0 {
 		return fmt.Errorf("--threads must be 1 or more")
 	}
-	if (o.host != "" || o.relay != "") && what != "remote" {
-		return fmt.Errorf("--host and --relay are for `vision remote`")
+	if o.host != "" && what != "remote" {
+		return fmt.Errorf("--host is for `vision remote`")
+	}
+	if o.relay != "" && what != "remote" && what != "cpu" {
+		return fmt.Errorf("--relay is for `vision remote` and `vision cpu`")
 	}
 	return nil
 }
@@ -206,52 +197,6 @@ func describePlacement(what string) string {
 		return "off"
 	}
 	return "as in its newest backup"
-}
-
-// serverVRAM is the largest NVIDIA GPU's memory (0 when unknown), asked only
-// when the config has no --vram-reserve-mib yet (the only use of it).
-func serverVRAM(ctx context.Context, configPath string) int {
-	if c, err := strataconfig.Read(configPath); err == nil && c.VRAMReserveMiB() > 0 {
-		return 0
-	}
-	r := probe.Probe(ctx, probe.Options{})
-	best := 0
-	for _, g := range r.GPUs {
-		best = max(best, g.TotalMiB)
-	}
-	return best
-}
-
-// recordVision writes the choice into the companion's settings, so the
-// service, the tray and the relay agree with the config.
-func recordVision(env *cliEnv, s *settings.Settings, path string, in *stratainstall.Install, cfg string, pl settings.Placement, what string, ep sshx.Endpoint, dryRun bool) error {
-	if dryRun {
-		return nil
-	}
-	if what == "restore" {
-		c, err := strataconfig.Read(cfg)
-		if err != nil {
-			return err
-		}
-		pl = c.Placement()
-	}
-	changed := s.StrataRoot != in.Root || s.ConfigPath != cfg || s.Vision != pl
-	s.StrataRoot, s.ConfigPath, s.Vision = in.Root, cfg, pl
-	if pl == settings.PlacementRemote && ep.Host != "" {
-		if s.Remote == nil || s.Remote.Host != ep.Host || s.Remote.Port != ep.Port || (ep.User != "" && s.Remote.User != ep.User) {
-			// Another PC: its pinned key and paths belong to the old one.
-			s.Remote = &settings.Remote{Host: ep.Host, User: ep.User, Port: ep.Port}
-			changed = true
-			fmt.Fprintf(env.stdout, "The second PC is now %s: pair it with `strata-service remote pair %s` if you have not.\n", ep.Host, joinEndpoint(ep))
-		}
-	}
-	if !changed {
-		return nil
-	}
-	if err := s.Save(path); err != nil {
-		return fmt.Errorf("the Strata config was changed, but the companion's settings could not be saved (%v); run the command again as an administrator", err)
-	}
-	return nil
 }
 
 func joinEndpoint(e sshx.Endpoint) string {

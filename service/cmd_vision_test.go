@@ -53,11 +53,13 @@ func visionFixture(t *testing.T) *stratatest.Install {
 func TestVisionDryRunPrintsTheDiffAndWritesNothing(t *testing.T) {
 	in := visionFixture(t)
 	before, _ := os.ReadFile(in.Config)
-	code, out, errs := cli(t, "vision", "cpu", "--threads", "6", "--dry-run", "--strata-root", in.Root, "--no-probe")
+	// CPU: the config names the relay (which runs Strata's encoder without
+	// --gpu); the move from the GPU restarts Strata, and says so first.
+	code, out, errs := cli(t, "vision", "cpu", "--threads", "6", "--dry-run", "--strata-root", in.Root, "--no-probe", "--relay", in.Relay)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"--- " + in.Config, "-    \"gpu\": true,", "+    \"gpu\": false,", "+    \"threads\": 6", "Dry run: nothing was written."} {
+	for _, want := range []string{"--- " + in.Config, "-    \"gpu\": true,", "+    \"gpu\": false,", "+    \"exe\": \"" + in.Relay, "Strata will restart", "Dry run: nothing was written."} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}

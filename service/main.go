@@ -1,6 +1,7 @@
 // Command strata-service runs the Strata server as an OS service, supervises
-// it, serves the control API, and is the companion's command line. Each
-// subcommand lives in its own cmd_*.go file and registers itself here.
+// it, serves the control API, and is the companion's command line. The
+// daemon is service/daemon; each subcommand lives in its own cmd_*.go file,
+// and main.go lists the tree (tree) and runs it with ffcli.
 package main
 
 import (
@@ -13,7 +14,10 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/strata-companion/companion/internal/version"
 )
@@ -45,11 +49,15 @@ type cliEnv struct {
 
 var commands = map[string]*command{}
 
+// orderAdded is the order commands were registered in.
+var orderAdded []string
+
 func register(c *command) {
 	if _, dup := commands[c.name]; dup {
 		panic("strata-service: command registered twice: " + c.name)
 	}
 	commands[c.name] = c
+	orderAdded = append(orderAdded, c.name)
 }
 
 // exitCode is an error that carries its own exit code (e.g. `status` on a
@@ -80,16 +88,50 @@ func main() {
 // is re-read at every start of the server anyway.
 var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
-// runCLI is main without the process: tests call it.
+// tree is the command tree, explicit and in the order help lists it. Each
+// entry adds its commands (register); the remote commands' files still
+// register from init() (they hold their own sub-commands).
+var tree = []func(){registerRun, registerServiceCommands, registerStatus, registerVision, registerSettings, registerProbe, registerSetup}
+
+// order is the help order: the tree's, then what init() registered.
+var order []string
+
+var buildTree = sync.OnceFunc(func() {
+	registered := map[string]bool{}
+	for n := range commands { // from init(): remote
+		registered[n] = true
+	}
+	for _, add := range tree {
+		add()
+	}
+	for _, n := range orderAdded {
+		if !registered[n] {
+			order = append(order, n)
+		}
+	}
+	var rest []string
+	for n := range registered {
+		rest = append(rest, n)
+	}
+	sort.Strings(rest)
+	order = append(order, rest...)
+})
+
+// runCLI is main without the process: tests call it. The CLI is an ffcli
+// command tree (github.com/peterbourgon/ff/v3/ffcli; see docs/service.md
+// for why): usage printed once, on stdout for --help (exit 0), on stderr
+// for a mistake (exit 2); 1 for a failure; a command's own code otherwise.
 func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	buildTree()
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) > 1 && args[0] == "help" {
 			return runCLI(ctx, []string{args[1], "--help"}, stdin, stdout, stderr)
 		}
-		printUsage(stdout)
 		if len(args) == 0 {
+			printUsage(stderr)
 			return 2
 		}
+		printUsage(stdout)
 		return 0
 	}
 	if args[0] == "--version" || args[0] == "version" {
@@ -103,26 +145,53 @@ func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 2
 	}
 	env := &cliEnv{stdout: stdout, stderr: stderr, stdin: stdin}
-	fs := flag.NewFlagSet("strata-service "+c.name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&env.strataRoot, "strata-root", "", "the Strata install folder (the one holding serve/ and engine/)")
-	fs.StringVar(&env.configPath, "config", "", "the Strata config file (strata-<tag>.json) to use")
-	if c.setFlags != nil {
-		c.setFlags(fs)
+	var runErr error
+	root := &ffcli.Command{Name: "strata-service", FlagSet: quietFlagSet("strata-service")}
+	for _, name := range order {
+		cmd := commands[name]
+		fs := quietFlagSet("strata-service " + cmd.name)
+		if cmd == c {
+			fs.StringVar(&env.strataRoot, "strata-root", "", "the Strata install folder (the one holding serve/ and engine/)")
+			fs.StringVar(&env.configPath, "config", "", "the Strata config file (strata-<tag>.json) to use")
+			if cmd.setFlags != nil {
+				cmd.setFlags(fs)
+			}
+		}
+		root.Subcommands = append(root.Subcommands, &ffcli.Command{
+			Name: cmd.name, ShortUsage: cmd.usage, ShortHelp: cmd.summary, FlagSet: fs,
+			Exec: func(ctx context.Context, rest []string) error { runErr = cmd.run(ctx, env, rest); return nil },
+		})
 	}
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "%s\n\nUsage: %s\n\nFlags:\n", c.summary, c.usage)
-		fs.PrintDefaults()
+	var sub *ffcli.Command
+	for _, s := range root.Subcommands {
+		if s.Name == c.name {
+			sub = s
+		}
 	}
-	if err := fs.Parse(reorderFlags(fs, args[1:])); err != nil {
+	usage := func(w io.Writer) {
+		fmt.Fprintf(w, "%s\n\nUsage: %s\n\nFlags:\n", c.summary, c.usage)
+		sub.FlagSet.SetOutput(w)
+		sub.FlagSet.PrintDefaults()
+		sub.FlagSet.SetOutput(io.Discard)
+	}
+	// Flags may follow the arguments ("vision remote --host pc2").
+	argv := append([]string{c.name}, reorderFlags(sub.FlagSet, args[1:])...)
+	if err := root.Parse(argv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fs.Usage()
+			usage(stdout)
 			return 0
 		}
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner // ff's "error parsing commandline arguments: " adds nothing
+		}
+		fmt.Fprintf(stderr, "strata-service %s: %v\nRun \"strata-service %s --help\" for its flags.\n", c.name, err, c.name)
 		return 2
 	}
-	err := c.run(ctx, env, fs.Args())
+	if err := root.Run(ctx); err != nil {
+		fmt.Fprintln(stderr, "strata-service "+c.name+": "+err.Error())
+		return 1
+	}
+	err := runErr
 	var ec *exitCode
 	if errors.As(err, &ec) {
 		if ec.err != nil {
@@ -135,6 +204,14 @@ func runCLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return 1
 	}
 	return 0
+}
+
+// quietFlagSet reports errors instead of printing them (runCLI prints
+// once, where they belong).
+func quietFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
 }
 
 // reorderFlags lets flags follow positional arguments
@@ -176,12 +253,8 @@ Usage: strata-service <command> [flags]
 
 Commands:
 `, version.Version)
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	buildTree()
+	for _, n := range order {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprint(w, `

@@ -17,7 +17,16 @@ var beforeRename = func(tmpPath string) error { return nil }
 
 // Write replaces path with data. perm is used when the file does not exist
 // yet; an existing file keeps its mode.
-func Write(path string, data []byte, perm os.FileMode) (err error) {
+func Write(path string, data []byte, perm os.FileMode) error {
+	return WriteChecked(path, data, perm, nil)
+}
+
+// WriteChecked is Write with a last check: check (when not nil) runs after
+// the new bytes are on disk in the temporary file and right before the
+// rename; an error from it leaves the target as it is and is returned
+// unchanged. A writer uses it to re-read the target at the last moment and
+// refuse when someone else changed it since it was read.
+func WriteChecked(path string, data []byte, perm os.FileMode, check func() error) (err error) {
 	dir := filepath.Dir(path)
 	if st, statErr := os.Stat(path); statErr == nil {
 		perm = st.Mode().Perm()
@@ -47,6 +56,11 @@ func Write(path string, data []byte, perm os.FileMode) (err error) {
 	}
 	if err = beforeRename(tmpPath); err != nil {
 		return err
+	}
+	if check != nil {
+		if err = check(); err != nil {
+			return err
+		}
 	}
 	if err = os.Rename(tmpPath, path); err != nil {
 		return fmt.Errorf("replacing %s: %w", path, err)

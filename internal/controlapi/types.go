@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/settings"
 )
 
 // Server phases.
@@ -111,11 +112,14 @@ type EventsResponse struct {
 
 // VisionRequest is POST /v1/vision.
 type VisionRequest struct {
-	Placement string `json:"placement"` // gpu, cpu, remote, off
+	Placement string `json:"placement"` // gpu, cpu, remote, off; restore: the newest backup
 	Device    *int   `json:"device,omitempty"`
 	Threads   int    `json:"threads,omitempty"`
 	Host      string `json:"host,omitempty"` // [user@]host[:port], for remote
 	DryRun    bool   `json:"dry_run,omitempty"`
+	// Backup (restore only): put back this backup of the config (one of its
+	// own backups); "" takes the newest that differs.
+	Backup string `json:"backup,omitempty"`
 	// Restart the server after writing (default true in the server when nil).
 	Restart *bool `json:"restart,omitempty"`
 }
@@ -126,6 +130,17 @@ type VisionResponse struct {
 	Written   bool   `json:"written"`
 	Backup    string `json:"backup,omitempty"`
 	Restarted bool   `json:"restarted"`
+	// RestartNeeded: the change edits Strata's config (a move to or from
+	// this PC's GPU), which Strata reads only at start. A dry run says it
+	// before anything is done; the tray and the CLI show Message first.
+	RestartNeeded bool `json:"restart_needed"`
+	// Message says what the change does, in words (restart or not).
+	Message string `json:"message,omitempty"`
+	// Placement is where pictures are read after the change.
+	Placement string `json:"placement,omitempty"`
+	// SettingsChanged: the companion's settings were saved (a move among
+	// the second PC, the CPU and off changes only them).
+	SettingsChanged bool `json:"settings_changed,omitempty"`
 }
 
 // LogsResponse answers GET /v1/logs?tail=N.
@@ -158,6 +173,10 @@ type SettingsPatch struct {
 	Wake          *WakeSettings `json:"wake,omitempty"`
 	MAC           *string       `json:"mac,omitempty"`
 	Notifications *bool         `json:"notifications,omitempty"`
+	// Remote replaces the second PC's whole record (pairing: host key, key
+	// file; prepare: remote folder, OS, encoder path). Its host must be the
+	// one the settings already name (change the PC with POST /v1/vision).
+	Remote *settings.Remote `json:"remote,omitempty"`
 }
 
 // WakeSettings mirrors settings.Wake on the wire.

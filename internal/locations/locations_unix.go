@@ -7,10 +7,15 @@ import (
 	"path/filepath"
 )
 
-// On Linux a system service (root) uses the FHS folders; a user service (not
-// root) uses the XDG folders of that user.
+// On Linux the settings (ConfigDir) and the service's state (StateDir) have
+// one place per machine, whoever runs the program: /etc/strata-companion and
+// /var/lib/strata-companion. A normal user's tray, wizard and CLI read them
+// there and change them by asking the service (which writes them as root).
+// A per-user install without root sets STRATA_COMPANION_HOME instead.
+// Secrets and logs of a program run by a normal user stay in that user's
+// XDG folders (they are that program's own).
 func osPath(k Kind) string {
-	if os.Geteuid() == 0 {
+	if os.Geteuid() == 0 || k == ConfigDir || k == StateDir {
 		return systemPath(k)
 	}
 	cfg := os.Getenv("XDG_CONFIG_HOME")

@@ -134,9 +134,18 @@ var knownKeys = []string{"strata_root", "config_path", "port", "vision", "remote
 
 // Save writes s to path atomically, creating the folder.
 func (s *Settings) Save(path string) error {
-	b, err := json.Marshal(s)
+	out, err := Encode(s)
 	if err != nil {
 		return err
+	}
+	return WriteBytes(path, out)
+}
+
+// Encode is the file's text for s (unknown keys kept).
+func Encode(s *Settings) ([]byte, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
 	}
 	var m map[string]json.RawMessage
 	_ = json.Unmarshal(b, &m)
@@ -147,12 +156,18 @@ func (s *Settings) Save(path string) error {
 	}
 	out, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return append(out, '\n'), nil
+}
+
+// WriteBytes replaces the settings file at path with out atomically,
+// creating the folder.
+func WriteBytes(path string, out []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
 	}
-	return atomicfile.Write(path, append(out, '\n'), 0o644)
+	return atomicfile.Write(path, out, 0o644)
 }
 
 // SaveDefault writes the settings to their usual place.

@@ -22,7 +22,30 @@ const KeepBackups = 5
 
 // writeFile replaces a file atomically. A test swaps it to die between
 // writing the temporary file and renaming it.
-var writeFile = atomicfile.Write
+// check (nil for backups) runs right before the rename.
+var writeFile = atomicfile.WriteChecked
+
+// ErrChangedOnDisk says the config changed on disk since the change was
+// planned (a person or another program wrote it): nothing was written.
+var ErrChangedOnDisk = errors.New("the Strata config changed on disk")
+
+// ChangedError is ErrChangedOnDisk with the file and the moment it was seen.
+type ChangedError struct {
+	Path string
+	// AtRename: the change was seen right before the rename (after the
+	// plan was checked once already).
+	AtRename bool
+}
+
+func (e *ChangedError) Error() string {
+	when := "since this change was planned"
+	if e.AtRename {
+		when = "while the companion was about to save it"
+	}
+	return fmt.Sprintf("%s was changed by another program or a person %s; nothing was written and that edit is kept: look at the file, then make the change again", e.Path, when)
+}
+
+func (e *ChangedError) Is(target error) bool { return target == ErrChangedOnDisk }
 
 // now is the clock for backup names (tests pin it).
 var now = time.Now
@@ -123,7 +146,7 @@ func writeBackup(configPath string, data []byte, mode os.FileMode) (string, erro
 		}
 		name = fmt.Sprintf("%s.bak-%s-%d", configPath, stamp.Format(stampLayout), seq+1)
 	}
-	if err := writeFile(name, data, mode); err != nil {
+	if err := writeFile(name, data, mode, nil); err != nil {
 		return "", fmt.Errorf("backing up %s: %w (nothing was changed)", configPath, fserr.Explain(err, name))
 	}
 	var ours []backup
@@ -170,7 +193,7 @@ func (c *Change) Apply() (backup string, err error) {
 		return "", fmt.Errorf("reading %s again before writing: %w", c.Path, err)
 	}
 	if !bytes.Equal(cur, c.Old) {
-		return "", fmt.Errorf("%s changed since this change was planned (another program wrote it); nothing was written, plan the change again", c.Path)
+		return "", &ChangedError{Path: c.Path}
 	}
 	if !c.Changed() {
 		return "", nil
@@ -182,7 +205,23 @@ func (c *Change) Apply() (backup string, err error) {
 	if backup, err = writeBackup(c.Path, c.Old, mode); err != nil {
 		return "", err
 	}
-	if err := writeFile(c.Path, c.New, mode); err != nil {
+	// Re-read the file right before the rename: an edit made since the
+	// check above is refused, not overwritten (the backup made above holds
+	// what was on disk, which is then still the file itself).
+	recheck := func() error {
+		now, err := os.ReadFile(c.Path)
+		if err != nil {
+			return fmt.Errorf("reading %s again before replacing it: %w", c.Path, err)
+		}
+		if !bytes.Equal(now, c.Old) {
+			return &ChangedError{Path: c.Path, AtRename: true}
+		}
+		return nil
+	}
+	if err := writeFile(c.Path, c.New, mode, recheck); err != nil {
+		if errors.Is(err, ErrChangedOnDisk) {
+			return "", err
+		}
 		return backup, fmt.Errorf("writing %s: %w; the old file is unchanged (backup: %s)", c.Path, fserr.Explain(err, c.Path), backup)
 	}
 	return backup, nil

@@ -109,11 +109,41 @@ func TestApplyRefusesAFileChangedSincePlan(t *testing.T) {
 	}
 	edited := append(append([]byte{}, ch.Old...), ' ')
 	os.WriteFile(in.Config, edited, 0o644)
-	if _, err := ch.Apply(); err == nil || !strings.Contains(err.Error(), "changed since") {
+	if _, err := ch.Apply(); !errors.Is(err, ErrChangedOnDisk) || !strings.Contains(err.Error(), "since this change was planned") {
 		t.Fatalf("err = %v", err)
 	}
 	if got, _ := os.ReadFile(in.Config); !bytes.Equal(got, edited) || len(listBackups(in.Config)) != 0 {
 		t.Fatal("the file or its backups were touched")
+	}
+}
+
+// A person's edit saved after Apply's first check but before the rename
+// (the last moment) is refused, not lost: the file keeps it.
+func TestApplyRefusesAnEditMadeRightBeforeTheRename(t *testing.T) {
+	in, base := fixture(t, "gpu-2space.json", false)
+	ch, err := PlanVision(in.Config, req(base, settings.PlacementOff))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := append(append([]byte{}, ch.Old...), '\n')
+	old := writeFile
+	writeFile = func(path string, data []byte, perm os.FileMode, check func() error) error {
+		if path == in.Config {
+			// The person saves while the temporary file is being written.
+			os.WriteFile(in.Config, edited, 0o644)
+		}
+		return old(path, data, perm, check)
+	}
+	defer func() { writeFile = old }()
+	_, err = ch.Apply()
+	if !errors.Is(err, ErrChangedOnDisk) || !strings.Contains(err.Error(), "edit is kept") {
+		t.Fatalf("err = %v, want a refusal that keeps the edit", err)
+	}
+	if got, _ := os.ReadFile(in.Config); !bytes.Equal(got, edited) {
+		t.Fatal("the person's edit was lost")
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(filepath.Dir(in.Config), ".*.tmp-*")); len(tmp) != 0 {
+		t.Fatalf("temporary files left: %v", tmp)
 	}
 }
 
@@ -132,11 +162,11 @@ func TestAWriteErrorLeavesTheOldFileWhole(t *testing.T) {
 	in, base := fixture(t, "gpu-2space.json", false)
 	orig, _ := os.ReadFile(in.Config)
 	old := writeFile
-	writeFile = func(path string, data []byte, perm os.FileMode) error {
+	writeFile = func(path string, data []byte, perm os.FileMode, check func() error) error {
 		if path == in.Config {
 			return errors.New("disk full")
 		}
-		return old(path, data, perm)
+		return old(path, data, perm, check)
 	}
 	defer func() { writeFile = old }()
 	ch, _ := PlanVision(in.Config, req(base, settings.PlacementCPU))

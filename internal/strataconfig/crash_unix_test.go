@@ -70,9 +70,9 @@ func TestCrashBetweenWriteAndRenameLeavesTheOldFileWhole(t *testing.T) {
 // the process dies where atomicfile would rename.
 func crashChild() {
 	config := os.Getenv(crashEnv)
-	writeFile = func(path string, data []byte, perm os.FileMode) error {
+	writeFile = func(path string, data []byte, perm os.FileMode, check func() error) error {
 		if path != config {
-			return atomicfile.Write(path, data, perm)
+			return atomicfile.WriteChecked(path, data, perm, check)
 		}
 		f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 		if err != nil {

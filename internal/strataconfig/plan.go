@@ -207,7 +207,11 @@ func (p *planner) plan(src []byte) ([]byte, error) {
 		}
 		set("exe", st.jsonString(relay))
 		set("remote", "true")
-		set("gpu", "true")
+		// The relay routes each picture by the settings (second PC, this
+		// PC's CPU, off) and runs no GPU encoder here: Strata must not
+		// count it as one (it then also hides the GPU from the relay's
+		// local CPU encoder).
+		set("gpu", "false")
 		maxTokens(1024, 300)
 		del("threads")
 		if err == nil {

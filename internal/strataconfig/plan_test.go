@@ -235,7 +235,7 @@ func TestEachPlacementChangesOnlyWhatItOwns(t *testing.T) {
 					}
 				case settings.PlacementRemote:
 					env, _ := got["env"].(map[string]any)
-					if v["gpu"] != true || v["remote"] != true || v["exe"] != in.Relay || env[EnvSettings] != in.Settings {
+					if v["gpu"] != false || v["remote"] != true || v["exe"] != in.Relay || env[EnvSettings] != in.Settings {
 						t.Fatalf("remote block = %v, env = %v", v, env)
 					}
 				}

@@ -46,6 +46,10 @@ type Backend struct {
 	// Vision validates and applies POST /v1/vision. An error that is a
 	// *RequestError is answered with its code (400 for a bad request).
 	Vision func(ctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error)
+	// Settings applies POST /v1/settings and returns the new state.
+	Settings func(ctx context.Context, p controlapi.SettingsPatch) (*controlapi.State, error)
+	// Relay takes POST /v1/relay (what the relay learned or did).
+	Relay func(ctx context.Context, r controlapi.RelayReport) error
 	// Logs returns the last n lines of the captured server output.
 	Logs func(n int) (*controlapi.LogsResponse, error)
 }
@@ -117,6 +121,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/state", s.state)
 	mux.HandleFunc("GET /v1/events", s.events)
 	mux.HandleFunc("POST /v1/vision", s.vision)
+	mux.HandleFunc("POST /v1/settings", s.settings)
+	mux.HandleFunc("POST /v1/relay", s.relay)
 	mux.HandleFunc("POST /v1/server/{action}", s.server)
 	mux.HandleFunc("GET /v1/logs", s.logs)
 	return s.guard(mux)
@@ -287,10 +293,43 @@ func (s *Server) vision(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req controlapi.VisionRequest
-	if !decodeBody(w, r, 64<<10, "a vision request", &req) {
+	if decode(w, r, &req, "a vision request") {
+		resp, err := s.b.Vision(r.Context(), req)
+		answer(w, resp, err)
+	}
+}
+
+func (s *Server) settings(w http.ResponseWriter, r *http.Request) {
+	if s.b.Settings == nil {
+		fail(w, http.StatusNotImplemented, "changing settings is not available in this build")
 		return
 	}
-	resp, err := s.b.Vision(r.Context(), req)
+	var p controlapi.SettingsPatch
+	if decode(w, r, &p, "a settings patch") {
+		st, err := s.b.Settings(r.Context(), p)
+		answer(w, st, err)
+	}
+}
+
+func (s *Server) relay(w http.ResponseWriter, r *http.Request) {
+	if s.b.Relay == nil {
+		fail(w, http.StatusNotImplemented, "relay reports are not taken by this build")
+		return
+	}
+	var rep controlapi.RelayReport
+	if decode(w, r, &rep, "a relay report") {
+		answer(w, map[string]any{"ok": true}, s.b.Relay(r.Context(), rep))
+	}
+}
+
+// decode reads a JSON body (unknown fields refused); false: answered 400.
+func decode(w http.ResponseWriter, r *http.Request, v any, what string) bool {
+	return decodeBody(w, r, 1<<20, what, v)
+}
+
+// answer replies v, or the error: a *RequestError with its code (400 bad
+// request, 409 conflict), anything else 500.
+func answer(w http.ResponseWriter, v any, err error) {
 	if err != nil {
 		var re *RequestError
 		if errors.As(err, &re) {
@@ -300,7 +339,7 @@ func (s *Server) vision(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	reply(w, resp)
+	reply(w, v)
 }
 
 func (s *Server) server(w http.ResponseWriter, r *http.Request) {

@@ -227,6 +227,10 @@ func Fold(st *controlapi.State, e events.Event) {
 			if p == "off" {
 				vis.Encoder = controlapi.EncoderOff
 				vis.Error = ""
+			} else if vis.Encoder == controlapi.EncoderOff {
+				// Back on without a restart (the relay routes by the
+				// settings): the next picture tells how it goes.
+				vis.Encoder = controlapi.EncoderUnknown
 			}
 		}
 		if p, ok := e.Details["path"].(string); ok && p != "" {

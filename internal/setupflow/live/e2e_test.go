@@ -113,6 +113,13 @@ func TestApplyAgainstTheRealSupervisor(t *testing.T) {
 		return f
 	}
 
+	// With the service running, the wizard never writes the config or the
+	// settings itself: every change goes through the control API.
+	defer live.SetOnLocalWrite(func(what string) {
+		t.Errorf("the wizard wrote %s itself although the service runs", what)
+	})()
+	configWrites := watchRenames(t, root.Dir, filepath.Base(root.Config))
+
 	// 1. Off: written, Strata restarted through the API, followed to ready.
 	f := walkTo(settings.PlacementOff)
 	var lines []string
@@ -156,6 +163,11 @@ func TestApplyAgainstTheRealSupervisor(t *testing.T) {
 		t.Errorf("settings not restored:\n%s\nwant:\n%s", now, settingsBefore)
 	}
 	t.Logf("the failure as the user reads it: %v", err)
+	// Off, then GPU, then the rollback: three replacements of the config,
+	// none by this process.
+	if n := configWrites(); n >= 0 && n < 3 {
+		t.Errorf("the inotify watch saw %d replacements of the config, want 3 (by the service)", n)
+	}
 	// The old server runs again: the machine is as it was.
 	waitReady(t, &runLog)
 }

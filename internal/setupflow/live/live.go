@@ -16,12 +16,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/strata-companion/companion/internal/atomicfile"
+	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/probe"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow"
-	"github.com/strata-companion/companion/internal/strataconfig"
 	"github.com/strata-companion/companion/internal/stratainstall"
 )
 
@@ -53,7 +52,7 @@ func Deps(o Options) setupflow.Deps {
 		Remote:   NewRemote(),
 		Config:   Planner{SettingsPath: o.SettingsPath, RelayExe: o.RelayExe, Prober: pr},
 		Service:  &Service{Exe: o.ServiceExe},
-		Settings: SettingsFile{Path: o.SettingsPath},
+		Settings: SettingsFile{Path: o.SettingsPath, RelayExe: o.RelayExe},
 		Login:    o.Login,
 		Confirm:  o.Confirm,
 	}
@@ -227,61 +226,63 @@ func ConvertRecommendation(rec probe.Recommendation, remoteKnown bool) setupflow
 
 // ---- Config ----
 
-// Planner edits the Strata config with strataconfig.
+// Planner plans the change with the backend (a dry run: the exact diff the
+// owner will apply) and applies it through the owner (owner.go).
 type Planner struct {
 	SettingsPath string
 	RelayExe     string
 	Prober       *Prober
+	// Client reaches the service (default controlapi.NewClient).
+	Client func() (*controlapi.Client, error)
+}
+
+func (p Planner) owner() owner {
+	o := owner{SettingsPath: p.SettingsPath, RelayExe: p.RelayExe, Client: p.Client}
+	if p.Prober != nil {
+		o.VRAM = p.Prober.VRAMTotalMiB
+	}
+	return o
 }
 
 func (p Planner) Plan(ctx context.Context, path string, c setupflow.VisionChoice) (setupflow.Plan, error) {
-	req := strataconfig.VisionRequest{Placement: c.Placement, Device: c.Device, Threads: c.Threads, Host: c.Host,
-		RelayExe: p.RelayExe, SettingsPath: p.SettingsPath}
-	if p.Prober != nil {
-		req.VRAMTotalMiB = p.Prober.VRAMTotalMiB()
-	}
-	ch, err := strataconfig.PlanVision(path, req)
+	o := p.owner()
+	req := visionRequest(c)
+	dry := req
+	dry.DryRun = true
+	// The preview is computed here (read only), as the owner would.
+	res, err := o.local(path).SetVision(ctx, dry)
 	if err != nil {
 		return nil, err
 	}
-	return change{ch}, nil
+	return &ownerPlan{o: o, path: path, req: req, diff: res.Diff, notes: res.Notes}, nil
 }
 
-type change struct{ c *strataconfig.Change }
+// Restore puts backup back over path (the exact file Apply replaced, not
+// merely the newest backup), through the owner.
+func (p Planner) Restore(path, backup string) error { return p.owner().restore(path, backup) }
 
-func (c change) Diff() string           { return c.c.Diff() }
-func (c change) Apply() (string, error) { return c.c.Apply() }
-func (c change) Notes() []string        { return c.c.Notes }
-
-// Restore writes backup's bytes back over path, atomically: the exact file
-// Apply replaced, not merely the newest backup.
-func (Planner) Restore(path, backup string) error {
-	b, err := os.ReadFile(backup)
-	if err != nil {
-		return fmt.Errorf("reading the backup: %w", err)
-	}
-	mode := fs.FileMode(0o644)
-	if st, err := os.Stat(path); err == nil {
-		mode = st.Mode().Perm()
-	}
-	return atomicfile.Write(path, b, mode)
-}
-
-func (Planner) Current(path string) (settings.Placement, error) {
-	c, err := strataconfig.Read(path)
-	if err != nil {
-		return "", err
-	}
-	return c.Placement(), nil
-}
+func (p Planner) Current(path string) (settings.Placement, error) { return p.owner().current(path) }
 
 // ---- Settings ----
 
-// SettingsFile is the companion settings file.
-type SettingsFile struct{ Path string }
+// SettingsFile is the companion settings file; changes go through the
+// owner (owner.go).
+type SettingsFile struct {
+	Path     string
+	RelayExe string
+	// Client reaches the service (default controlapi.NewClient).
+	Client func() (*controlapi.Client, error)
+}
 
 func (s SettingsFile) Load() (*settings.Settings, error) { return settings.Load(s.Path) }
-func (s SettingsFile) Save(n *settings.Settings) error   { return n.Save(s.Path) }
+func (s SettingsFile) Save(n *settings.Settings) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return owner{SettingsPath: s.Path, RelayExe: s.RelayExe, Client: s.Client}.saveSettings(ctx, n)
+}
+
+// Remove deletes the settings file (the rollback of a first setup, when
+// the service this setup installed is being removed as well).
 func (s SettingsFile) Remove() error {
 	if err := os.Remove(s.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err

@@ -69,7 +69,11 @@ func setup(t *testing.T) (*setupflow.Flow, *demo.World, string, string) {
 	w := demo.NewWorld(root)
 	d := w.Deps(func(context.Context, setupflow.HostKey) bool { return true })
 	settingsPath := filepath.Join(home, "settings.json")
-	real := live.Deps(live.Options{SettingsPath: settingsPath, RelayExe: "/opt/strata-companion/strata-vision-relay"})
+	// CPU and the second PC both go through the relay, which must exist.
+	relay := filepath.Join(base, "bin", "strata-vision-relay")
+	os.MkdirAll(filepath.Dir(relay), 0o755)
+	os.WriteFile(relay, []byte("#!/bin/sh\necho READY 2560\n"), 0o755)
+	real := live.Deps(live.Options{SettingsPath: settingsPath, RelayExe: relay})
 	d.Finder = live.Finder{SettingsPath: settingsPath, SearchDirs: []string{base}}
 	d.Config, d.Settings = real.Config, real.Settings
 	f, err := setupflow.New(context.Background(), d, setupflow.Options{})

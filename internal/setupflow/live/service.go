@@ -28,6 +28,11 @@ type Service struct {
 	StartTimeout time.Duration
 	// Poll is how long one events long-poll waits (default 5 s).
 	Poll time.Duration
+
+	// startSeq is the service's newest event when Start gave its order:
+	// Follow reads from there, so a ready from before (a service that
+	// Install started a moment ago) is not taken for the new start's.
+	startSeq uint64
 }
 
 func (s *Service) exe() string {
@@ -114,16 +119,51 @@ func (s *Service) Status(ctx context.Context) (setupflow.ServiceStatus, error) {
 
 // Install runs `strata-service install`; an already installed service is
 // fine (it reads the Strata root and config from the settings the wizard
-// writes, so a restart is the update).
+// writes, so a restart is the update). Then it makes sure the service runs
+// and answers: the config and the settings are changed only by asking it.
 func (s *Service) Install(ctx context.Context, root, cfg string) error {
 	out, err := s.run(ctx, "install", "--strata-root", root, "--config", cfg)
 	if err != nil && strings.Contains(strings.ToLower(out), "already installed") {
-		return nil
+		err = nil
 	}
 	if err != nil && (strings.Contains(strings.ToLower(out), "administrator") || strings.Contains(strings.ToLower(out), "root")) {
 		return fmt.Errorf("%w. Installing a service needs administrator rights: run setup as administrator (or with sudo)", err)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return s.ensureRunning(ctx)
+}
+
+// ensureRunning starts the OS service when its control API does not
+// answer, and waits (up to a minute) until it does.
+func (s *Service) ensureRunning(ctx context.Context) error {
+	answers := func() bool {
+		c, err := s.client()
+		if err != nil {
+			return false
+		}
+		_, err = c.State(ctx)
+		return err == nil
+	}
+	if answers() {
+		return nil
+	}
+	if _, err := s.run(ctx, "start"); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for !answers() {
+		if time.Now().After(deadline) {
+			return errors.New("the Strata Companion service was started but its control API did not answer within a minute: look at `strata-service status` and the service log")
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 func (s *Service) Uninstall(ctx context.Context) error {
@@ -136,8 +176,14 @@ func (s *Service) Uninstall(ctx context.Context) error {
 func (s *Service) Start(ctx context.Context, restart bool) error {
 	if c, err := s.client(); err == nil {
 		action := "start"
-		if restart {
+		// A service started a moment ago (by Install) already started
+		// Strata with the old config: that is a restart too.
+		st, err := c.State(ctx)
+		if restart || err == nil && st.Server.Phase != controlapi.PhaseStopped && st.Server.Phase != controlapi.PhaseFailed {
 			action = "restart"
+		}
+		if err == nil {
+			s.startSeq = st.Seq
 		}
 		if err := c.Server(ctx, action); err == nil {
 			return nil
@@ -162,6 +208,7 @@ func (s *Service) Follow(ctx context.Context, since uint64, progress func(setupf
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	since, s.startSeq = max(since, s.startSeq), 0
 	var c *controlapi.Client
 	for c == nil {
 		var err error

@@ -1,0 +1,103 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/settings"
+)
+
+// PatchSettings applies POST /v1/settings: settings that need no config
+// edit and no restart (the relay reads them per picture).
+func (b *Backend) PatchSettings(ctx context.Context, p controlapi.SettingsPatch) (*settings.Settings, error) {
+	var what []string
+	if p.IdleStopS != nil && *p.IdleStopS < 0 {
+		return nil, &RequestError{errors.New("idle_stop_s must be 0 (never stop) or more")}
+	}
+	if p.MAC != nil && *p.MAC != "" {
+		if _, err := net.ParseMAC(*p.MAC); err != nil {
+			return nil, &RequestError{fmt.Errorf("mac %q is not a network card address: write it as aa:bb:cc:dd:ee:ff", *p.MAC)}
+		}
+	}
+	if w := p.Wake; w != nil {
+		if w.Port < 0 || w.Port > 65535 || w.WaitS < 0 {
+			return nil, &RequestError{errors.New("wake: port must be 1-65535 (0: 9) and wait_s 0 or more")}
+		}
+		if w.Broadcast != "" && net.ParseIP(w.Broadcast) == nil {
+			return nil, &RequestError{fmt.Errorf("wake: broadcast %q is not an IP address (e.g. 192.168.1.255)", w.Broadcast)}
+		}
+	}
+	if p.Remote != nil && p.Remote.Host == "" {
+		return nil, &RequestError{errors.New("remote: the record needs the host it is about")}
+	}
+	needRemote := p.IdleStopS != nil || p.Wake != nil || p.MAC != nil || p.Remote != nil
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"fallback_cpu", p.FallbackCPU != nil}, {"notifications", p.Notifications != nil}, {"idle_stop_s", p.IdleStopS != nil}, {"mac", p.MAC != nil}, {"wake", p.Wake != nil}, {"remote", p.Remote != nil}} {
+		if f.set {
+			what = append(what, f.name)
+		}
+	}
+	if len(what) == 0 {
+		return nil, &RequestError{errors.New("the patch changes nothing: set fallback_cpu, notifications, idle_stop_s, mac, wake or remote")}
+	}
+	return b.Update(ctx, "settings changed: "+strings.Join(what, ", "), func(s *settings.Settings) error {
+		if needRemote && (s.Remote == nil || s.Remote.Host == "") {
+			return &RequestError{errors.New("no second PC is set up yet: pair one first (strata-service remote pair [user@]host), then set its idle stop, wake or MAC")}
+		}
+		if p.Remote != nil {
+			if p.Remote.Host != s.Remote.Host || p.Remote.Port != s.Remote.Port {
+				return &RequestError{fmt.Errorf("remote: the settings name the second PC %s, not %s: choose the PC first (vision remote --host)", s.Remote.Host, p.Remote.Host)}
+			}
+			r := *p.Remote
+			s.Remote = &r
+		}
+		if p.FallbackCPU != nil {
+			s.FallbackCPU = p.FallbackCPU
+		}
+		if p.Notifications != nil {
+			s.Notifications = p.Notifications
+		}
+		if p.IdleStopS != nil {
+			s.Remote.IdleStopS = *p.IdleStopS
+		}
+		if p.MAC != nil {
+			s.Remote.MAC = strings.ToLower(*p.MAC)
+		}
+		if w := p.Wake; w != nil {
+			s.Remote.Wake = &settings.Wake{Enabled: w.Enabled, Broadcast: w.Broadcast, Port: w.Port, WaitS: w.WaitS}
+		}
+		return nil
+	})
+}
+
+// RelayReport takes what the relay learned or did: n_embd goes into the
+// settings (the relay's READY fallback next time), then the relay's events
+// are published, in order, after the settings are on disk.
+func (b *Backend) RelayReport(ctx context.Context, r controlapi.RelayReport) error {
+	if r.NEmbd < 0 {
+		return &RequestError{errors.New("n_embd must be positive (0: unknown)")}
+	}
+	if r.NEmbd > 0 {
+		if _, err := b.Update(ctx, fmt.Sprintf("the second PC's encoder reported n_embd %d", r.NEmbd), func(s *settings.Settings) error {
+			if s.Remote != nil {
+				s.Remote.NEmbd = r.NEmbd
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	for _, e := range r.Events {
+		if e.Kind == "" {
+			continue
+		}
+		b.publish(e)
+	}
+	return nil
+}
