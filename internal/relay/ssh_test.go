@@ -178,7 +178,10 @@ func (pc *secondPC) startRelay(t *testing.T, opt Options) *strata {
 		opt.Dial = SSHDialer(pc.remote)
 	}
 	opt.NEmbd = pc.nEmbd
-	opt.Stderr = pc.stderr
+	opt.Log = pc.stderr
+	if opt.Report == nil {
+		opt.Report = func(e events.Event) { fmt.Fprintln(pc.stderr, events.FormatLine(e)) }
+	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	s := &strata{t: t, in: inW, out: bufio.NewReader(outR), done: make(chan error, 1), r: New(opt)}
