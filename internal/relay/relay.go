@@ -168,7 +168,7 @@ func (r *Relay) emit(kind events.Kind, msg string, details map[string]any) {
 func (r *Relay) host() string {
 	r.hostMu.Lock()
 	defer r.hostMu.Unlock()
-	return r.host()
+	return r.opt.Host
 }
 
 // Run prints READY, then answers each request line until QUIT, the end of
@@ -325,6 +325,7 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 		case <-ctx.Done():
 			return "ERR the relay is stopping"
 		case <-timer.C:
+			r.killAgent(sess) // it may be hung: leave nothing running there
 			r.dropSession()
 			return fmt.Sprintf("ERR second PC %s gave no result within %s (pictures took %s lately); pictures are unavailable for now, text still works", r.host(), bound.Round(100*time.Millisecond), r.times.median().Round(time.Millisecond))
 		case <-sess.done:
@@ -637,17 +638,7 @@ func (r *Relay) Close() {
 		select {
 		case <-s.done:
 		case <-time.After(400 * time.Millisecond):
-			// A hung (or stopped) agent cannot read its input's end: have
-			// the second PC's sshd kill it (its encoder dies with it).
-			if s.proc.Kill != nil {
-				if err := s.proc.Kill(); err != nil {
-					r.logf("could not have the agent on %s killed: %v", r.host(), err)
-				}
-			}
-			select {
-			case <-s.done:
-			case <-time.After(300 * time.Millisecond):
-			}
+			r.killAgent(s)
 		}
 	}
 	r.dropSession()
@@ -655,6 +646,47 @@ func (r *Relay) Close() {
 	r.link.stopRetry()
 	r.local.stop(time.Second)
 	r.wg.Wait()
+}
+
+// killAgent ends an agent that does not end by itself (hung, or stopped:
+// it cannot read its input's end): a signal through the session where the
+// second PC's sshd allows it, else a kill of the pid it announced, run in a
+// session of its own. Its encoder dies with it (a parent-death signal on
+// Linux, a Job Object on Windows).
+func (r *Relay) killAgent(s *agentSession) {
+	if s.proc.Kill != nil {
+		s.proc.Kill() // refused for some accounts (sshd: "requires privilege separation")
+	}
+	select {
+	case <-s.done:
+		return
+	case <-time.After(100 * time.Millisecond):
+	}
+	c := r.conn
+	if c == nil || s.info.PID <= 0 {
+		return
+	}
+	cmd := fmt.Sprintf("kill -KILL %d", s.info.PID)
+	if s.info.OS == "windows" {
+		cmd = fmt.Sprintf("taskkill /F /T /PID %d", s.info.PID)
+	}
+	p, err := c.Start(cmd)
+	if err != nil {
+		r.logf("could not end the hung agent on %s: %v", r.host(), err)
+		return
+	}
+	p.Stdin.Close()
+	ended := make(chan struct{})
+	go func() { io.Copy(io.Discard, p.Stdout); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(500 * time.Millisecond):
+	}
+	p.Close()
+	select {
+	case <-s.done:
+	case <-time.After(300 * time.Millisecond):
+	}
 }
 
 // noteNEmbd records an n_embd the agent reported.
