@@ -13,8 +13,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -625,4 +627,51 @@ func TestWakeOnLANThenPicture(t *testing.T) {
 	g.svc.waitFor(t, relay.RemoteWake, 2, 5*time.Second)
 	g.quit()
 	g.noStrataLines()
+}
+
+// TestUnreadableKeyNamesFileAccountAndService runs the relay as an account
+// that cannot read the paired key (Strata started from its own run script):
+// the reply names the file, the account, and the companion's service.
+func TestUnreadableKeyNamesFileAccountAndService(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the relay and adds an account")
+	}
+	u := testenv.NewUser(t)
+	acct, err := user.Lookup(u.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(acct.Uid)
+	gid, _ := strconv.Atoi(acct.Gid)
+	relayBin, _ := builtBinaries(t)
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755) // t.TempDir's own folder is private
+	os.Chmod(dir, 0o755)
+	os.Chmod(filepath.Dir(relayBin), 0o755)
+	defer os.Chmod(filepath.Dir(relayBin), 0o700)
+	key := filepath.Join(dir, "relay_ed25519")
+	os.WriteFile(key, []byte("not readable by the other account"), 0o600)
+	sf := filepath.Join(dir, "settings.json")
+	(&settings.Settings{Vision: settings.PlacementRemote, Remote: &settings.Remote{Host: "192.0.2.1", User: "u",
+		HostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHlnNjBR2oVr+S6XDC9bnUsf3t3YsEuzRG/i6OzCfSDN", KeyFile: key}}).Save(sf)
+	os.Chmod(sf, 0o644)
+	mmproj, model := filepath.Join(dir, "mmproj.gguf"), filepath.Join(dir, "model.gguf")
+	fakeencoder.WriteMmproj(mmproj, 8)
+	fakeencoder.WriteModel(model, 5)
+	cmd := exec.Command(relayBin, "--mmproj", mmproj, "--model", model)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "STRATA_COMPANION_SETTINGS="+sf, "STRATA_COMPANION_HOME="+filepath.Join(dir, "home"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	img := filepath.Join(dir, "a.img")
+	os.WriteFile(img, []byte("\x89PNG\r\n\x1a\nxxxx"), 0o644)
+	cmd.Stdin = strings.NewReader("ENC " + img + " " + filepath.Join(dir, "a.sve") + "\nQUIT\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, want := range []string{key, u.Name, "cannot read", "Strata Companion service"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the reply lacks %q: %q", want, out)
+		}
+	}
 }
