@@ -33,7 +33,11 @@ func readLines(ctx context.Context, in io.Reader, max int, lines chan<- inLine, 
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if !tooLong {
-			if len(buf)+len(chunk) > max+1 { // +1: the newline
+			n := len(buf) + len(chunk)
+			if n > 0 && len(chunk) > 0 && chunk[len(chunk)-1] == '\n' {
+				n-- // the newline is not part of the line
+			}
+			if n > max {
 				tooLong, buf = true, buf[:0]
 			} else {
 				buf = append(buf, chunk...)
