@@ -190,10 +190,11 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 			fmt.Fprintf(cfg.Log, "strata-vision-relay agent: nothing from the relay for %s; its PC is gone, ending the session\n", cfg.Silence)
 			return errors.New("the relay fell silent")
 		case <-idle.C:
-			if a.enc != nil && cfg.IdleStop > 0 && time.Since(a.lastUse) >= cfg.IdleStop {
+			// a.cfg: the relay may change the idle stop (SetIdle).
+			if a.enc != nil && a.cfg.IdleStop > 0 && time.Since(a.lastUse) >= a.cfg.IdleStop {
 				a.stopEncoder()
-				fmt.Fprintf(cfg.Log, "strata-vision-relay agent: encoder stopped after %s without pictures\n", cfg.IdleStop)
-				a.event(framing.AgentEvent{Kind: "idle_stopped", IdleS: int(cfg.IdleStop / time.Second)})
+				fmt.Fprintf(cfg.Log, "strata-vision-relay agent: encoder stopped after %s without pictures\n", a.cfg.IdleStop)
+				a.event(framing.AgentEvent{Kind: "idle_stopped", IdleS: int(a.cfg.IdleStop / time.Second)})
 			}
 		case f := <-frames:
 			if f.err != nil {
