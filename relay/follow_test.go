@@ -340,9 +340,13 @@ func TestPlacementFollowsTheSettingsInOneProcess(t *testing.T) {
 	pictures := 0
 	for i, s := range steps {
 		g.st.Vision = s.placement
-		g.save()
+		t0 := time.Now()
+		g.save() // what the backend does on a tray click
 		for k := 0; k < 2; k++ {
 			l, data, got, d := g.picture()
+			if k == 0 {
+				t.Logf("switch to %s: settings written to the first picture's reply %v", s.placement, time.Since(t0))
+			}
 			if s.placement == settings.PlacementOff {
 				if l != relay.OffMessage {
 					t.Fatalf("step %d (off): %q", i, l)
@@ -361,6 +365,14 @@ func TestPlacementFollowsTheSettingsInOneProcess(t *testing.T) {
 			t.Logf("%s: %v", s.placement, d)
 		}
 	}
+	// The idle stop changed in the settings reaches the running agent.
+	g.st.Vision = settings.PlacementRemote
+	g.st.Remote.IdleStopS = 1
+	g.save()
+	if l, _, _, _ := g.picture(); !strings.HasPrefix(l, "OK ") {
+		t.Fatalf("picture after the idle-stop change: %q", l)
+	}
+	g.svc.waitFor(t, events.EncoderIdleStopped, 1, 10*time.Second)
 	if g.cmd.Process.Pid != pid {
 		t.Fatal("the relay's pid changed")
 	}
@@ -625,6 +637,27 @@ func TestWakeOnLANThenPicture(t *testing.T) {
 		t.Fatalf("read at %q", w)
 	}
 	g.svc.waitFor(t, relay.RemoteWake, 2, 5*time.Second)
+	// 100 pictures, then a failover: still no relay line in the engine log.
+	for i := 0; i < 100; i++ {
+		if l, data, got, _ := g.picture(); !strings.HasPrefix(l, "OK ") {
+			t.Fatalf("picture %d: %q", i, l)
+		} else {
+			g.checkSVE("picture", got, data)
+		}
+	}
+	on := true
+	g.st.FallbackCPU = &on
+	g.save()
+	g.sshd.Stop()
+	g.svc.waitFor(t, events.RemoteDisconnected, 1, 10*time.Second)
+	if l, data, got, _ := g.picture(); !strings.HasPrefix(l, "OK ") {
+		t.Fatalf("failover picture: %q", l)
+	} else {
+		g.checkSVE("failover", got, data)
+	}
+	if w := g.where(102); w != relay.WhereFallbackCPU {
+		t.Fatalf("failover picture read at %q", w)
+	}
 	g.quit()
 	g.noStrataLines()
 }
