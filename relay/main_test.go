@@ -90,4 +90,3 @@ func TestUnreadableMmprojWithNothingSavedSaysWhy(t *testing.T) {
 		t.Errorf("stderr does not say the mmproj is unreadable: %q", errs)
 	}
 }
-
