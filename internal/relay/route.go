@@ -67,6 +67,15 @@ func (r *Relay) Encode(ctx context.Context, img, out string) string {
 		return "ERR no second PC is set in the companion settings; pair one first (strata-service remote pair)"
 	}
 	r.useTarget(*st.Remote)
+	if ch := r.link.firstDial(); ch != nil {
+		// The connection opened at start is on its way: wait for it
+		// rather than dial a second one.
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return "ERR the relay is stopping"
+		}
+	}
 	if down, why := r.link.isDown(); down {
 		if r.wake(ctx, st) {
 			return r.encodeRemote(ctx, img, out)
@@ -167,8 +176,15 @@ func (r *Relay) markDown(why string) {
 
 // retry dials the second PC every RetryEvery (or when kicked) until it
 // answers; the connection is kept for the next picture.
-func (r *Relay) retry(stop, kick chan struct{}, now bool) {
+func (r *Relay) retry(stop, kick chan struct{}, now bool, first chan struct{}) {
 	defer r.wg.Done()
+	done := func() {
+		if first != nil {
+			close(first)
+			first = nil
+		}
+	}
+	defer done()
 	for {
 		if !now {
 			select {
@@ -196,6 +212,7 @@ func (r *Relay) retry(stop, kick chan struct{}, now bool) {
 			default:
 			}
 			r.link.markDown(err.Error())
+			done()
 			continue
 		}
 		if r.link.up(c, stop) {
@@ -382,6 +399,23 @@ type linkState struct {
 	spare    Conn
 	stop     chan struct{} // the retry loop's, nil when none runs
 	kick     chan struct{}
+	first    chan struct{} // closed when the retry's immediate first dial ended
+}
+
+// firstDial is the channel of an immediate first dial in progress, or nil.
+func (l *linkState) firstDial() chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.first == nil {
+		return nil
+	}
+	select {
+	case <-l.first:
+		l.first = nil
+		return nil
+	default:
+		return l.first
+	}
 }
 
 func (l *linkState) init() {}
@@ -467,8 +501,13 @@ func (l *linkState) ensureRetry(r *Relay, now bool) {
 		return
 	}
 	l.stop, l.kick = make(chan struct{}), make(chan struct{}, 1)
+	var first chan struct{}
+	if now {
+		first = make(chan struct{})
+		l.first = first
+	}
 	r.wg.Add(1)
-	go r.retry(l.stop, l.kick, now)
+	go r.retry(l.stop, l.kick, now, first)
 }
 
 func (l *linkState) kickRetry() {

@@ -178,7 +178,9 @@ func (pc *secondPC) startRelay(t *testing.T, opt Options) *strata {
 		opt.Dial = SSHDialer(pc.remote)
 	}
 	opt.NEmbd = pc.nEmbd
-	opt.Log = pc.stderr
+	if opt.Log == nil {
+		opt.Log = pc.stderr
+	}
 	if opt.Report == nil {
 		opt.Report = func(e events.Event) { fmt.Fprintln(pc.stderr, events.FormatLine(e)) }
 	}
