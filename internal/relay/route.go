@@ -283,6 +283,9 @@ func (r *Relay) wake(ctx context.Context, st *settings.Settings) bool {
 // encodeLocal reads one picture with this PC's strata-vision on the CPU,
 // kept running between pictures.
 func (r *Relay) encodeLocal(ctx context.Context, st *settings.Settings, img, out, where string) string {
+	if ctx.Err() != nil {
+		return "ERR the relay is stopping"
+	}
 	if st.LocalEncoder == "" {
 		return "ERR this PC's strata-vision is not recorded in the companion settings (local_encoder); run the setup again, or choose where pictures are read in the tray"
 	}
