@@ -31,12 +31,7 @@ func TestStrataDrivesTheBuiltRelay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the relay and starts a real sshd")
 	}
-	bins := t.TempDir()
-	for out, pkg := range map[string]string{"strata-vision-relay": ".", "standin": "../internal/fakeencoder/cmd/strata-vision-standin"} {
-		if b, err := exec.Command("go", "build", "-o", filepath.Join(bins, out), pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-	}
+	relayBin, standinBin := builtBinaries(t)
 	sshd := testenv.StartSSHD(t, testenv.SSHDOptions{})
 	sshd.Stop() // the second PC is off when Strata starts
 
@@ -54,8 +49,8 @@ func TestStrataDrivesTheBuiltRelay(t *testing.T) {
 	}
 	cp(mmproj, filepath.Join(remoteDir, rm), 0o644)
 	cp(model, filepath.Join(remoteDir, rmodel), 0o644)
-	cp(filepath.Join(bins, "strata-vision-relay"), filepath.Join(remoteDir, "strata-vision-relay"), 0o755)
-	cp(filepath.Join(bins, "standin"), filepath.Join(remoteDir, "strata-vision"), 0o755)
+	cp(relayBin, filepath.Join(remoteDir, "strata-vision-relay"), 0o755)
+	cp(standinBin, filepath.Join(remoteDir, "strata-vision"), 0o755)
 	st := &settings.Settings{Vision: settings.PlacementRemote, Remote: &settings.Remote{
 		Host: sshd.Host, Port: sshd.Port, User: sshd.User,
 		HostKey:   strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshd.HostSigner.PublicKey()))),
@@ -69,7 +64,7 @@ func TestStrataDrivesTheBuiltRelay(t *testing.T) {
 
 	engineLog, _ := os.Create(filepath.Join(root, "strata-test.log"))
 	defer engineLog.Close()
-	cmd := exec.Command(filepath.Join(bins, "strata-vision-relay"), "--mmproj", mmproj, "--model", model, "--max-tokens", "6")
+	cmd := exec.Command(relayBin, "--mmproj", mmproj, "--model", model, "--max-tokens", "6")
 	cmd.Dir = root
 	home := t.TempDir()
 	svc := startFakeService(t, home)
