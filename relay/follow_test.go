@@ -708,3 +708,51 @@ func TestUnreadableKeyNamesFileAccountAndService(t *testing.T) {
 		}
 	}
 }
+
+// TestStopDuringAPicture: QUIT, the end of input and SIGTERM each stop a
+// picture in flight (a 20 s encode): its ERR line comes and the relay exits
+// within 1 s, and nothing is left running on the second PC.
+func TestStopDuringAPicture(t *testing.T) {
+	for _, how := range []string{"quit", "eof", "sigterm"} {
+		t.Run(how, func(t *testing.T) {
+			g := newRig(t, testenv.SSHDOptions{}, "STRATA_STANDIN_ENCODE_MS=20000")
+			g.start()
+			img := filepath.Join(g.tmp, "slow.img")
+			os.WriteFile(img, []byte("\x89PNG\r\n\x1a\nxxxxxxxx"), 0o600)
+			fmt.Fprintf(g.stdin, "ENC %s %s\n", img, strings.TrimSuffix(img, ".img")+".sve")
+			for deadline := time.Now().Add(20 * time.Second); len(g.remoteProcs()) < 2; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the agent and its encoder did not start")
+				}
+			}
+			time.Sleep(200 * time.Millisecond) // the picture is with the encoder
+			t0 := time.Now()
+			switch how {
+			case "quit":
+				io.WriteString(g.stdin, "QUIT\n")
+			case "eof":
+				g.stdin.Close()
+			case "sigterm":
+				g.cmd.Process.Signal(syscall.SIGTERM)
+			}
+			if l, _ := g.line(2 * time.Second); !strings.HasPrefix(l, "ERR ") {
+				t.Fatalf("the picture in flight got %q", l)
+			}
+			done := make(chan error, 1)
+			go func() { done <- g.cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(time.Second):
+				t.Fatal("the relay did not exit within 1 s")
+			}
+			exited := time.Since(t0)
+			for len(g.remoteProcs()) > 0 {
+				if time.Since(t0) > 2*time.Second {
+					t.Fatalf("still running on the second PC: %v", g.remoteProcs())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			t.Logf("%s: relay gone %v, everything gone %v", how, exited, time.Since(t0))
+		})
+	}
+}
