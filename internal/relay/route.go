@@ -107,6 +107,9 @@ func (r *Relay) unreachable(ctx context.Context, st *settings.Settings, img, out
 	if !FallbackOn(st) {
 		return "ERR " + why
 	}
+	if st.LocalEncoder == "" {
+		return "ERR " + why + " (the fallback to this PC's CPU is on, but this PC's strata-vision is not recorded in the companion settings: run the setup again)"
+	}
 	if r.link.noteFallback() {
 		r.emit(VisionFallback, "pictures are read on this PC's CPU while the second PC cannot be reached: "+why,
 			map[string]any{"host": r.host(), "where": WhereFallbackCPU})
