@@ -253,9 +253,14 @@ func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 					stop, quit = ctx.Err(), true
 				}
 				if quit {
-					// Give the picture up: its ERR is the last line.
+					// Give the picture up; lines that came after it (Strata
+					// sends one at a time, so only a confused client) get
+					// one reply each too.
 					cancel()
 					reply(<-res)
+					for range pending {
+						reply("ERR the relay is stopping")
+					}
 					return stop
 				}
 			}

@@ -59,9 +59,15 @@ func (r *Relay) Encode(ctx context.Context, img, out string) string {
 		return OffMessage
 	case settings.PlacementCPU:
 		r.dropSession()
+		if msg := checkPicture(img); msg != "" {
+			return msg
+		}
 		return r.encodeLocal(ctx, st, img, out, WhereLocalCPU)
 	case settings.PlacementGPU:
 		return "ERR pictures move to this PC's GPU when Strata restarts (its GPU encoder must take its VRAM before the expert cache is sized); restart Strata from the tray or with `strata-service restart`"
+	}
+	if msg := checkPicture(img); msg != "" {
+		return msg
 	}
 	if st.Remote == nil || st.Remote.Host == "" {
 		return "ERR no second PC is set in the companion settings; pair one first (strata-service remote pair)"
@@ -291,11 +297,6 @@ func (r *Relay) encodeLocal(ctx context.Context, st *settings.Settings, img, out
 	}
 	if st.LocalEncoder == "" {
 		return "ERR this PC's strata-vision is not recorded in the companion settings (local_encoder); run the setup again, or choose where pictures are read in the tray"
-	}
-	if fi, err := os.Stat(img); err != nil {
-		return "ERR cannot read the picture " + img + ": " + errText(err)
-	} else if !fi.Mode().IsRegular() {
-		return "ERR " + img + " is not a regular file; pictures are read from files only"
 	}
 	args := append([]string(nil), r.opt.LocalArgs...)
 	if st.CPUThreads > 0 {
@@ -616,4 +617,18 @@ func fileSize(path string) int64 {
 		return fi.Size()
 	}
 	return 0
+}
+
+// checkPicture refuses what is not a regular file before anything reads it
+// (a device reads without end, a FIFO blocks for ever); the size cap while
+// reading is the transfer's.
+func checkPicture(img string) string {
+	fi, err := os.Stat(img)
+	if err != nil {
+		return "ERR cannot read the picture " + img + ": " + errText(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "ERR " + img + " is not a regular file; pictures are read from files only"
+	}
+	return ""
 }

@@ -187,3 +187,27 @@ func TestServiceReporterDeliversAndSurvivesNoService(t *testing.T) {
 	}
 	_ = sent
 }
+
+// TestDevicesAndFIFOsAreRefusedAtOnce: a device reads without end and a
+// FIFO blocks for ever; neither is read, wherever pictures go.
+func TestDevicesAndFIFOsAreRefusedAtOnce(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "p.img")
+	if err := mkfifo(fifo); err != nil {
+		t.Skip("no FIFOs here: ", err)
+	}
+	for _, p := range []settings.Placement{settings.PlacementRemote, settings.PlacementCPU} {
+		st := &settings.Settings{Vision: p, LocalEncoder: "/nonexistent/strata-vision", Remote: &settings.Remote{Host: "pc"}}
+		for _, img := range []string{"/dev/zero", fifo} {
+			// One request per run: Strata sends one at a time.
+			lines := driveLines(t, Options{
+				Settings: func() (*settings.Settings, error) { return st, nil },
+				Target: func(settings.Remote) Target {
+					return Target{Host: "pc", Dial: func(context.Context, time.Duration) (Conn, error) { return nil, errors.New("down") }}
+				},
+			}, "ENC "+img+" /tmp/x.sve\nQUIT\n")
+			if len(lines) != 2 || !strings.Contains(lines[1], img+" is not a regular file") {
+				t.Fatalf("%s: %d lines %q", p, len(lines), lines)
+			}
+		}
+	}
+}
