@@ -31,12 +31,7 @@ func TestStrataDrivesTheBuiltRelay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the relay and starts a real sshd")
 	}
-	bins := t.TempDir()
-	for out, pkg := range map[string]string{"strata-vision-relay": ".", "standin": "../internal/fakeencoder/cmd/strata-vision-standin"} {
-		if b, err := exec.Command("go", "build", "-o", filepath.Join(bins, out), pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-	}
+	relayBin, standinBin := builtBinaries(t)
 	sshd := testenv.StartSSHD(t, testenv.SSHDOptions{})
 	sshd.Stop() // the second PC is off when Strata starts
 
@@ -54,8 +49,8 @@ func TestStrataDrivesTheBuiltRelay(t *testing.T) {
 	}
 	cp(mmproj, filepath.Join(remoteDir, rm), 0o644)
 	cp(model, filepath.Join(remoteDir, rmodel), 0o644)
-	cp(filepath.Join(bins, "strata-vision-relay"), filepath.Join(remoteDir, "strata-vision-relay"), 0o755)
-	cp(filepath.Join(bins, "standin"), filepath.Join(remoteDir, "strata-vision"), 0o755)
+	cp(relayBin, filepath.Join(remoteDir, "strata-vision-relay"), 0o755)
+	cp(standinBin, filepath.Join(remoteDir, "strata-vision"), 0o755)
 	st := &settings.Settings{Vision: settings.PlacementRemote, Remote: &settings.Remote{
 		Host: sshd.Host, Port: sshd.Port, User: sshd.User,
 		HostKey:   strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshd.HostSigner.PublicKey()))),
@@ -69,9 +64,11 @@ func TestStrataDrivesTheBuiltRelay(t *testing.T) {
 
 	engineLog, _ := os.Create(filepath.Join(root, "strata-test.log"))
 	defer engineLog.Close()
-	cmd := exec.Command(filepath.Join(bins, "strata-vision-relay"), "--mmproj", mmproj, "--model", model, "--max-tokens", "6")
+	cmd := exec.Command(relayBin, "--mmproj", mmproj, "--model", model, "--max-tokens", "6")
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "STRATA_COMPANION_SETTINGS="+settingsFile) // the config's `env`
+	home := t.TempDir()
+	svc := startFakeService(t, home)
+	cmd.Env = append(os.Environ(), "STRATA_COMPANION_SETTINGS="+settingsFile, "STRATA_COMPANION_HOME="+home) // the config's `env`
 	cmd.Stderr = engineLog
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
@@ -119,6 +116,9 @@ func TestStrataDrivesTheBuiltRelay(t *testing.T) {
 	t.Logf("ERR after %v with the second PC off: %s", d, l)
 
 	sshd.Start()
+	// The relay retries in the background while the PC is known down; the
+	// picture after it answered again goes there.
+	svc.waitFor(t, events.RemoteReachable, 1, 15*time.Second)
 	for i := 2; i < 5; i++ {
 		l, data, sve, d := send(i)
 		if !strings.HasPrefix(l, "OK 6 2 3 ") {
@@ -137,6 +137,15 @@ func TestStrataDrivesTheBuiltRelay(t *testing.T) {
 	}
 	t.Logf("ERR after %v with sshd stopped: %s", d, l)
 	sshd.Start()
+	// The connection closed mid-picture: the next picture reconnects by
+	// itself, unless a dial already found the PC down; then the background
+	// retry must reach it first.
+	for deadline := time.Now().Add(15 * time.Second); svc.count(events.RemoteUnreachable) > svc.count(events.RemoteReachable); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the relay did not reach the second PC again: %v", svc.all())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if l, _, _, _ := send(10); !strings.HasPrefix(l, "OK ") {
 		t.Fatalf("ENC after sshd restarted: %q", l)
 	}
@@ -153,21 +162,28 @@ func TestStrataDrivesTheBuiltRelay(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the relay did not exit within 10 s of QUIT")
 	}
-	log, _ := os.ReadFile(engineLog.Name())
+	// The events went to the service, none to the engine log.
 	kinds := map[events.Kind]bool{}
-	for _, l := range strings.Split(string(log), "\n") {
-		if e, ok := events.ParseLine(l); ok {
-			kinds[e.Kind] = true
-		}
+	for _, e := range svc.all() {
+		kinds[e.Kind] = true
 	}
 	for _, k := range []events.Kind{events.RemoteUnreachable, events.RemoteConnected, events.RemoteDisconnected, events.PictureEncoded} {
 		if !kinds[k] {
-			t.Errorf("the engine log has no %s event:\n%s", k, log)
+			t.Errorf("the service got no %s event: %v", k, svc.all())
 		}
 	}
-	// n_embd written back to the settings for the next start.
-	if s, _ := settings.Load(settingsFile); s.Remote.NEmbd != 32 {
-		t.Errorf("settings n_embd = %d, want 32", s.Remote.NEmbd)
+	log, _ := os.ReadFile(engineLog.Name())
+	for _, l := range strings.Split(string(log), "\n") {
+		if strings.HasPrefix(l, "strata") || strings.HasPrefix(l, "ERR") {
+			t.Errorf("engine log line from the relay: %q", l)
+		}
+	}
+	// n_embd goes to the service (which records it), not into the settings.
+	if svc.nEmbd != 32 {
+		t.Errorf("n_embd reported = %d, want 32", svc.nEmbd)
+	}
+	if s, _ := settings.Load(settingsFile); s.Remote.NEmbd != 0 {
+		t.Errorf("the relay wrote n_embd %d into the settings", s.Remote.NEmbd)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {

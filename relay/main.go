@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -27,15 +28,21 @@ import (
 // sets it, since the relay runs as Strata's child, maybe as another account.
 const EnvSettings = "STRATA_COMPANION_SETTINGS"
 
-const usage = `strata-vision-relay %s: Strata's image encoder, with the work done on a second PC.
+const usage = `This is strata-vision-relay %s, part of Strata Companion: the image encoder that Strata
+runs (its config's vision "exe") when pictures are read on a second PC, or on this PC's CPU
+by the companion's choice. It is not meant to be run by hand.
 
-Strata starts it as its vision "exe":
+How Strata starts it (exactly as it starts its own strata-vision):
   strata-vision-relay --mmproj FILE --model FILE [--gpu] [--threads N] [--max-tokens N]
-It answers READY at once, then each "ENC <image> <output>" line with "OK ..." or "ERR <reason>".
-The second PC comes from the companion settings named by $STRATA_COMPANION_SETTINGS
-(else the companion's usual settings file).
+It answers "READY <n_embd>" at once, then each "ENC <image> <output>" line with one
+"OK ..." or "ERR <reason>" line, until "QUIT" or the end of its input. For every picture it
+reads the companion settings (named by $STRATA_COMPANION_SETTINGS, else the usual
+settings.json) and reads the picture where they say now: the second PC, this PC's CPU,
+or nowhere (vision off). Its events go to the Strata Companion service, not to Strata's log.
 
-On the second PC (started by the relay over ssh):
+To set it up, use Strata Companion's setup or:  strata-service vision remote
+
+On the second PC the same program runs as the agent (started by the relay over ssh):
   strata-vision-relay agent --encoder FILE --mmproj FILE --model FILE [--gpu] [--threads N]
                             [--max-tokens N] [--idle-stop SECONDS]
 
@@ -47,6 +54,13 @@ func main() {
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// say writes a line for a person to stderr, which Strata appends to its
+// engine log: never a line that starts with "strata" (Strata takes the last
+// such line as the engine's last words when the engine dies).
+func say(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "vision relay: "+format+"\n", args...)
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -68,11 +82,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(fs.Output(), usage, version.Version)
 		fs.PrintDefaults()
 	}
+	if len(args) == 0 {
+		// Strata always passes --mmproj and --model: a person ran it.
+		fs.Usage()
+		return 2
+	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
-			fs.SetOutput(stdout)
-			fs.Usage()
-			return 0
+			return 2
 		}
 		return 2
 	}
@@ -82,10 +99,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		settingsPath = locations.SettingsFile()
 	}
 	// Nothing below may wait on the network or fail: Strata needs READY
-	// first, or it does not start at all.
-	st, err := settings.Load(settingsPath)
+	// first, or it does not start at all. What a person must read when
+	// pictures cannot work goes to stderr (Strata's engine log), once.
+	sf := &relay.SettingsFile{Path: settingsPath}
+	st, err := sf.Get()
 	if err != nil {
-		fmt.Fprintln(stderr, "strata-vision-relay: "+err.Error())
+		say(stderr, "%v; pictures are answered with this error until it is fixed", err)
 		st = &settings.Settings{}
 	}
 	r := settings.Remote{}
@@ -95,45 +114,46 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	nEmbd, err := gguf.NEmbd(*mmproj)
 	if err != nil {
 		nEmbd = r.NEmbd
-		fmt.Fprintf(stderr, "strata-vision-relay: n_embd not read from the mmproj (%v); using %d, the value the second PC last reported\n", err, nEmbd)
-	}
-	osName := relay.RemoteOS(r.OS, r.RemoteDir)
-	encoder := r.EncoderPath
-	if encoder == "" {
-		encoder = "strata-vision"
-		if osName == "windows" {
-			encoder += ".exe"
+		if nEmbd == 0 {
+			// Strata must still get READY or it does not start at all (text
+			// included): READY 0, and the real problem said here.
+			say(stderr, "cannot read the vision projector %s (%v) and no second PC has reported its size yet; "+
+				"Strata is told READY 0 so text keeps working, but pictures need a readable mmproj: check the path in Strata's config (vision.mmproj) and that this account can read it", *mmproj, err)
 		}
 	}
-	rm, rmodel := relay.RemoteFiles(*mmproj, *model)
-	a := relay.AgentArgs{OS: osName, RemoteDir: r.RemoteDir, Encoder: encoder, Mmproj: rm, Model: rmodel,
-		GPU: *gpu, Threads: *threads, MaxTokens: *maxTokens, IdleStopS: r.IdleStopS}
-	host := r.Host
-	if host == "" {
-		host = "(none set)"
+	target := func(r settings.Remote) relay.Target {
+		osName := relay.RemoteOS(r.OS, r.RemoteDir)
+		encoder := r.EncoderPath
+		if encoder == "" {
+			encoder = "strata-vision"
+			if osName == "windows" {
+				encoder += ".exe"
+			}
+		}
+		rm, rmodel := relay.RemoteFiles(*mmproj, *model)
+		a := relay.AgentArgs{OS: osName, RemoteDir: r.RemoteDir, Encoder: encoder, Mmproj: rm, Model: rmodel,
+			GPU: *gpu, Threads: *threads, MaxTokens: *maxTokens, IdleStopS: r.IdleStopS}
+		return relay.Target{Host: r.Host, Dial: relay.SSHDialer(r), AgentCommand: a.Command(), IdleStopS: r.IdleStopS}
 	}
+	local := []string{"--mmproj", *mmproj, "--model", *model}
+	if *maxTokens > 0 {
+		local = append(local, "--max-tokens", strconv.Itoa(*maxTokens))
+	}
+	rep := relay.NewServiceReporter(nil)
 	rl := relay.New(relay.Options{
-		Host:         host,
-		Dial:         relay.SSHDialer(r),
-		AgentCommand: a.Command(),
-		NEmbd:        nEmbd,
-		SavedNEmbd:   r.NEmbd,
-		SaveNEmbd: func(n int) error {
-			s, err := settings.Load(settingsPath)
-			if err != nil {
-				return err
-			}
-			if s.Remote == nil {
-				return fmt.Errorf("no second PC in %s", settingsPath)
-			}
-			s.Remote.NEmbd = n
-			return s.Save(settingsPath)
-		},
-		Stderr: stderr,
+		Host:        "(none set)",
+		Dial:        relay.SSHDialer(settings.Remote{}),
+		NEmbd:       nEmbd,
+		Settings:    sf.Get,
+		Target:      target,
+		LocalArgs:   local,
+		Report:      rep.Event,
+		ReportNEmbd: rep.NEmbd,
 	})
-	fmt.Fprintf(stderr, "strata-vision-relay %s: pictures are read on second PC %s; READY %d\n", version.Version, host, nEmbd)
-	if err := rl.Run(ctx, stdin, stdout); err != nil && ctx.Err() == nil {
-		fmt.Fprintln(stderr, "strata-vision-relay: "+err.Error())
+	err = rl.Run(ctx, stdin, stdout)
+	rep.Close(500 * time.Millisecond)
+	if err != nil && ctx.Err() == nil {
+		say(stderr, "reading Strata's requests failed: %v", err)
 	}
 	return 0
 }

@@ -159,6 +159,7 @@ func (c *Controller) loadLocal() {
 		s = &settings.Settings{}
 	}
 	c.rules.Off = !s.NotificationsOn()
+	c.in.FallbackCPU = s.FallbackCPU != nil && *s.FallbackCPU
 	c.in.RemoteName, c.remoteAddr = "", ""
 	if s.Remote != nil && s.Remote.Host != "" {
 		c.in.RemoteName = s.Remote.Host
@@ -194,6 +195,7 @@ func (c *Controller) update(u watch.Update) {
 	} else {
 		c.in.State = u.State
 		c.in.Reach, c.in.Problem = traymodel.Connected, ""
+		c.in.Relay.Fold(u.Events)
 		var notices []traymodel.Notice
 		if c.seen {
 			notices = c.rules.Observe(c.prev, u.State, u.Events, now)
@@ -332,6 +334,24 @@ func (c *Controller) click(id traymodel.ItemID) {
 			} else {
 				c.in.Autostart = want
 			}
+		}
+	case traymodel.ItemFallback:
+		if c.busy || c.in.State == nil {
+			break
+		}
+		// No restart: the relay reads the setting for each picture.
+		want := !c.in.FallbackCPU
+		cl, err := c.connectOrDefault()
+		if err == nil {
+			ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+			_, err = cl.PatchSettings(ctx, controlapi.SettingsPatch{FallbackCPU: &want})
+			cancel()
+		}
+		if err != nil {
+			c.logf("changing the fallback setting: %v", err)
+			c.notify(traymodel.Notice{Topic: "tray", Title: "Could not change " + traymodel.FallbackTitle, Body: err.Error()})
+		} else {
+			c.in.FallbackCPU = want
 		}
 	case traymodel.ItemQuit:
 		if c.Quit != nil {

@@ -427,3 +427,37 @@ func TestSwitchRefused(t *testing.T) {
 		t.Errorf("notices %q", got)
 	}
 }
+
+// TestRelayEventsAndFallbackSwitch: the relay's picture, wake and failover
+// events show in the menu; the fallback switch posts the setting (no
+// restart) and shows the new value.
+func TestRelayEventsAndFallbackSwitch(t *testing.T) {
+	r := start(t, readyRemote(time.Now().Add(-time.Hour)), true)
+	r.view.waitFor(t, "ready", func(m traymodel.Menu) bool { return m.Icon == assets.TrayReady })
+	m := r.view.waitFor(t, "fallback switch", func(m traymodel.Menu) bool { return m.Items[traymodel.ItemFallback].Visible })
+	if m.Items[traymodel.ItemFallback].Checked {
+		t.Fatal("fallback checked while the settings have it off")
+	}
+	r.api.Change(func(*controlapi.State) {},
+		events.Event{Kind: traymodel.KindFallback, Message: "second PC off"},
+		events.Event{Kind: events.PictureEncoded, Time: time.Now(), Details: map[string]any{"where": traymodel.WhereFallbackCPU, "ms": 15270}})
+	r.view.waitFor(t, "last picture line", func(m traymodel.Menu) bool {
+		return strings.Contains(item(m, traymodel.ItemLastPicture), "on this CPU (fallback), 15 s") && strings.Contains(item(m, traymodel.ItemLastPicture), "fallbacks: 1")
+	})
+	r.ctl.Click(traymodel.ItemFallback)
+	r.view.waitFor(t, "fallback on", func(m traymodel.Menu) bool { return m.Items[traymodel.ItemFallback].Checked })
+	var patched *controlapi.SettingsPatch
+	for _, p := range r.api.Posts() {
+		if p.Path == "/v1/settings" {
+			patched = p.Settings
+		}
+	}
+	if patched == nil || patched.FallbackCPU == nil || !*patched.FallbackCPU {
+		t.Fatalf("posts %+v: want POST /v1/settings with fallback_cpu true", r.api.Posts())
+	}
+	for _, p := range r.api.Posts() {
+		if p.Path == "/v1/vision" || strings.HasPrefix(p.Path, "/v1/server/") {
+			t.Fatalf("the fallback switch restarted or reconfigured Strata: %+v", p)
+		}
+	}
+}

@@ -25,11 +25,13 @@ const (
 	ItemServerDetail               // status: why it failed / what to do (hidden when empty)
 	ItemVision                     // status: where vision runs, the encoder, the last picture
 	ItemRemote                     // status: the second PC (hidden unless vision runs there)
+	ItemLastPicture                // status: where the last picture was read, wakes, failovers (hidden when none)
 	ItemProgress                   // status: an action in progress (hidden when none)
 	ItemVisionGPU                  // choice: vision on this PC's GPU
 	ItemVisionCPU                  // choice: vision on this PC's CPU
 	ItemVisionRemote               // choice: vision on the second PC
 	ItemVisionOff                  // choice: no vision
+	ItemFallback                   // switch: read on this PC's CPU when the second PC is off (hidden without a second PC)
 	ItemRestart                    // Restart Strata
 	ItemOpenBrowser                // Open Strata in the browser
 	ItemViewLogs                   // View logs
@@ -40,13 +42,13 @@ const (
 )
 
 // SeparatorAfter lists the items followed by a separator line.
-var SeparatorAfter = map[ItemID]bool{ItemProgress: true, ItemVisionOff: true, ItemSetup: true}
+var SeparatorAfter = map[ItemID]bool{ItemProgress: true, ItemFallback: true, ItemSetup: true}
 
 // Checkable reports whether id has a check box (the vision choices and the
 // autostart switch).
 func (id ItemID) Checkable() bool {
 	switch id {
-	case ItemVisionGPU, ItemVisionCPU, ItemVisionRemote, ItemVisionOff, ItemAutostart:
+	case ItemVisionGPU, ItemVisionCPU, ItemVisionRemote, ItemVisionOff, ItemAutostart, ItemFallback:
 		return true
 	}
 	return false
@@ -106,6 +108,10 @@ type Input struct {
 	Pending *Pending
 	// Autostart: the tray starts at login (the user turned it on).
 	Autostart bool
+	// FallbackCPU is the settings' fallback_cpu.
+	FallbackCPU bool
+	// Relay is what the relay reported: the last picture, wakes, failovers.
+	Relay RelayView
 }
 
 // Pending is an action in progress, shown until the server is ready again.
@@ -132,6 +138,7 @@ func Build(in Input) Menu {
 		status(ItemServerDetail, in.Problem)
 		status(ItemVision, "")
 		status(ItemRemote, "")
+		status(ItemLastPicture, "")
 		m.Icon = assets.TrayOffline
 		m.Tooltip = clip("Strata Companion: " + serviceDown(in.Reach))
 	} else {
@@ -139,6 +146,7 @@ func Build(in Input) Menu {
 		status(ItemServerDetail, serverDetail(st))
 		status(ItemVision, visionLine(st, in.Now))
 		status(ItemRemote, remoteLine(st, in.Now))
+		status(ItemLastPicture, in.Relay.Line(in.Now))
 		m.Icon = Icon(st)
 		m.Tooltip = Tooltip(st)
 	}
@@ -189,6 +197,7 @@ func Build(in Input) Menu {
 	}
 
 	connected := in.Reach == Connected && st != nil
+	m.Items[ItemFallback] = Item{Title: FallbackTitle, Visible: in.RemoteName != "", Enabled: connected, Checked: in.FallbackCPU}
 	m.Items[ItemRestart] = Item{Title: "Restart Strata", Visible: true, Enabled: connected && (in.Pending == nil || in.Pending.Err != "")}
 	if connected && st.Server.Phase == controlapi.PhaseStopped {
 		m.Items[ItemRestart].Title = "Start Strata"

@@ -102,6 +102,7 @@ func (r *Rules) allow(n Notice, now time.Time) bool {
 // limiting.
 func Transitions(prev, cur *controlapi.State, evs []events.Event) []Notice {
 	var out []Notice
+	out = append(out, RelayNotices(evs)...)
 	ps, cs := prev.Server, cur.Server
 
 	// The server became ready after a start (or restarted and is ready again).

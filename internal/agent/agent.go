@@ -114,6 +114,10 @@ type agent struct {
 	lastUse  time.Time
 	pictures int
 	put      *putState
+	// inputEnded is closed when the relay's side of the session ended (its
+	// input hit EOF or broke): a picture in flight is abandoned at once and
+	// its encoder killed, so a relay told to QUIT leaves nothing running.
+	inputEnded chan struct{}
 }
 
 type putState struct {
@@ -127,7 +131,7 @@ type putState struct {
 // scratch folder before returning.
 func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	cfg.defaults()
-	a := &agent{cfg: cfg, fw: framing.NewWriter(out), state: "stopped"}
+	a := &agent{cfg: cfg, fw: framing.NewWriter(out), state: "stopped", inputEnded: make(chan struct{})}
 	a.cleanStaleScratch()
 	var err error
 	if a.scratch, err = os.MkdirTemp(cfg.ScratchParent, ScratchPrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
@@ -157,6 +161,9 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 		fr := framing.NewReader(in)
 		for {
 			t, p, err := fr.Next()
+			if err != nil {
+				close(a.inputEnded)
+			}
 			select {
 			case frames <- frame{t, p, err}:
 			case <-stopRead:
@@ -183,10 +190,11 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 			fmt.Fprintf(cfg.Log, "strata-vision-relay agent: nothing from the relay for %s; its PC is gone, ending the session\n", cfg.Silence)
 			return errors.New("the relay fell silent")
 		case <-idle.C:
-			if a.enc != nil && cfg.IdleStop > 0 && time.Since(a.lastUse) >= cfg.IdleStop {
+			// a.cfg: the relay may change the idle stop (SetIdle).
+			if a.enc != nil && a.cfg.IdleStop > 0 && time.Since(a.lastUse) >= a.cfg.IdleStop {
 				a.stopEncoder()
-				fmt.Fprintf(cfg.Log, "strata-vision-relay agent: encoder stopped after %s without pictures\n", cfg.IdleStop)
-				a.event(framing.AgentEvent{Kind: "idle_stopped", IdleS: int(cfg.IdleStop / time.Second)})
+				fmt.Fprintf(cfg.Log, "strata-vision-relay agent: encoder stopped after %s without pictures\n", a.cfg.IdleStop)
+				a.event(framing.AgentEvent{Kind: "idle_stopped", IdleS: int(a.cfg.IdleStop / time.Second)})
 			}
 		case f := <-frames:
 			if f.err != nil {
@@ -196,6 +204,9 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 				return f.err
 			}
 			if err := a.handle(f.t, f.p); err != nil {
+				if err == io.EOF {
+					return nil // the session ended during a picture
+				}
 				return err
 			}
 			silence.Reset(cfg.Silence)
@@ -219,6 +230,15 @@ func (a *agent) handle(t framing.Type, p []byte) error {
 			return err
 		}
 		return a.encode(id, img)
+	case framing.SetIdle:
+		var q framing.IdleSetting
+		if err := json.Unmarshal(p, &q); err != nil || q.IdleStopS < 0 {
+			return a.fail(0, "bad idle-stop setting")
+		}
+		// Applied from now on: the idle check runs every second, and a
+		// stopped encoder starts on the next picture.
+		a.cfg.IdleStop = time.Duration(q.IdleStopS) * time.Second
+		return nil
 	case framing.AskStatus:
 		return a.fw.WriteJSON(framing.StatusReply, a.status())
 	case framing.Wake:
@@ -311,7 +331,15 @@ func (a *agent) encode(id uint32, img []byte) error {
 	if err := os.WriteFile(in, img, 0o600); err != nil {
 		return a.fail(id, fmt.Sprintf("cannot write the picture on the second PC: %v (is its disk full?)", err))
 	}
-	line, err := a.enc.request("ENC "+in+" "+out, a.cfg.EncodeTimeout)
+	line, err := a.enc.request("ENC "+in+" "+out, a.cfg.EncodeTimeout, a.inputEnded)
+	if errors.Is(err, errCancelled) {
+		// The relay is gone or stopping: no one waits for this picture.
+		fmt.Fprintln(a.cfg.Log, "strata-vision-relay agent: the relay ended the session during a picture; stopping the encoder")
+		a.enc.stop(0)
+		a.enc = nil
+		a.state = "stopped"
+		return io.EOF
+	}
 	if err != nil {
 		msg := err.Error()
 		if errors.Is(err, errEncoderStopped) {

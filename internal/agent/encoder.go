@@ -120,8 +120,14 @@ func startEncoder(path string, args []string, stderr io.Writer, timeout time.Dur
 	return e, nil
 }
 
-// request sends one line and waits for the reply line.
-func (e *encoder) request(line string, timeout time.Duration) (string, error) {
+// errCancelled means the request was given up on its caller's word (the
+// relay's session ended, or Strata sent QUIT): the encoder must be stopped,
+// as it may still be reading the picture.
+var errCancelled = errors.New("the request was cancelled")
+
+// request sends one line and waits for the reply line, the timeout, or
+// cancel (nil: never).
+func (e *encoder) request(line string, timeout time.Duration, cancel <-chan struct{}) (string, error) {
 	if _, err := io.WriteString(e.stdin, line+"\n"); err != nil {
 		return "", errEncoderStopped
 	}
@@ -135,6 +141,8 @@ func (e *encoder) request(line string, timeout time.Duration) (string, error) {
 		return l, nil
 	case <-t.C:
 		return "", fmt.Errorf("the encoder gave no answer within %s", timeout)
+	case <-cancel:
+		return "", errCancelled
 	}
 }
 

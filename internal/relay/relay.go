@@ -25,6 +25,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/framing"
+	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
 )
 
@@ -36,9 +37,10 @@ const (
 	DefaultConnectTimeout = 5 * time.Second
 	// DefaultHelloTimeout bounds the agent's start on the second PC.
 	DefaultHelloTimeout = 10 * time.Second
-	// DefaultRequestTimeout is the backstop for one picture on a live link:
-	// the agent's own bounds (encoder start 300 s, encode 120 s) come first.
-	DefaultRequestTimeout = 450 * time.Second
+	// DefaultRequestTimeout bounds a picture until a few were timed (the
+	// agent's own bound for one encode); then the bound follows what
+	// pictures take (pictureTimes.bound).
+	DefaultRequestTimeout = 120 * time.Second
 	// keepaliveEvery is how often a kept connection is checked.
 	keepaliveEvery = 2 * time.Second
 	// pingEvery keeps the agent's silence watchdog (60 s) from firing.
@@ -54,19 +56,45 @@ type Options struct {
 	AgentCommand string
 	// NEmbd is what READY says.
 	NEmbd int
-	// SaveNEmbd records an n_embd the agent reported (settings write-back);
-	// optional, failures are logged and tolerated.
-	SaveNEmbd func(int) error
-	// SavedNEmbd is the value the settings hold now (SaveNEmbd is called
-	// only when the agent reports another).
-	SavedNEmbd int
+	// ReportNEmbd hands an n_embd the second PC's encoder reported to the
+	// service (which records it in the settings); optional, never blocks.
+	ReportNEmbd func(int)
+	// Settings returns the companion settings as they are now; it is called
+	// for every picture (SettingsFile.Get: one stat, a reread on change).
+	// Nil: every picture goes to the second PC of Host, Dial, AgentCommand.
+	Settings func() (*settings.Settings, error)
+	// Target turns the settings' second PC into where to dial and what to
+	// run there (nil: only Host/Dial/AgentCommand; see main's target).
+	Target func(settings.Remote) Target
+	// LocalArgs are strata-vision's arguments for pictures read on this
+	// PC's CPU (the relay's own --mmproj, --model, --max-tokens; never --gpu).
+	LocalArgs []string
+	// Wake sends the Wake-on-LAN packet for the second PC (nil: wol.Send).
+	Wake func(mac, broadcast string, port int) error
+	// Report receives every event, for the service (ServiceReporter.Event);
+	// it must not block. Nil: events are dropped.
+	Report func(events.Event)
+	// Log receives lines for a developer (tests); nil: discarded. Nothing
+	// the relay does after READY is written to Stderr.
+	Log io.Writer
 
 	ConnectTimeout time.Duration
 	HelloTimeout   time.Duration
+	// RequestTimeout is the bound for a picture before any picture has
+	// been timed; after that the bound follows what pictures take (bound).
 	RequestTimeout time.Duration
-	// Stderr receives event lines and human lines (Strata appends it to
-	// its engine log, which the service follows).
-	Stderr io.Writer
+	// RetryEvery is the pause between the background connection attempts
+	// while the second PC is known to be down (default 2 s).
+	RetryEvery time.Duration
+}
+
+// Target is the second PC as the relay reaches it.
+type Target struct {
+	Host         string
+	Dial         Dialer
+	AgentCommand string
+	// IdleStopS is sent to a running agent when it changes (SetIdle).
+	IdleStopS int
 }
 
 // Relay serves one Strata encoder session.
@@ -75,16 +103,26 @@ type Relay struct {
 
 	outMu sync.Mutex // Stderr is written from several goroutines
 
-	conn      Conn
-	connStop  chan struct{} // closed to stop the conn's monitor
-	connDead  chan string   // the monitor's reason when it closed the conn
-	sessMu    sync.Mutex    // guards sess against the monitor's read
-	sess      *agentSession
-	nextID    uint32
-	reachable int // 1 up, -1 unreachable, 0 unknown: events on transitions only
+	conn     Conn
+	connStop chan struct{} // closed to stop the conn's monitor
+	connDead chan string   // the monitor's reason when it closed the conn
+	sessMu   sync.Mutex    // guards sess against the monitor's read
+	sess     *agentSession
+	nextID   uint32
 
-	nMu        sync.Mutex
-	savedNEmbd int
+	nMu           sync.Mutex
+	reportedNEmbd int
+
+	hostMu    sync.Mutex // guards opt.Host, opt.Dial, opt.AgentCommand against the monitor and prober
+	targetKey string
+	idleStopS int // what the current session's agent was told
+
+	link     linkState
+	local    localEncoder
+	times    pictureTimes // pictures on the second PC
+	ltimes   pictureTimes // pictures on this PC's CPU
+	wokeAt   time.Time
+	cmdIdleS int // the idle stop in the agent's command line
 
 	wg sync.WaitGroup // every goroutine the relay starts
 }
@@ -100,28 +138,45 @@ func New(opt Options) *Relay {
 	if opt.RequestTimeout <= 0 {
 		opt.RequestTimeout = DefaultRequestTimeout
 	}
-	if opt.Stderr == nil {
-		opt.Stderr = io.Discard
+	if opt.RetryEvery <= 0 {
+		opt.RetryEvery = 2 * time.Second
 	}
-	return &Relay{opt: opt, savedNEmbd: opt.SavedNEmbd}
+	if opt.Log == nil {
+		opt.Log = io.Discard
+	}
+	r := &Relay{opt: opt}
+	r.link.init()
+	return r
 }
 
+// logf writes a line for a developer (Options.Log), never to Strata's log.
 func (r *Relay) logf(format string, args ...any) {
 	r.outMu.Lock()
 	defer r.outMu.Unlock()
-	fmt.Fprintf(r.opt.Stderr, "strata-vision-relay: "+format+"\n", args...)
+	fmt.Fprintf(r.opt.Log, "vision relay: "+format+"\n", args...)
 }
 
+// emit hands an event to the service (Options.Report), without waiting.
 func (r *Relay) emit(kind events.Kind, msg string, details map[string]any) {
-	line := events.FormatLine(events.Event{Time: time.Now(), Kind: kind, Message: msg, Details: details})
-	r.outMu.Lock()
-	defer r.outMu.Unlock()
-	fmt.Fprintln(r.opt.Stderr, line)
+	e := events.Event{Time: time.Now(), Kind: kind, Message: msg, Details: details}
+	if r.opt.Report != nil {
+		r.opt.Report(e)
+	}
+}
+
+// host names the second PC in messages.
+func (r *Relay) host() string {
+	r.hostMu.Lock()
+	defer r.hostMu.Unlock()
+	return r.opt.Host
 }
 
 // Run prints READY, then answers each request line until QUIT, the end of
 // in, or ctx; it closes everything (the agent, the encoder it runs, the
-// connection) before returning.
+// connection, the local encoder) before returning. Every request line gets
+// exactly one reply line, QUIT excepted (the encoder protocol has none). A
+// picture in flight is given up, with its ERR line, when QUIT, the end of in
+// or ctx comes: Strata never waits on it to stop the relay.
 func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	w := bufio.NewWriter(out)
 	reply := func(s string) error {
@@ -133,48 +188,86 @@ func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	if err := reply("READY " + strconv.Itoa(r.opt.NEmbd)); err != nil {
 		return err
 	}
-	lines := make(chan string)
+	r.start()
+	lines := make(chan inLine)
 	readErr := make(chan error, 1)
 	// This reader is not in r.wg: a read cannot be interrupted, and Close
 	// must not wait for Strata to close our stdin (the process exits anyway).
-	go func() {
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
+	go readLines(ctx, in, MaxLine, lines, readErr)
+	var pending []inLine // lines that came while a picture was read
+	for {
+		var l inLine
+		if len(pending) > 0 {
+			l, pending = pending[0], pending[1:]
+		} else {
 			select {
-			case lines <- sc.Text():
 			case <-ctx.Done():
-				return
+				return ctx.Err()
+			case err := <-readErr:
+				return err // end of input: Strata is gone
+			case l = <-lines:
 			}
 		}
-		select {
-		case readErr <- sc.Err():
-		case <-ctx.Done():
+		if l.tooLong {
+			if err := reply(fmt.Sprintf("ERR the request line is over %d KiB; expected ENC <image> <output>", MaxLine>>10)); err != nil {
+				return err
+			}
+			continue
 		}
-	}()
-	for {
-		var line string
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-readErr:
-			return err // end of input: Strata is gone
-		case line = <-lines:
-		}
-		line = strings.TrimRight(line, "\r")
+		line := strings.TrimRight(l.s, "\r")
 		switch {
 		case line == "QUIT":
 			return nil
 		case strings.HasPrefix(line, "ENC "):
 			img, sve, ok := splitENC(line[4:])
 			if !ok {
-				reply("ERR the request " + strconv.Quote(line) + " is not ENC <image> <output>")
+				if err := reply("ERR the request " + strconv.Quote(line) + " is not ENC <image> <output>"); err != nil {
+					return err
+				}
 				continue
 			}
-			if err := reply(r.Encode(ctx, img, sve)); err != nil {
-				return err
+			pctx, cancel := context.WithCancel(ctx)
+			res := make(chan string, 1)
+			go func() { res <- r.Encode(pctx, img, sve) }()
+			var stop error
+			quit := false
+		wait:
+			for {
+				select {
+				case rep := <-res:
+					cancel()
+					if err := reply(rep); err != nil {
+						return err
+					}
+					break wait
+				case nl := <-lines:
+					if nl.s == "QUIT" || nl.s == "QUIT\r" {
+						quit = true
+					} else {
+						pending = append(pending, nl)
+						continue
+					}
+				case stop = <-readErr:
+					quit = true
+				case <-ctx.Done():
+					stop, quit = ctx.Err(), true
+				}
+				if quit {
+					// Give the picture up; lines that came after it (Strata
+					// sends one at a time, so only a confused client) get
+					// one reply each too.
+					cancel()
+					reply(<-res)
+					for range pending {
+						reply("ERR the relay is stopping")
+					}
+					return stop
+				}
 			}
 		case strings.TrimSpace(line) == "":
+			if err := reply("ERR an empty request line; expected ENC <image> <output>"); err != nil {
+				return err
+			}
 		default:
 			if err := reply("ERR unknown request " + strconv.Quote(line)); err != nil {
 				return err
@@ -198,8 +291,9 @@ func splitENC(rest string) (img, out string, ok bool) {
 	return f[0], f[1], true
 }
 
-// Encode does one picture and returns the reply line ("OK ..." or "ERR ...").
-func (r *Relay) Encode(ctx context.Context, img, out string) string {
+// encodeRemote reads one picture on the second PC and returns the reply line
+// ("OK ..." or "ERR ...").
+func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 	t0 := time.Now()
 	st, err := os.Stat(img)
 	if err != nil {
@@ -228,15 +322,17 @@ func (r *Relay) Encode(ctx context.Context, img, out string) string {
 	if err := sess.fw.Write(framing.Encode, framing.PutID(id), data); err != nil {
 		return "ERR " + r.lostReason(sess, err)
 	}
-	timer := time.NewTimer(r.opt.RequestTimeout)
+	bound := r.times.bound(len(data), r.opt.RequestTimeout)
+	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return "ERR the relay is stopping"
 		case <-timer.C:
+			r.killAgent(sess) // it may be hung: leave nothing running there
 			r.dropSession()
-			return fmt.Sprintf("ERR second PC %s gave no result within %s; pictures are unavailable for now, text still works", r.opt.Host, r.opt.RequestTimeout)
+			return fmt.Sprintf("ERR second PC %s gave no result within %s (pictures took %s lately); pictures are unavailable for now, text still works", r.host(), bound.Round(100*time.Millisecond), r.times.median().Round(time.Millisecond))
 		case <-sess.done:
 			return "ERR " + r.lostReason(sess, nil)
 		case f := <-sess.replies:
@@ -257,6 +353,7 @@ func (r *Relay) Encode(ctx context.Context, img, out string) string {
 					os.Remove(f.tmp)
 					return "ERR cannot write the result " + out + ": " + errText(err)
 				}
+				r.times.add(time.Since(t0), len(data)+int(fileSize(out)))
 				r.reportPicture(sess, f.line, time.Since(t0))
 				return f.line
 			case framing.Error:
@@ -278,10 +375,10 @@ func (r *Relay) reportPicture(sess *agentSession, okLine string, total time.Dura
 		encMS, _ = strconv.Atoi(f[4])
 	}
 	if w := sess.takeWoke(); w != nil {
-		r.emit(events.EncoderWoke, "", map[string]any{"start_ms": w.StartMS, "encode_ms": encMS, "where": "remote", "host": r.opt.Host})
-		r.logf("the encoder on %s woke: start %d ms, encode %d ms", r.opt.Host, w.StartMS, encMS)
+		r.emit(events.EncoderWoke, "", map[string]any{"start_ms": w.StartMS, "encode_ms": encMS, "where": "remote", "host": r.host()})
+		r.logf("the encoder on %s woke: start %d ms, encode %d ms", r.host(), w.StartMS, encMS)
 	}
-	r.emit(events.PictureEncoded, "", map[string]any{"ms": total.Milliseconds(), "encode_ms": encMS, "tokens": tokens, "where": "remote"})
+	r.emit(events.PictureEncoded, "", map[string]any{"ms": total.Milliseconds(), "encode_ms": encMS, "tokens": tokens, "where": WhereRemote, "host": r.host()})
 }
 
 func oneLine(s string) string {
@@ -317,14 +414,17 @@ func (r *Relay) session(ctx context.Context) (*agentSession, error) {
 			if attempt == 0 {
 				continue
 			}
-			return nil, fmt.Errorf("second PC %s accepted the connection but not the agent session (%v)%s", r.opt.Host, err, unavailable)
+			return nil, fmt.Errorf("second PC %s accepted the connection but not the agent session (%v)%s", r.host(), err, unavailable)
 		}
 		s := r.startSession(proc)
 		select {
 		case <-s.hello:
 			r.setSession(s)
+			if r.idleStopS != r.cmdIdleS { // changed since the command was built
+				s.fw.WriteJSON(framing.SetIdle, framing.IdleSetting{IdleStopS: r.idleStopS})
+			}
 			if s.info.Proto != framing.Version {
-				r.logf("the agent on %s speaks protocol %d, this relay %d; run `strata-service remote prepare` to update it", r.opt.Host, s.info.Proto, framing.Version)
+				r.logf("the agent on %s speaks protocol %d, this relay %d; run `strata-service remote prepare` to update it", r.host(), s.info.Proto, framing.Version)
 			}
 			r.noteNEmbd(s.info.NEmbd)
 			return s, nil
@@ -334,10 +434,10 @@ func (r *Relay) session(ctx context.Context) (*agentSession, error) {
 			if why == "" {
 				why = "it ended at once"
 			}
-			return nil, fmt.Errorf("the agent on second PC %s did not start (%s); run `strata-service remote prepare`%s", r.opt.Host, why, unavailable)
+			return nil, fmt.Errorf("the agent on second PC %s did not start (%s); run `strata-service remote prepare`%s", r.host(), why, unavailable)
 		case <-time.After(r.opt.HelloTimeout):
 			s.close()
-			return nil, fmt.Errorf("the agent on second PC %s did not answer within %s%s", r.opt.Host, r.opt.HelloTimeout, unavailable)
+			return nil, fmt.Errorf("the agent on second PC %s did not answer within %s%s", r.host(), r.opt.HelloTimeout, unavailable)
 		case <-ctx.Done():
 			s.close()
 			return nil, ctx.Err()
@@ -355,37 +455,60 @@ func (r *Relay) connect(ctx context.Context) error {
 			return nil
 		}
 	}
-	t0 := time.Now()
-	c, err := r.opt.Dial(ctx, r.opt.ConnectTimeout)
-	if err != nil {
-		msg := r.dialMessage(err)
-		r.logf("%s", msg)
-		if r.reachable != -1 {
-			r.emit(events.RemoteUnreachable, msg, map[string]any{"host": r.opt.Host, "reason": string(sshx.Classify(err))})
+	c := r.link.takeSpare() // made by the background retry
+	if c == nil {
+		var err error
+		c, err = r.dial(ctx)
+		if err != nil {
+			r.markDown(err.Error())
+			return err
 		}
-		r.reachable = -1
-		return errors.New(msg)
 	}
-	handshake := time.Since(t0)
 	r.conn, r.connStop, r.connDead = c, make(chan struct{}), make(chan string, 1)
-	t1 := time.Now()
-	rtt := time.Duration(-1)
-	actx, cancel := context.WithTimeout(ctx, r.opt.ConnectTimeout)
-	if c.Alive(actx) == nil {
-		rtt = time.Since(t1)
-	}
-	cancel()
-	r.reachable = 1
-	r.emit(events.RemoteConnected, "", map[string]any{"host": r.opt.Host, "rtt_ms": float64(rtt.Microseconds()) / 1000, "connect_ms": handshake.Milliseconds()})
-	r.logf("connected to second PC %s (connect and ssh handshake %d ms, round trip %.1f ms)", r.opt.Host, handshake.Milliseconds(), float64(rtt.Microseconds())/1000)
 	r.wg.Add(1)
 	go r.monitor(c, r.connStop, r.connDead)
 	return nil
 }
 
+// dial opens a connection to the second PC and reports it: the time to
+// connect (TCP and the ssh handshake) and, separately, the round trip
+// measured by one keepalive on the open connection. A failure is reported
+// on the transition to unreachable only.
+func (r *Relay) dial(ctx context.Context) (Conn, error) {
+	r.hostMu.Lock()
+	dial, host := r.opt.Dial, r.opt.Host
+	r.hostMu.Unlock()
+	t0 := time.Now()
+	c, err := dial(ctx, r.opt.ConnectTimeout)
+	if err != nil {
+		msg := r.dialMessage(err)
+		r.logf("%s", msg)
+		if r.link.setReachable(-1) {
+			r.emit(events.RemoteUnreachable, msg, map[string]any{"host": host, "reason": string(sshx.Classify(err))})
+		}
+		return nil, errors.New(msg)
+	}
+	handshake := time.Since(t0)
+	rtt := time.Duration(-1)
+	actx, cancel := context.WithTimeout(ctx, r.opt.ConnectTimeout)
+	// The first request on a new connection pays for setting up its
+	// channels' windows on some servers: measure the second.
+	if c.Alive(actx) == nil {
+		t1 := time.Now()
+		if c.Alive(actx) == nil {
+			rtt = time.Since(t1)
+		}
+	}
+	cancel()
+	r.link.setReachable(1)
+	r.emit(events.RemoteConnected, "", map[string]any{"host": host, "rtt_ms": float64(rtt.Microseconds()) / 1000, "connect_ms": handshake.Milliseconds()})
+	r.logf("connected to second PC %s (connect and ssh handshake %d ms, round trip %.2f ms)", host, handshake.Milliseconds(), float64(rtt.Microseconds())/1000)
+	return c, nil
+}
+
 func (r *Relay) dialMessage(err error) string {
 	var de *sshx.DialError
-	prefix := "second PC " + r.opt.Host
+	prefix := "second PC " + r.host()
 	if !errors.As(err, &de) {
 		return err.Error() + unavailable
 	}
@@ -424,9 +547,9 @@ func (r *Relay) monitor(c Conn, stop chan struct{}, dead chan string) {
 				return // closed by us
 			default:
 			}
-			dead <- "the connection to second PC " + r.opt.Host + " closed"
-			r.emit(events.RemoteDisconnected, "the connection to second PC "+r.opt.Host+" closed", map[string]any{"host": r.opt.Host})
-			r.logf("the connection to second PC %s closed", r.opt.Host)
+			dead <- "the connection to second PC " + r.host() + " closed"
+			r.emit(events.RemoteDisconnected, "the connection to second PC "+r.host()+" closed", map[string]any{"host": r.host()})
+			r.logf("the connection to second PC %s closed", r.host())
 			return
 		case <-tick.C:
 			ctx, cancel := context.WithTimeout(context.Background(), r.opt.ConnectTimeout)
@@ -438,11 +561,14 @@ func (r *Relay) monitor(c Conn, stop chan struct{}, dead chan string) {
 			default:
 			}
 			if err != nil {
-				reason := fmt.Sprintf("second PC %s did not answer within %s", r.opt.Host, r.opt.ConnectTimeout.Round(time.Second))
+				reason := fmt.Sprintf("second PC %s did not answer within %s", r.host(), r.opt.ConnectTimeout.Round(time.Second))
 				dead <- reason
 				c.Close()
-				r.emit(events.RemoteDisconnected, reason, map[string]any{"host": r.opt.Host})
+				r.emit(events.RemoteDisconnected, reason, map[string]any{"host": r.host()})
 				r.logf("%s; closing the connection", reason)
+				// It vanished: known down until the background retry
+				// reaches it again, so pictures are answered at once.
+				r.markDown(reason + unavailable)
 				return
 			}
 			if time.Since(lastPing) >= pingEvery {
@@ -480,7 +606,7 @@ func (r *Relay) lostReason(s *agentSession, err error) string {
 	}
 	tail := s.stderrTail()
 	r.dropSession()
-	msg := "the agent on second PC " + r.opt.Host + " stopped while reading the picture"
+	msg := "the agent on second PC " + r.host() + " stopped while reading the picture"
 	if tail != "" {
 		msg += " (" + tail + ")"
 	} else if err != nil {
@@ -516,12 +642,56 @@ func (r *Relay) Close() {
 		s.proc.Stdin.Close()
 		select {
 		case <-s.done:
-		case <-time.After(5 * time.Second):
+		case <-time.After(400 * time.Millisecond):
+			r.killAgent(s)
 		}
 	}
 	r.dropSession()
 	r.closeConn()
+	r.link.stopRetry()
+	r.local.stop(time.Second)
 	r.wg.Wait()
+}
+
+// killAgent ends an agent that does not end by itself (hung, or stopped:
+// it cannot read its input's end): a signal through the session where the
+// second PC's sshd allows it, else a kill of the pid it announced, run in a
+// session of its own. Its encoder dies with it (a parent-death signal on
+// Linux, a Job Object on Windows).
+func (r *Relay) killAgent(s *agentSession) {
+	if s.proc.Kill != nil {
+		s.proc.Kill() // refused for some accounts (sshd: "requires privilege separation")
+	}
+	select {
+	case <-s.done:
+		return
+	case <-time.After(100 * time.Millisecond):
+	}
+	c := r.conn
+	if c == nil || s.info.PID <= 0 {
+		return
+	}
+	cmd := fmt.Sprintf("kill -KILL %d", s.info.PID)
+	if s.info.OS == "windows" {
+		cmd = fmt.Sprintf("taskkill /F /T /PID %d", s.info.PID)
+	}
+	p, err := c.Start(cmd)
+	if err != nil {
+		r.logf("could not end the hung agent on %s: %v", r.host(), err)
+		return
+	}
+	p.Stdin.Close()
+	ended := make(chan struct{})
+	go func() { io.Copy(io.Discard, p.Stdout); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(500 * time.Millisecond):
+	}
+	p.Close()
+	select {
+	case <-s.done:
+	case <-time.After(300 * time.Millisecond):
+	}
 }
 
 // noteNEmbd records an n_embd the agent reported.
@@ -532,16 +702,14 @@ func (r *Relay) noteNEmbd(n int) {
 	r.nMu.Lock()
 	defer r.nMu.Unlock()
 	if n != r.opt.NEmbd && r.opt.NEmbd != 0 {
-		r.logf("warning: READY said n_embd %d but the second PC's encoder reports %d; restart Strata so it uses %d", r.opt.NEmbd, n, n)
+		r.emit(events.EncoderFailed, fmt.Sprintf("READY said n_embd %d but the second PC's encoder reports %d; restart Strata so it uses %d", r.opt.NEmbd, n, n), map[string]any{"where": WhereRemote, "n_embd": n})
 	}
-	if n == r.savedNEmbd || r.opt.SaveNEmbd == nil {
+	if n == r.reportedNEmbd || r.opt.ReportNEmbd == nil {
 		return
 	}
-	if err := r.opt.SaveNEmbd(n); err != nil {
-		r.logf("could not record n_embd %d in the companion settings (%v); READY may say 0 next time if the mmproj is unreadable", n, err)
-		return
-	}
-	r.savedNEmbd = n
+	// The service records it in the settings: the relay never writes them.
+	r.opt.ReportNEmbd(n)
+	r.reportedNEmbd = n
 }
 
 type frame struct {
@@ -692,7 +860,7 @@ func (s *agentSession) readStderr() {
 		s.mu.Lock()
 		s.tail = line
 		s.mu.Unlock()
-		s.r.logf("second PC: %s", line)
+		s.r.logf("second PC: %s", line) // developer log only; the tail goes into messages
 	}
 }
 
@@ -770,12 +938,12 @@ func (s *agentSession) onEvent(e framing.AgentEvent) {
 		s.mu.Unlock()
 		r.noteNEmbd(e.NEmbd)
 		if e.Kind == "started" {
-			r.emit(events.EncoderReady, "", map[string]any{"start_ms": e.StartMS, "where": "remote", "host": r.opt.Host})
+			r.emit(events.EncoderReady, "", map[string]any{"start_ms": e.StartMS, "where": "remote", "host": r.host()})
 		}
 	case "idle_stopped":
-		r.emit(events.EncoderIdleStopped, "", map[string]any{"idle_s": e.IdleS, "where": "remote", "host": r.opt.Host})
-		r.logf("the encoder on %s stopped after %d s without pictures (its VRAM is free)", r.opt.Host, e.IdleS)
+		r.emit(events.EncoderIdleStopped, "", map[string]any{"idle_s": e.IdleS, "where": "remote", "host": r.host()})
+		r.logf("the encoder on %s stopped after %d s without pictures (its VRAM is free)", r.host(), e.IdleS)
 	case "failed":
-		r.emit(events.EncoderFailed, e.Message, map[string]any{"where": "remote", "host": r.opt.Host})
+		r.emit(events.EncoderFailed, e.Message, map[string]any{"where": "remote", "host": r.host()})
 	}
 }

@@ -178,7 +178,12 @@ func (pc *secondPC) startRelay(t *testing.T, opt Options) *strata {
 		opt.Dial = SSHDialer(pc.remote)
 	}
 	opt.NEmbd = pc.nEmbd
-	opt.Stderr = pc.stderr
+	if opt.Log == nil {
+		opt.Log = pc.stderr
+	}
+	if opt.Report == nil {
+		opt.Report = func(e events.Event) { fmt.Fprintln(pc.stderr, events.FormatLine(e)) }
+	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	s := &strata{t: t, in: inW, out: bufio.NewReader(outR), done: make(chan error, 1), r: New(opt)}
@@ -507,9 +512,8 @@ func TestFiveHundredPicturesLeakNothing(t *testing.T) {
 	if len(scratch) != 0 || len(local) != 0 {
 		t.Fatalf("files left: %v on the second PC, %d here", scratch, len(local))
 	}
-	// One picture event per picture, and only a handful of others
-	// (connect, ready, wake): the event lines the relay writes into Strata's
-	// engine log must not grow faster than the pictures.
+	// One vision.picture per picture, plus a few (connected, ready): no
+	// event per keepalive or ping.
 	evs := pc.stderr.events()
 	pictures := 0
 	for _, e := range evs {
@@ -517,7 +521,7 @@ func TestFiveHundredPicturesLeakNothing(t *testing.T) {
 			pictures++
 		}
 	}
-	if pictures != 500 || len(evs) > 520 {
-		t.Fatalf("%d event lines for 500 pictures, %d of them picture events: want exactly 500 picture events and at most 20 others", len(evs), pictures)
+	if pictures != 500 || len(evs) > 510 {
+		t.Errorf("%d events, %d of them pictures, for 500 pictures", len(evs), pictures)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os/user"
 	"strings"
 	"time"
 
@@ -32,6 +34,10 @@ type Proc struct {
 	Stderr io.Reader
 	// Close ends the session (the remote side sees its input end).
 	Close func() error
+	// Kill asks the second PC's sshd to SIGKILL the agent's process group
+	// (an agent that is hung or stopped cannot read its input's end);
+	// nil, or an error, where the server refuses signals.
+	Kill func() error
 }
 
 // Dialer opens a connection within the timeout.
@@ -52,6 +58,9 @@ func SSHDialer(r settings.Remote) Dialer {
 			return nil, fmt.Errorf("the pinned host key of %s in the companion settings is unreadable (%v); pair it again", r.Host, err)
 		}
 		signer, err := sshx.LoadSigner(r.KeyFile, nil)
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, fmt.Errorf("the account %s cannot read the companion's key %s for second PC %s: remote pictures need Strata to run under the Strata Companion service (start it with `strata-service start`, not with Strata's own run script)", accountName(), r.KeyFile, r.Host)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%v; pair the second PC again (strata-service remote pair)", err)
 		}
@@ -112,7 +121,8 @@ func (s *sshConn) Start(command string) (Proc, error) {
 		sess.Close()
 		return Proc{}, err
 	}
-	return Proc{Stdin: stdin, Stdout: stdout, Stderr: stderr, Close: sess.Close}, nil
+	return Proc{Stdin: stdin, Stdout: stdout, Stderr: stderr, Close: sess.Close,
+		Kill: func() error { return sess.Signal(ssh.SIGKILL) }}, nil
 }
 
 func (s *sshConn) Alive(ctx context.Context) error {
@@ -135,3 +145,11 @@ func (s *sshConn) Alive(ctx context.Context) error {
 
 func (s *sshConn) Done() <-chan struct{} { return s.done }
 func (s *sshConn) Close() error          { return s.c.Close() }
+
+// accountName names the account the relay runs as, for messages.
+func accountName() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return "running Strata"
+}

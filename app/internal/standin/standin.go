@@ -2,7 +2,7 @@
 // tray's tests: the real service needs a Strata install and a GPU. It speaks
 // the contract of internal/controlapi (bearer token, GET /v1/state, the
 // /v1/events long-poll with since/next/gap numbered by a real events.Bus,
-// POST /v1/vision and /v1/server/*, GET /v1/logs) and records what clients
+// POST /v1/vision, /v1/settings and /v1/server/*, GET /v1/logs) and records what clients
 // posted.
 package standin
 
@@ -29,8 +29,9 @@ const Token = "standin-token-0123456789"
 
 // Request is one POST a client made.
 type Request struct {
-	Path   string
-	Vision *controlapi.VisionRequest
+	Path     string
+	Vision   *controlapi.VisionRequest
+	Settings *controlapi.SettingsPatch
 }
 
 // API is the running stand-in.
@@ -235,6 +236,16 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		a.posts = append(a.posts, Request{Path: r.URL.Path})
 		a.mu.Unlock()
 		writeJSON(w, http.StatusOK, struct{}{})
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/settings":
+		var p controlapi.SettingsPatch
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			writeJSON(w, http.StatusBadRequest, controlapi.Error{Error: "bad JSON: " + err.Error()})
+			return
+		}
+		a.mu.Lock()
+		a.posts = append(a.posts, Request{Path: r.URL.Path, Settings: &p})
+		a.mu.Unlock()
+		writeJSON(w, http.StatusOK, a.State())
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/logs":
 		writeJSON(w, http.StatusOK, controlapi.LogsResponse{File: a.LogFile, Lines: []string{}})
 	default:

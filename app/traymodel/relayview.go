@@ -1,0 +1,142 @@
+package traymodel
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/strata-companion/companion/internal/events"
+)
+
+// Relay event kinds the tray shows (sent by strata-vision-relay through the
+// service; the names are the relay's, see docs/relay.md).
+const (
+	KindFallback events.Kind = "vision.fallback"
+	KindWake     events.Kind = "remote.wake"
+)
+
+// Where a picture was read, as the relay reports it.
+const (
+	WhereRemote      = "remote"
+	WhereFallbackCPU = "fallback_cpu"
+	WhereLocalCPU    = "local_cpu"
+)
+
+// FallbackTitle is the fallback switch's menu title.
+const FallbackTitle = "Read on this PC's CPU when the second PC is off"
+
+// TopicFallback and TopicWake rate-limit their notices.
+const (
+	TopicFallback = "vision.fallback"
+	TopicWake     = "remote.wake"
+)
+
+// RelayView is what the relay reported, folded from events.
+type RelayView struct {
+	LastWhere string
+	LastMS    int64
+	LastAt    time.Time
+	Wakes     int
+	LastWake  string // the last wake's outcome in words
+	Failovers int
+}
+
+// Fold adds evs to v.
+func (v *RelayView) Fold(evs []events.Event) {
+	for _, e := range evs {
+		switch e.Kind {
+		case events.PictureEncoded:
+			if w, ok := e.Details["where"].(string); ok {
+				v.LastWhere = w
+			}
+			v.LastMS = int64(number(e.Details["ms"]))
+			v.LastAt = e.Time
+		case KindFallback:
+			v.Failovers++
+		case KindWake:
+			ok, known := e.Details["ok"].(bool)
+			switch {
+			case !known:
+				v.Wakes++
+				v.LastWake = "waking it"
+			case ok:
+				v.LastWake = "woke in " + seconds(int64(number(e.Details["woke_ms"])))
+			default:
+				v.LastWake = "did not wake"
+			}
+		}
+	}
+}
+
+func number(v any) float64 {
+	switch n := v.(type) {
+	case float64:
+		return n
+	case int:
+		return float64(n)
+	case int64:
+		return float64(n)
+	}
+	return 0
+}
+
+// WhereWords names a picture's place for people.
+func WhereWords(where string) string {
+	switch where {
+	case WhereRemote:
+		return "on the second PC"
+	case WhereFallbackCPU:
+		return "on this CPU (fallback)"
+	case WhereLocalCPU:
+		return "on this CPU"
+	}
+	return where
+}
+
+// Line is the menu's status line ("" when nothing was reported yet).
+func (v RelayView) Line(now time.Time) string {
+	if v.LastWhere == "" && v.Wakes == 0 && v.Failovers == 0 {
+		return ""
+	}
+	s := "Last picture: none yet"
+	if v.LastWhere != "" {
+		s = fmt.Sprintf("Last picture: %s, %s, %s", WhereWords(v.LastWhere), seconds(v.LastMS), Clock(v.LastAt, now))
+	}
+	if v.LastWake != "" {
+		s += "; " + v.LastWake
+	}
+	if v.Failovers > 0 {
+		s += fmt.Sprintf("; fallbacks: %d", v.Failovers)
+	}
+	return clip(s)
+}
+
+// RelayNotices are the notices the relay's events ask for: a failover (once
+// per outage: the relay sends one event), the second PC back after one, and
+// a wake that failed.
+func RelayNotices(evs []events.Event) []Notice {
+	var out []Notice
+	for _, e := range evs {
+		switch e.Kind {
+		case KindFallback:
+			out = append(out, Notice{Topic: TopicFallback, Title: "Pictures are read on this PC's CPU",
+				Body: "The second PC cannot be reached, so pictures are read on this PC's CPU (slower; text waits while a picture is read) until it answers again."})
+		case events.RemoteReachable:
+			out = append(out, Notice{Topic: TopicFallback, Up: true, Title: "The second PC is back",
+				Body: "Pictures are read on the second PC again."})
+		case KindWake:
+			if ok, known := e.Details["ok"].(bool); known && !ok {
+				out = append(out, Notice{Topic: TopicWake, Title: "The second PC did not wake",
+					Body: e.Message + ". Check that Wake-on-LAN is on in its firmware and network card settings."})
+			}
+		}
+	}
+	return out
+}
+
+// seconds writes milliseconds as "0.4 s", "2.8 s", "15 s".
+func seconds(ms int64) string {
+	if ms >= 10000 {
+		return fmt.Sprintf("%d s", (ms+500)/1000)
+	}
+	return fmt.Sprintf("%.1f s", float64(ms)/1000)
+}

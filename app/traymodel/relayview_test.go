@@ -1,0 +1,76 @@
+package traymodel
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/events"
+)
+
+func TestRelayViewSaysWhereTheLastPictureWent(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	var v RelayView
+	if v.Line(now) != "" {
+		t.Fatal("a line before any report")
+	}
+	pic := func(where string, ms int) events.Event {
+		return events.Event{Kind: events.PictureEncoded, Time: now.Add(-time.Minute), Details: map[string]any{"where": where, "ms": float64(ms)}}
+	}
+	v.Fold([]events.Event{pic(WhereRemote, 2830)})
+	if l := v.Line(now); !strings.Contains(l, "on the second PC, 2.8 s") {
+		t.Fatalf("remote: %q", l)
+	}
+	v.Fold([]events.Event{
+		{Kind: KindWake, Details: map[string]any{"mac": "aa:bb:cc:dd:ee:ff"}},
+		{Kind: KindWake, Details: map[string]any{"ok": false}},
+		{Kind: KindFallback},
+		pic(WhereFallbackCPU, 15270),
+	})
+	l := v.Line(now)
+	for _, want := range []string{"on this CPU (fallback)", "15 s", "did not wake", "fallbacks: 1"} {
+		if !strings.Contains(l, want) {
+			t.Errorf("line %q lacks %q", l, want)
+		}
+	}
+	v.Fold([]events.Event{{Kind: KindWake, Details: map[string]any{"ok": true, "woke_ms": float64(4200)}}, pic(WhereLocalCPU, 900)})
+	if l := v.Line(now); !strings.Contains(l, "woke in 4.2 s") || !strings.Contains(l, "on this CPU, 0.9 s") {
+		t.Fatalf("%q", l)
+	}
+}
+
+func TestFailoverNotifiesOnceAndBackAnswersIt(t *testing.T) {
+	var r Rules
+	now := time.Now()
+	st := &controlapi.State{}
+	fallback := events.Event{Kind: KindFallback, Message: "second PC off"}
+	n := r.Observe(st, st, []events.Event{fallback}, now)
+	if len(n) != 1 || n[0].Topic != TopicFallback {
+		t.Fatalf("first failover: %+v", n)
+	}
+	if n := r.Observe(st, st, []events.Event{fallback}, now.Add(time.Minute)); len(n) != 0 {
+		t.Fatalf("a second failover within the window notified again: %+v", n)
+	}
+	if n := r.Observe(st, st, []events.Event{{Kind: events.RemoteReachable}}, now.Add(2*time.Minute)); len(n) != 1 || !n[0].Up {
+		t.Fatalf("back: %+v", n)
+	}
+	if n := r.Observe(st, st, []events.Event{{Kind: events.RemoteReachable}}, now.Add(3*time.Minute)); len(n) != 0 {
+		t.Fatalf("back without a failover notified: %+v", n)
+	}
+}
+
+func TestFallbackSwitchInTheMenu(t *testing.T) {
+	st := &controlapi.State{Server: controlapi.ServerState{Phase: controlapi.PhaseReady}, Vision: controlapi.VisionState{Placement: "remote"}}
+	m := Build(Input{Now: time.Now(), State: st, RemoteName: "pc", FallbackCPU: true})
+	it := m.Items[ItemFallback]
+	if it.Title != FallbackTitle || !it.Visible || !it.Enabled || !it.Checked || !ItemFallback.Checkable() {
+		t.Fatalf("fallback item %+v", it)
+	}
+	if m := Build(Input{Now: time.Now(), State: st}); m.Items[ItemFallback].Visible {
+		t.Fatal("the fallback switch shows without a second PC")
+	}
+	if m := Build(Input{Now: time.Now(), Reach: NotRunning, RemoteName: "pc"}); m.Items[ItemFallback].Enabled {
+		t.Fatal("the fallback switch is enabled without the service")
+	}
+}

@@ -1,0 +1,150 @@
+package relay
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/events"
+)
+
+// ServiceReporter sends the relay's events and the n_embd it learned to the
+// companion's service (POST /v1/relay), asynchronously and best effort: a
+// report never delays a reply to Strata, a service that is not running
+// costs nothing but the dropped events, and nothing reaches Strata's engine
+// log. The service's address and token are found as every client finds
+// them (controlapi.NewClient), again after each failure, so a service that
+// starts after Strata is found.
+type ServiceReporter struct {
+	find func() (*controlapi.Client, error)
+
+	mu      sync.Mutex
+	queue   []events.Event
+	nEmbd   int
+	dropped int
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	sent    int
+}
+
+// maxQueued bounds the events kept while the service cannot be reached.
+const maxQueued = 256
+
+// NewServiceReporter starts the sender; find nil means controlapi.NewClient.
+func NewServiceReporter(find func() (*controlapi.Client, error)) *ServiceReporter {
+	if find == nil {
+		find = controlapi.NewClient
+	}
+	s := &ServiceReporter{find: find, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go s.loop()
+	return s
+}
+
+// Event queues e (the oldest is dropped when the queue is full).
+func (s *ServiceReporter) Event(e events.Event) {
+	s.mu.Lock()
+	if len(s.queue) >= maxQueued {
+		s.queue = s.queue[1:]
+		s.dropped++
+	}
+	s.queue = append(s.queue, e)
+	s.mu.Unlock()
+	s.poke()
+}
+
+// NEmbd queues the n_embd the second PC's encoder reported.
+func (s *ServiceReporter) NEmbd(n int) {
+	s.mu.Lock()
+	s.nEmbd = n
+	s.mu.Unlock()
+	s.poke()
+}
+
+func (s *ServiceReporter) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close sends what is queued, waiting at most wait, and stops the sender.
+func (s *ServiceReporter) Close(wait time.Duration) {
+	close(s.stop)
+	select {
+	case <-s.done:
+	case <-time.After(wait):
+	}
+}
+
+// putBack returns a report that could not be sent, ahead of newer events.
+func (s *ServiceReporter) putBack(r controlapi.RelayReport) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(r.Events, s.queue...)
+	if n := len(s.queue) - maxQueued; n > 0 {
+		s.queue = s.queue[n:]
+		s.dropped += n
+	}
+	if s.nEmbd == 0 {
+		s.nEmbd = r.NEmbd
+	}
+}
+
+func (s *ServiceReporter) loop() {
+	defer close(s.done)
+	var c *controlapi.Client
+	for {
+		stopping := false
+		select {
+		case <-s.wake:
+		case <-s.stop:
+			stopping = true
+		}
+		for {
+			r, ok := func() (controlapi.RelayReport, bool) {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				r := controlapi.RelayReport{Events: s.queue, NEmbd: s.nEmbd}
+				s.queue, s.nEmbd = nil, 0
+				return r, len(r.Events) > 0 || r.NEmbd > 0
+			}()
+			if !ok {
+				break
+			}
+			if c == nil {
+				var err error
+				if c, err = s.find(); err != nil {
+					c = nil
+				}
+			}
+			var err error = controlapi.ErrNotRunning
+			if c != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				err = c.ReportRelay(ctx, r)
+				cancel()
+			}
+			if err == nil {
+				s.mu.Lock()
+				s.sent += len(r.Events)
+				s.mu.Unlock()
+				continue
+			}
+			c = nil
+			s.putBack(r)
+			if stopping {
+				return
+			}
+			// Try again after a pause, or when new events come.
+			select {
+			case <-time.After(2 * time.Second):
+			case <-s.stop:
+				stopping = true
+			}
+		}
+		if stopping {
+			return
+		}
+	}
+}

@@ -1,0 +1,634 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-companion/companion/internal/agent"
+	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/framing"
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/wol"
+)
+
+// Where a picture was read (the "where" of vision.picture events).
+const (
+	WhereRemote      = "remote"       // the second PC
+	WhereFallbackCPU = "fallback_cpu" // this PC's CPU, because the second PC could not be reached
+	WhereLocalCPU    = "local_cpu"    // this PC's CPU, because the settings say so
+)
+
+// Events only the relay sends (the service folds them into its state).
+const (
+	// VisionFallback: the second PC could not be reached and pictures are
+	// read on this PC's CPU (sent once per outage). Message: why.
+	VisionFallback events.Kind = "vision.fallback"
+	// RemoteWake: a Wake-on-LAN packet was sent; Details: host, mac,
+	// broadcast, port, wait_s; then ok and woke_ms once it answered or not.
+	RemoteWake events.Kind = "remote.wake"
+)
+
+// OffMessage answers every picture while pictures are switched off.
+const OffMessage = "ERR pictures are switched off in Strata Companion"
+
+// localReadyTimeout bounds this PC's CPU encoder's start (no warm-up on a CPU).
+const localReadyTimeout = 60 * time.Second
+
+// Encode reads one picture where the settings say now and returns the reply
+// line ("OK ..." or "ERR ..."): the second PC, this PC's CPU, or nowhere.
+// The settings are looked at for every picture (Options.Settings), so a
+// change takes effect on the next picture with no restart of anything.
+func (r *Relay) Encode(ctx context.Context, img, out string) string {
+	if r.opt.Settings == nil {
+		return r.encodeRemote(ctx, img, out)
+	}
+	st, err := r.opt.Settings()
+	if err != nil {
+		return "ERR " + oneLine(err.Error()) + "; pictures are unavailable until it is fixed, text still works"
+	}
+	switch st.Vision {
+	case settings.PlacementOff:
+		r.dropSession() // the second PC gets its VRAM back
+		return OffMessage
+	case settings.PlacementCPU:
+		r.dropSession()
+		if msg := checkPicture(img); msg != "" {
+			return msg
+		}
+		return r.encodeLocal(ctx, st, img, out, WhereLocalCPU)
+	case settings.PlacementGPU:
+		return "ERR pictures move to this PC's GPU when Strata restarts (its GPU encoder must take its VRAM before the expert cache is sized); restart Strata from the tray or with `strata-service restart`"
+	}
+	if msg := checkPicture(img); msg != "" {
+		return msg
+	}
+	if st.Remote == nil || st.Remote.Host == "" {
+		return "ERR no second PC is set in the companion settings; pair one first (strata-service remote pair)"
+	}
+	r.useTarget(*st.Remote)
+	if ch := r.link.firstDial(); ch != nil {
+		// The connection opened at start is on its way: wait for it
+		// rather than dial a second one.
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return "ERR the relay is stopping"
+		}
+	}
+	if down, why := r.link.isDown(); down {
+		if r.wake(ctx, st) {
+			return r.encodeRemote(ctx, img, out)
+		}
+		return r.unreachable(ctx, st, img, out, why)
+	}
+	epoch := r.link.epochNow()
+	reply := r.encodeRemote(ctx, img, out)
+	if strings.HasPrefix(reply, "ERR ") && ctx.Err() == nil && r.link.epochNow() != epoch {
+		// This picture found it down.
+		if r.wake(ctx, st) {
+			return r.encodeRemote(ctx, img, out)
+		}
+		return r.unreachable(ctx, st, img, out, strings.TrimPrefix(reply, "ERR "))
+	}
+	return reply
+}
+
+// FallbackOn says whether a picture the second PC cannot take is read on
+// this PC's CPU. Off unless the user turned it on: the CPU is several times
+// slower (15 s against 2.8 s per picture on the reference machine), and in
+// Strata's main repository text waits while any picture is read, so a silent
+// fallback would turn a clear ERR into long stalls of text (docs/relay.md).
+func FallbackOn(st *settings.Settings) bool { return st.FallbackCPU != nil && *st.FallbackCPU }
+
+// unreachable answers a picture the second PC cannot take: this PC's CPU
+// when the fallback is on (one event per outage), else ERR at once.
+func (r *Relay) unreachable(ctx context.Context, st *settings.Settings, img, out, why string) string {
+	if !FallbackOn(st) {
+		return "ERR " + why
+	}
+	if st.LocalEncoder == "" {
+		return "ERR " + why + " (the fallback to this PC's CPU is on, but this PC's strata-vision is not recorded in the companion settings: run the setup again)"
+	}
+	if r.link.noteFallback() {
+		r.emit(VisionFallback, "pictures are read on this PC's CPU while the second PC cannot be reached: "+why,
+			map[string]any{"host": r.host(), "where": WhereFallbackCPU})
+	}
+	return r.encodeLocal(ctx, st, img, out, WhereFallbackCPU)
+}
+
+// targetKey is what makes a second PC another one (the idle stop is not:
+// it is applied to the running agent).
+func targetKey(rm settings.Remote) string {
+	return fmt.Sprintf("%q %d %q %q %q %q %q %q", rm.Host, rm.Port, rm.User, rm.HostKey, rm.KeyFile, rm.RemoteDir, rm.OS, rm.EncoderPath)
+}
+
+// useTarget points the relay at the settings' second PC; when it is another
+// PC than before, the old session and connection are closed.
+func (r *Relay) useTarget(rm settings.Remote) {
+	if r.opt.Target == nil {
+		return
+	}
+	key := targetKey(rm)
+	if key == r.targetKey {
+		if rm.IdleStopS != r.idleStopS {
+			r.idleStopS = rm.IdleStopS
+			if s := r.currentSession(); s != nil {
+				s.fw.WriteJSON(framing.SetIdle, framing.IdleSetting{IdleStopS: rm.IdleStopS})
+			}
+		}
+		return
+	}
+	t := r.opt.Target(rm)
+	if r.targetKey != "" {
+		r.dropSession()
+		r.closeConn()
+		r.link.reset()
+		r.wokeAt = time.Time{}
+	}
+	r.hostMu.Lock()
+	r.opt.Host, r.opt.Dial, r.opt.AgentCommand = t.Host, t.Dial, t.AgentCommand
+	r.hostMu.Unlock()
+	r.targetKey, r.idleStopS, r.cmdIdleS = key, rm.IdleStopS, t.IdleStopS
+}
+
+// start looks at the settings once READY is out: with pictures on the second
+// PC, it connects in the background, so the first picture finds the
+// connection open, or knows at once that the PC is down.
+func (r *Relay) start() {
+	if r.opt.Settings == nil {
+		return
+	}
+	st, err := r.opt.Settings()
+	if err != nil || st.Remote == nil || st.Remote.Host == "" {
+		return
+	}
+	if st.Vision != settings.PlacementRemote && st.Vision != "" {
+		return
+	}
+	r.useTarget(*st.Remote)
+	r.link.ensureRetry(r, true)
+}
+
+// markDown records that the second PC cannot be reached: pictures are
+// answered at once (fallback or ERR) until the background retry reaches it.
+func (r *Relay) markDown(why string) {
+	r.link.markDown(why)
+	r.link.ensureRetry(r, false)
+}
+
+// retry dials the second PC every RetryEvery (or when kicked) until it
+// answers; the connection is kept for the next picture.
+func (r *Relay) retry(stop, kick chan struct{}, now bool, first chan struct{}) {
+	defer r.wg.Done()
+	done := func() {
+		if first != nil {
+			close(first)
+			first = nil
+		}
+	}
+	defer done()
+	for {
+		if !now {
+			select {
+			case <-stop:
+				return
+			case <-time.After(r.opt.RetryEvery):
+			case <-kick:
+			}
+		}
+		now = false
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		c, err := r.dial(ctx)
+		cancel()
+		if err != nil {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			r.link.markDown(err.Error())
+			done()
+			continue
+		}
+		if r.link.up(c, stop) {
+			r.emit(events.RemoteReachable, "second PC "+r.host()+" answers again; pictures go there", map[string]any{"host": r.host()})
+		}
+		return
+	}
+}
+
+// wake sends the Wake-on-LAN packet (once per outage) and waits up to the
+// configured time for the second PC's ssh; true when it answered.
+func (r *Relay) wake(ctx context.Context, st *settings.Settings) bool {
+	rm := st.Remote
+	if rm.Wake == nil || !rm.Wake.Enabled || rm.MAC == "" {
+		return false
+	}
+	wait := time.Duration(rm.Wake.WaitS) * time.Second
+	if wait <= 0 {
+		wait = 60 * time.Second
+	}
+	if !r.wokeAt.IsZero() && time.Since(r.wokeAt) < wait+time.Minute {
+		return false // woken lately and still down: do not hold every picture
+	}
+	r.wokeAt = time.Now()
+	bcast, port := rm.Wake.Broadcast, rm.Wake.Port
+	if bcast == "" {
+		bcast = wol.DefaultBroadcast
+	}
+	if port <= 0 {
+		port = wol.DefaultPort
+	}
+	send := r.opt.Wake
+	if send == nil {
+		send = wol.Send
+	}
+	details := map[string]any{"host": r.host(), "mac": rm.MAC, "broadcast": bcast, "port": port, "wait_s": int(wait / time.Second)}
+	if err := send(rm.MAC, bcast, port); err != nil {
+		details["ok"] = false
+		r.emit(RemoteWake, "could not send the Wake-on-LAN packet: "+err.Error(), details)
+		return false
+	}
+	r.emit(RemoteWake, "sent a Wake-on-LAN packet to second PC "+r.host(), details)
+	t0 := time.Now()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	r.link.ensureRetry(r, true)
+	for {
+		if down, _ := r.link.isDown(); !down {
+			d := map[string]any{"host": r.host(), "ok": true, "woke_ms": time.Since(t0).Milliseconds()}
+			r.emit(RemoteWake, "second PC "+r.host()+" woke", d)
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			r.emit(RemoteWake, fmt.Sprintf("second PC %s did not answer within %s of the wake", r.host(), wait),
+				map[string]any{"host": r.host(), "ok": false, "wait_s": int(wait / time.Second)})
+			return false
+		case <-tick.C:
+			r.link.kickRetry()
+		}
+	}
+}
+
+// encodeLocal reads one picture with this PC's strata-vision on the CPU,
+// kept running between pictures.
+func (r *Relay) encodeLocal(ctx context.Context, st *settings.Settings, img, out, where string) string {
+	if ctx.Err() != nil {
+		return "ERR the relay is stopping"
+	}
+	if st.LocalEncoder == "" {
+		return "ERR this PC's strata-vision is not recorded in the companion settings (local_encoder); run the setup again, or choose where pictures are read in the tray"
+	}
+	args := append([]string(nil), r.opt.LocalArgs...)
+	if st.CPUThreads > 0 {
+		args = append(args, "--threads", strconv.Itoa(st.CPUThreads))
+	}
+	enc, startMS, err := r.local.get(st.LocalEncoder, args)
+	if err != nil {
+		msg := "this PC's encoder " + st.LocalEncoder + " did not start: " + oneLine(err.Error())
+		r.emit(events.EncoderFailed, msg, map[string]any{"where": where})
+		return "ERR " + msg + "; text still works"
+	}
+	if startMS >= 0 {
+		r.emit(events.EncoderReady, "", map[string]any{"start_ms": startMS, "where": where})
+	}
+	t0 := time.Now()
+	bound := r.ltimes.bound(0, DefaultRequestTimeout)
+	line, err := enc.Request(ctx, "ENC "+img+" "+out, bound)
+	if err != nil {
+		tail := enc.Tail()
+		r.local.drop()
+		switch {
+		case ctx.Err() != nil:
+			return "ERR the relay is stopping"
+		case errors.Is(err, agent.ErrEncoderStopped):
+			msg := "this PC's encoder stopped while reading the picture"
+			if tail != "" {
+				msg += " (" + oneLine(tail) + ")"
+			}
+			return "ERR " + msg + "; the next picture starts it again"
+		}
+		return fmt.Sprintf("ERR this PC's encoder gave no result within %s; it was stopped, the next picture starts it again", bound.Round(100*time.Millisecond))
+	}
+	if strings.HasPrefix(line, "OK ") {
+		total := time.Since(t0)
+		r.ltimes.add(total, 0)
+		f := strings.Fields(line)
+		tokens, encMS := 0, 0
+		if len(f) >= 5 {
+			tokens, _ = strconv.Atoi(f[1])
+			encMS, _ = strconv.Atoi(f[4])
+		}
+		r.emit(events.PictureEncoded, "", map[string]any{"ms": total.Milliseconds(), "encode_ms": encMS, "tokens": tokens, "where": where})
+	}
+	return line
+}
+
+// localEncoder is this PC's strata-vision, started on the first picture read
+// on the CPU and kept; another path or other arguments start another.
+type localEncoder struct {
+	mu  sync.Mutex
+	enc *agent.Encoder
+	key string
+}
+
+// get returns the running encoder, starting it when needed (startMS is the
+// start's time then, -1 when it was running).
+func (l *localEncoder) get(path string, args []string) (*agent.Encoder, int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	key := path + "\x00" + strings.Join(args, "\x00")
+	if l.enc != nil && l.enc.Alive() && l.key == key {
+		return l.enc, -1, nil
+	}
+	if l.enc != nil {
+		l.enc.Stop(time.Second)
+		l.enc = nil
+	}
+	t0 := time.Now()
+	// Its stderr ("strata-vision: ...") must not reach Strata's engine log:
+	// only its last line is kept, for messages.
+	enc, err := agent.StartEncoder(path, args, nil, localReadyTimeout)
+	if err != nil {
+		return nil, 0, err
+	}
+	l.enc, l.key = enc, key
+	return enc, time.Since(t0).Milliseconds(), nil
+}
+
+// drop kills the encoder (after a cancelled or failed picture).
+func (l *localEncoder) drop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.enc != nil {
+		l.enc.Stop(0)
+		l.enc = nil
+	}
+}
+
+// stop ends the encoder with QUIT, killing it after grace.
+func (l *localEncoder) stop(grace time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.enc != nil {
+		l.enc.Stop(grace)
+		l.enc = nil
+	}
+}
+
+// linkState is what the relay knows about reaching the second PC.
+type linkState struct {
+	mu       sync.Mutex
+	reach    int // 1 up, -1 unreachable, 0 unknown: events on transitions only
+	down     bool
+	why      string
+	epoch    int
+	fellBack bool
+	spare    Conn
+	stop     chan struct{} // the retry loop's, nil when none runs
+	kick     chan struct{}
+	first    chan struct{} // closed when the retry's immediate first dial ended
+}
+
+// firstDial is the channel of an immediate first dial in progress, or nil.
+func (l *linkState) firstDial() chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.first == nil {
+		return nil
+	}
+	select {
+	case <-l.first:
+		l.first = nil
+		return nil
+	default:
+		return l.first
+	}
+}
+
+func (l *linkState) init() {}
+
+// setReachable records a dial's outcome; true when it changed.
+func (l *linkState) setReachable(v int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	changed := l.reach != v
+	l.reach = v
+	return changed
+}
+
+func (l *linkState) markDown(why string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.down {
+		l.epoch++
+	}
+	l.down, l.why = true, why
+}
+
+func (l *linkState) isDown() (bool, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.down, l.why
+}
+
+func (l *linkState) epochNow() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epoch
+}
+
+// noteFallback is true for the first fallback of an outage.
+func (l *linkState) noteFallback() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first := !l.fellBack
+	l.fellBack = true
+	return first
+}
+
+// up keeps c for the next picture and ends the outage; true when the PC
+// was known down.
+func (l *linkState) up(c Conn, stop chan struct{}) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stop != stop { // the retry was stopped meanwhile
+		c.Close()
+		return false
+	}
+	if l.spare != nil {
+		l.spare.Close()
+	}
+	l.spare = c
+	wasDown := l.down
+	l.down, l.why, l.fellBack = false, "", false
+	l.stop, l.kick = nil, nil
+	return wasDown
+}
+
+func (l *linkState) takeSpare() Conn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.spare
+	l.spare = nil
+	if c != nil {
+		select {
+		case <-c.Done():
+			return nil
+		default:
+		}
+	}
+	return c
+}
+
+// ensureRetry starts the background retry unless it runs (now: try at once).
+func (l *linkState) ensureRetry(r *Relay, now bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stop != nil {
+		return
+	}
+	l.stop, l.kick = make(chan struct{}), make(chan struct{}, 1)
+	var first chan struct{}
+	if now {
+		first = make(chan struct{})
+		l.first = first
+	}
+	r.wg.Add(1)
+	go r.retry(l.stop, l.kick, now, first)
+}
+
+func (l *linkState) kickRetry() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.kick != nil {
+		select {
+		case l.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (l *linkState) stopRetry() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stop != nil {
+		close(l.stop)
+		l.stop, l.kick = nil, nil
+	}
+	if l.spare != nil {
+		l.spare.Close()
+		l.spare = nil
+	}
+}
+
+// reset forgets everything about the old second PC.
+func (l *linkState) reset() {
+	l.stopRetry()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reach, l.down, l.why, l.fellBack = 0, false, "", false
+}
+
+// pictureTimes keeps what the last pictures took, for their bound.
+type pictureTimes struct {
+	mu    sync.Mutex
+	walls []time.Duration
+	rates []float64 // bytes per second, wall time included (a lower bound of the link)
+}
+
+const keepTimes = 16
+
+func (p *pictureTimes) add(d time.Duration, bytes int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.walls = append(p.walls, d)
+	if len(p.walls) > keepTimes {
+		p.walls = p.walls[1:]
+	}
+	if bytes > 0 && d > 0 {
+		p.rates = append(p.rates, float64(bytes)/d.Seconds())
+		if len(p.rates) > keepTimes {
+			p.rates = p.rates[1:]
+		}
+	}
+}
+
+func median[T time.Duration | float64](xs []T) T {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]T(nil), xs...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func (p *pictureTimes) median() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return median(p.walls)
+}
+
+// Bound parameters: a picture may take boundFactor times the recent median,
+// plus twice its transfer at the measured rate, and never less than
+// boundFloor (a GPU encoder's wake after an idle stop fits in it).
+const (
+	boundFactor = 4
+	boundFloor  = 15 * time.Second
+	minSamples  = 3
+)
+
+// bound is how long a picture of size bytes may take: first until
+// minSamples pictures were timed, then from what they took.
+func (p *pictureTimes) bound(size int, first time.Duration) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.walls) < minSamples {
+		return first
+	}
+	b := boundFactor * median(p.walls)
+	if rate := median(p.rates); rate > 0 && size > 0 {
+		b += 2 * time.Duration(float64(size)/rate*float64(time.Second))
+	}
+	return max(b, boundFloor)
+}
+
+func fileSize(path string) int64 {
+	if fi, err := os.Stat(path); err == nil {
+		return fi.Size()
+	}
+	return 0
+}
+
+// checkPicture refuses what is not a regular file before anything reads it
+// (a device reads without end, a FIFO blocks for ever); the size cap while
+// reading is the transfer's.
+func checkPicture(img string) string {
+	fi, err := os.Stat(img)
+	if err != nil {
+		return "ERR cannot read the picture " + img + ": " + errText(err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "ERR " + img + " is not a regular file; pictures are read from files only"
+	}
+	return ""
+}

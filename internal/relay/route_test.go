@@ -1,0 +1,213 @@
+package relay
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/settings"
+)
+
+// driveLines runs a relay whose second PC never answers, feeds it input and
+// returns its output lines.
+func driveLines(t *testing.T, opt Options, input string) []string {
+	t.Helper()
+	if opt.Dial == nil {
+		opt.Dial = func(context.Context, time.Duration) (Conn, error) { return nil, errors.New("no second PC here") }
+	}
+	var out strings.Builder
+	r := New(opt)
+	if err := r.Run(context.Background(), strings.NewReader(input), &out); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+}
+
+func TestEveryLineGetsOneReplyAndALongLineDoesNotEndTheRelay(t *testing.T) {
+	long := "ENC " + strings.Repeat("x", MaxLine+10) + " y.sve"
+	input := "\n" + long + "\nHELLO\nENC onlyone\n" + strings.Repeat("z", 3*MaxLine) + "\nENC /no/such.img /no/such.sve\nQUIT\nENC after-quit a\n"
+	lines := driveLines(t, Options{NEmbd: 7}, input)
+	if len(lines) != 7 {
+		for i, l := range lines {
+			t.Logf("line %d: %.80q", i, l)
+		}
+		t.Fatalf("%d lines for 6 requests and READY", len(lines))
+	}
+	want := []string{"READY 7", "ERR an empty request line", "ERR the request line is over 1024 KiB", "ERR unknown request", "ERR the request", "ERR the request line is over", "ERR cannot read the picture /no/such.img"}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d = %.80q, want %q...", i, lines[i], w)
+		}
+	}
+}
+
+func TestALongLastLineWithoutNewlineIsAnswered(t *testing.T) {
+	lines := driveLines(t, Options{}, strings.Repeat("q", MaxLine+1))
+	if len(lines) != 2 || !strings.HasPrefix(lines[1], "ERR the request line is over") {
+		t.Fatalf("%d lines, the last %.80q", len(lines), lines[len(lines)-1])
+	}
+}
+
+func TestSettingsFileRereadsOnlyWhenChanged(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "settings.json")
+	sf := &SettingsFile{Path: p}
+	st, err := sf.Get()
+	if err != nil || st.Vision != "" {
+		t.Fatalf("missing file: %v %v", st, err)
+	}
+	(&settings.Settings{Vision: settings.PlacementCPU}).Save(p)
+	if st, _ := sf.Get(); st.Vision != settings.PlacementCPU {
+		t.Fatalf("after a write: %q", st.Vision)
+	}
+	first, _ := sf.Get()
+	again, _ := sf.Get()
+	if first != again {
+		t.Fatal("an unchanged file was read again")
+	}
+	(&settings.Settings{Vision: settings.PlacementOff}).Save(p) // replaced atomically, as the backend does
+	if st, _ := sf.Get(); st.Vision != settings.PlacementOff {
+		t.Fatalf("after a replace: %q", st.Vision)
+	}
+	os.WriteFile(p, []byte("{broken"), 0o644)
+	if _, err := sf.Get(); err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Fatalf("corrupt file: %v", err)
+	}
+}
+
+func TestOffAndGPUAnswerAtOnceWithoutDialing(t *testing.T) {
+	for _, c := range []struct {
+		p    settings.Placement
+		want string
+	}{{settings.PlacementOff, OffMessage}, {settings.PlacementGPU, "ERR pictures move to this PC's GPU when Strata restarts"}} {
+		dialed := false
+		st := &settings.Settings{Vision: c.p, Remote: &settings.Remote{Host: "h"}}
+		lines := driveLines(t, Options{
+			Settings: func() (*settings.Settings, error) { return st, nil },
+			Dial:     func(context.Context, time.Duration) (Conn, error) { dialed = true; return nil, errors.New("x") },
+		}, "ENC a.img b.sve\nQUIT\n")
+		if len(lines) != 2 || !strings.HasPrefix(lines[1], c.want) || dialed {
+			t.Errorf("%s: %q (dialed %v)", c.p, lines, dialed)
+		}
+	}
+}
+
+// TestKnownDownAnswersWithoutDialingAgain: once a dial failed, pictures are
+// answered from what is known, and the background retry runs.
+func TestKnownDownAnswersWithoutDialingAgain(t *testing.T) {
+	dials := make(chan struct{}, 100)
+	st := &settings.Settings{Vision: settings.PlacementRemote, Remote: &settings.Remote{Host: "pc"}}
+	var got []events.Event
+	opt := Options{
+		Settings: func() (*settings.Settings, error) { return st, nil },
+		Target: func(settings.Remote) Target {
+			return Target{Host: "pc", Dial: func(context.Context, time.Duration) (Conn, error) {
+				dials <- struct{}{}
+				return nil, errors.New("no route to host")
+			}}
+		},
+		RetryEvery: time.Hour,
+		Report:     func(e events.Event) { got = append(got, e) },
+	}
+	img := filepath.Join(t.TempDir(), "a.img")
+	os.WriteFile(img, []byte("x"), 0o644)
+	r := New(opt)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background(), inR, outW); outW.Close() }()
+	br := bufio.NewReader(outR)
+	br.ReadString('\n') // READY
+	<-dials             // the background connect at start
+	for i := 0; i < 5; i++ {
+		fmt.Fprintf(inW, "ENC %s %s.sve\n", img, img)
+		l, _ := br.ReadString('\n')
+		if !strings.HasPrefix(l, "ERR no route to host") {
+			t.Fatalf("picture %d: %q", i, l)
+		}
+	}
+	if n := len(dials); n != 0 {
+		t.Fatalf("%d more dials while known down (the retry waits an hour)", n)
+	}
+	io.WriteString(inW, "QUIT\n")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Kind != events.RemoteUnreachable {
+		t.Fatalf("events %v, want one remote.unreachable", got)
+	}
+}
+
+func TestPictureBoundFollowsRecentPictures(t *testing.T) {
+	var p pictureTimes
+	if b := p.bound(1000, DefaultRequestTimeout); b != DefaultRequestTimeout {
+		t.Fatalf("before any picture: %v", b)
+	}
+	for i := 0; i < 5; i++ {
+		p.add(2*time.Second, 10<<20) // 5 MB/s
+	}
+	// 4 x 2 s + twice 50 MB at 5 MB/s.
+	if b := p.bound(50<<20, DefaultRequestTimeout); b != 8*time.Second+20*time.Second {
+		t.Fatalf("bound %v", b)
+	}
+	var fast pictureTimes
+	for i := 0; i < 5; i++ {
+		fast.add(10*time.Millisecond, 1000)
+	}
+	if b := fast.bound(1000, DefaultRequestTimeout); b != boundFloor {
+		t.Fatalf("fast pictures: bound %v, want the floor %v", b, boundFloor)
+	}
+}
+
+func TestServiceReporterDeliversAndSurvivesNoService(t *testing.T) {
+	var sent []controlapi.RelayReport
+	calls := 0
+	rep := NewServiceReporter(func() (*controlapi.Client, error) {
+		calls++
+		return nil, controlapi.ErrNotRunning
+	})
+	t0 := time.Now()
+	for i := 0; i < maxQueued+10; i++ {
+		rep.Event(events.Event{Kind: events.PictureEncoded})
+	}
+	if d := time.Since(t0); d > time.Second {
+		t.Fatalf("queuing events took %v: it must never wait", d)
+	}
+	rep.Close(time.Second)
+	if calls == 0 {
+		t.Fatal("the service was never looked for")
+	}
+	_ = sent
+}
+
+// TestDevicesAndFIFOsAreRefusedAtOnce: a device reads without end and a
+// FIFO blocks for ever; neither is read, wherever pictures go.
+func TestDevicesAndFIFOsAreRefusedAtOnce(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "p.img")
+	if err := mkfifo(fifo); err != nil {
+		t.Skip("no FIFOs here: ", err)
+	}
+	for _, p := range []settings.Placement{settings.PlacementRemote, settings.PlacementCPU} {
+		st := &settings.Settings{Vision: p, LocalEncoder: "/nonexistent/strata-vision", Remote: &settings.Remote{Host: "pc"}}
+		for _, img := range []string{"/dev/zero", fifo} {
+			// One request per run: Strata sends one at a time.
+			lines := driveLines(t, Options{
+				Settings: func() (*settings.Settings, error) { return st, nil },
+				Target: func(settings.Remote) Target {
+					return Target{Host: "pc", Dial: func(context.Context, time.Duration) (Conn, error) { return nil, errors.New("down") }}
+				},
+			}, "ENC "+img+" /tmp/x.sve\nQUIT\n")
+			if len(lines) != 2 || !strings.Contains(lines[1], img+" is not a regular file") {
+				t.Fatalf("%s: %d lines %q", p, len(lines), lines)
+			}
+		}
+	}
+}

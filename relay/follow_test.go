@@ -1,0 +1,758 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/sys/unix"
+
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/fakeencoder"
+	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/testenv"
+	"github.com/strata-companion/companion/internal/wol"
+)
+
+var (
+	binOnce sync.Once
+	binDir  string
+	binErr  error
+)
+
+// builtBinaries builds the relay and the stand-in encoder once per test binary.
+func builtBinaries(t *testing.T) (relayBin, standin string) {
+	binOnce.Do(func() {
+		if binDir, binErr = os.MkdirTemp("", "relay-main-test-"); binErr != nil {
+			return
+		}
+		for out, pkg := range map[string]string{"strata-vision-relay": ".", "standin": "../internal/fakeencoder/cmd/strata-vision-standin"} {
+			if b, err := exec.Command("go", "build", "-o", filepath.Join(binDir, out), pkg).CombinedOutput(); err != nil {
+				binErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+				return
+			}
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return filepath.Join(binDir, "strata-vision-relay"), filepath.Join(binDir, "standin")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// fakeService is the companion service's side of POST /v1/relay: it checks
+// the token and keeps what the relay reported.
+type fakeService struct {
+	mu     sync.Mutex
+	events []events.Event
+	nEmbd  int
+}
+
+func startFakeService(t *testing.T, home string) *fakeService {
+	fs := &fakeService{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/relay" || r.Method != http.MethodPost || r.Header.Get("Authorization") != "Bearer tok-123" {
+			http.Error(w, `{"error":"no"}`, http.StatusUnauthorized)
+			return
+		}
+		var rep controlapi.RelayReport
+		if err := json.NewDecoder(r.Body).Decode(&rep); err != nil {
+			http.Error(w, `{"error":"bad json"}`, http.StatusBadRequest)
+			return
+		}
+		fs.mu.Lock()
+		fs.events = append(fs.events, rep.Events...)
+		if rep.NEmbd > 0 {
+			fs.nEmbd = rep.NEmbd
+		}
+		fs.mu.Unlock()
+		w.Write([]byte("{}"))
+	}))
+	t.Cleanup(srv.Close)
+	state := filepath.Join(home, "state")
+	os.MkdirAll(state, 0o700)
+	os.WriteFile(filepath.Join(state, filepath.Base(locations.ControlAddrFile())), []byte(strings.TrimPrefix(srv.URL, "http://")), 0o600)
+	os.WriteFile(filepath.Join(state, filepath.Base(locations.ControlTokenFile())), []byte("tok-123\n"), 0o600)
+	return fs
+}
+
+func (fs *fakeService) all() []events.Event {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return append([]events.Event(nil), fs.events...)
+}
+
+func (fs *fakeService) count(k events.Kind) int {
+	n := 0
+	for _, e := range fs.all() {
+		if e.Kind == k {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor waits until n events of kind k arrived and returns the last.
+func (fs *fakeService) waitFor(t *testing.T, k events.Kind, n int, within time.Duration) events.Event {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		var last events.Event
+		c := 0
+		for _, e := range fs.all() {
+			if e.Kind == k {
+				c++
+				last = e
+			}
+		}
+		if c >= n {
+			return last
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d %s events within %s; events: %v", c, k, within, fs.all())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// rig is Strata's side (its mmproj, model, config env, engine log) and a
+// second PC (a real sshd and a folder as `remote prepare` leaves it).
+type rig struct {
+	t            *testing.T
+	root, tmp    string
+	mmproj       string
+	model        string
+	remoteDir    string
+	standin      string
+	sshd         *testenv.SSHD
+	settingsFile string
+	st           *settings.Settings
+	svc          *fakeService
+	engineLog    string
+	home         string
+
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+	n     int
+}
+
+const rigTokens, rigEmbd = 6, 32
+
+func newRig(t *testing.T, sshdOpts testenv.SSHDOptions, remoteEnv string) *rig {
+	if testing.Short() {
+		t.Skip("builds the relay and starts a real sshd")
+	}
+	relayBin, standin := builtBinaries(t)
+	g := &rig{t: t, root: t.TempDir(), tmp: t.TempDir(), remoteDir: t.TempDir(), home: t.TempDir(), standin: standin}
+	g.mmproj, g.model = filepath.Join(g.root, "mmproj-BF16.gguf"), filepath.Join(g.root, "model-00001-of-00003.gguf")
+	fakeencoder.WriteMmproj(g.mmproj, rigEmbd)
+	fakeencoder.WriteModel(g.model, 20)
+	rm, rmodel := relay.RemoteFiles(g.mmproj, g.model)
+	cp := func(from, to string, mode os.FileMode) {
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(to, b, mode)
+	}
+	cp(g.mmproj, filepath.Join(g.remoteDir, rm), 0o644)
+	cp(g.model, filepath.Join(g.remoteDir, rmodel), 0o644)
+	cp(relayBin, filepath.Join(g.remoteDir, "strata-vision-relay"), 0o755)
+	cp(standin, filepath.Join(g.remoteDir, "standin-bin"), 0o755)
+	os.WriteFile(filepath.Join(g.remoteDir, "strata-vision"), []byte("#!/bin/sh\n"+remoteEnv+" exec "+filepath.Join(g.remoteDir, "standin-bin")+" \"$@\"\n"), 0o755)
+	g.sshd = testenv.StartSSHD(t, sshdOpts)
+	g.st = &settings.Settings{Vision: settings.PlacementRemote, LocalEncoder: standin, Remote: &settings.Remote{
+		Host: g.sshd.Host, Port: g.sshd.Port, User: g.sshd.User,
+		HostKey:   strings.TrimSpace(string(ssh.MarshalAuthorizedKey(g.sshd.HostSigner.PublicKey()))),
+		KeyFile:   g.sshd.ClientKeyFile,
+		RemoteDir: g.remoteDir,
+	}}
+	g.settingsFile = filepath.Join(t.TempDir(), "settings.json")
+	g.save()
+	g.svc = startFakeService(t, g.home)
+	g.engineLog = filepath.Join(g.root, "strata-test.log")
+	return g
+}
+
+// save writes the settings as the service's backend does.
+func (g *rig) save() {
+	if err := g.st.Save(g.settingsFile); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+// start runs the relay exactly as Strata starts an encoder.
+func (g *rig) start() {
+	t := g.t
+	relayBin, _ := builtBinaries(t)
+	log, err := os.OpenFile(g.engineLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	g.cmd = exec.Command(relayBin, "--mmproj", g.mmproj, "--model", g.model, "--max-tokens", fmt.Sprint(rigTokens))
+	g.cmd.Dir = g.root
+	g.cmd.Env = append(os.Environ(), "STRATA_COMPANION_SETTINGS="+g.settingsFile, locations.EnvHome+"="+g.home)
+	g.cmd.Stderr = log
+	g.stdin, _ = g.cmd.StdinPipe()
+	stdout, _ := g.cmd.StdoutPipe()
+	if err := g.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.cmd.Process.Kill(); g.cmd.Wait() })
+	g.out = bufio.NewReader(stdout)
+	if l, _ := g.line(30 * time.Second); l != fmt.Sprintf("READY %d", rigEmbd) {
+		t.Fatalf("first line %q", l)
+	}
+}
+
+func (g *rig) line(within time.Duration) (string, time.Duration) {
+	g.t.Helper()
+	start := time.Now()
+	got := make(chan string, 1)
+	go func() { l, _ := g.out.ReadString('\n'); got <- strings.TrimSpace(l) }()
+	select {
+	case l := <-got:
+		return l, time.Since(start)
+	case <-time.After(within):
+		g.t.Fatalf("no line within %s: the relay hung", within)
+		return "", 0
+	}
+}
+
+// picture sends one ENC as Strata does; it returns the reply, the bytes
+// sent, the .sve's content and the time to the reply.
+func (g *rig) picture() (string, []byte, []byte, time.Duration) {
+	g.n++
+	i := g.n
+	data := append([]byte("\xff\xd8\xff\xe0JFIF"), bytes.Repeat([]byte{byte(i)}, 3000+i)...)
+	name := fmt.Sprintf("%032x", i)
+	img, sve := filepath.Join(g.tmp, name+".img"), filepath.Join(g.tmp, name+".sve")
+	os.WriteFile(img, data, 0o600)
+	fmt.Fprintf(g.stdin, "ENC %s %s\n", img, sve)
+	l, d := g.line(60 * time.Second)
+	os.Remove(img)
+	got, _ := os.ReadFile(sve)
+	os.Remove(sve)
+	return l, data, got, d
+}
+
+// where waits for the n-th picture event and says where it was read.
+func (g *rig) where(n int) string {
+	e := g.svc.waitFor(g.t, events.PictureEncoded, n, 5*time.Second)
+	w, _ := e.Details["where"].(string)
+	return w
+}
+
+// noStrataLines checks the engine log: the relay must never write a line
+// there that Strata could take for the engine's last words.
+func (g *rig) noStrataLines() {
+	b, _ := os.ReadFile(g.engineLog)
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "strata") || strings.HasPrefix(l, "ERR") {
+			g.t.Errorf("the engine log has a relay line Strata would take for the engine's: %q", l)
+		}
+	}
+}
+
+func (g *rig) quit() {
+	io.WriteString(g.stdin, "QUIT\n")
+	done := make(chan error, 1)
+	go func() { done <- g.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			g.t.Fatalf("relay exit: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		g.t.Fatal("the relay did not exit within 5 s of QUIT")
+	}
+}
+
+// remoteProcs lists processes running from the second PC's folder.
+func (g *rig) remoteProcs() []int {
+	var pids []int
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		if exe, _ := os.Readlink(d + "/exe"); strings.HasPrefix(exe, g.remoteDir) {
+			var pid int
+			fmt.Sscan(filepath.Base(d), &pid)
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func (g *rig) checkSVE(what string, got, data []byte) {
+	g.t.Helper()
+	if !bytes.Equal(got, fakeencoder.SVE(data, rigTokens, rigEmbd)) {
+		g.t.Fatalf("%s: the .sve is not byte-identical to the stand-in's (%d bytes)", what, len(got))
+	}
+}
+
+// TestPlacementFollowsTheSettingsInOneProcess: remote -> cpu -> off ->
+// remote, switched by writing the settings (as the backend does), while one
+// relay process serves every picture where the settings said at that moment.
+func TestPlacementFollowsTheSettingsInOneProcess(t *testing.T) {
+	g := newRig(t, testenv.SSHDOptions{}, "")
+	g.start()
+	pid := g.cmd.Process.Pid
+	steps := []struct {
+		placement settings.Placement
+		where     string
+	}{
+		{settings.PlacementRemote, relay.WhereRemote},
+		{settings.PlacementCPU, relay.WhereLocalCPU},
+		{settings.PlacementOff, ""},
+		{settings.PlacementRemote, relay.WhereRemote},
+		{settings.PlacementCPU, relay.WhereLocalCPU},
+	}
+	pictures := 0
+	for i, s := range steps {
+		g.st.Vision = s.placement
+		t0 := time.Now()
+		g.save() // what the backend does on a tray click
+		for k := 0; k < 2; k++ {
+			l, data, got, d := g.picture()
+			if k == 0 {
+				t.Logf("switch to %s: settings written to the first picture's reply %v", s.placement, time.Since(t0))
+			}
+			if s.placement == settings.PlacementOff {
+				if l != relay.OffMessage {
+					t.Fatalf("step %d (off): %q", i, l)
+				}
+				continue
+			}
+			if !strings.HasPrefix(l, fmt.Sprintf("OK %d ", rigTokens)) {
+				b, _ := os.ReadFile(g.engineLog)
+				t.Fatalf("step %d (%s): %q\n%s", i, s.placement, l, b)
+			}
+			g.checkSVE(string(s.placement), got, data)
+			pictures++
+			if w := g.where(pictures); w != s.where {
+				t.Fatalf("step %d: the picture was read at %q, the settings said %s", i, w, s.placement)
+			}
+			t.Logf("%s: %v", s.placement, d)
+		}
+	}
+	// The idle stop changed in the settings reaches the running agent.
+	g.st.Vision = settings.PlacementRemote
+	g.st.Remote.IdleStopS = 1
+	g.save()
+	if l, _, _, _ := g.picture(); !strings.HasPrefix(l, "OK ") {
+		t.Fatalf("picture after the idle-stop change: %q", l)
+	}
+	g.svc.waitFor(t, events.EncoderIdleStopped, 1, 10*time.Second)
+	if g.cmd.Process.Pid != pid {
+		t.Fatal("the relay's pid changed")
+	}
+	g.quit()
+	if g.svc.nEmbd != rigEmbd {
+		t.Errorf("n_embd reported to the service = %d, want %d", g.svc.nEmbd, rigEmbd)
+	}
+	if s, _ := settings.Load(g.settingsFile); s.Remote.NEmbd != 0 {
+		t.Errorf("the relay wrote n_embd %d into the settings; that is the service's job", s.Remote.NEmbd)
+	}
+	g.noStrataLines()
+}
+
+// TestSecondPCDownFallsBackAndReturns: with the fallback on, a picture while
+// the second PC is off is read on this PC's CPU (byte-identical), with one
+// fallback event; when the PC answers again, the next picture goes there.
+// With the fallback off, a picture while it is known down gets ERR at once:
+// the times are logged against a picture on the live link (no assertion).
+func TestSecondPCDownFallsBackAndReturns(t *testing.T) {
+	g := newRig(t, testenv.SSHDOptions{}, "")
+	on := true
+	g.st.FallbackCPU = &on
+	g.save()
+	g.start()
+	var live []time.Duration
+	for i := 0; i < 3; i++ {
+		l, data, got, d := g.picture()
+		if !strings.HasPrefix(l, "OK ") {
+			t.Fatalf("live picture: %q", l)
+		}
+		g.checkSVE("live", got, data)
+		live = append(live, d)
+	}
+	g.sshd.Stop()
+	g.svc.waitFor(t, events.RemoteDisconnected, 1, 10*time.Second)
+	for i := 0; i < 3; i++ {
+		l, data, got, d := g.picture()
+		if !strings.HasPrefix(l, "OK ") {
+			t.Fatalf("picture with the second PC off and the fallback on: %q", l)
+		}
+		g.checkSVE("fallback", got, data)
+		if w := g.where(3 + i + 1); w != relay.WhereFallbackCPU {
+			t.Fatalf("picture %d with the PC off was read at %q", i, w)
+		}
+		t.Logf("fallback picture %d: %v", i, d)
+	}
+	if n := g.svc.count(relay.VisionFallback); n != 1 {
+		t.Fatalf("%d fallback events for one outage, want 1", n)
+	}
+	// Known down, fallback off: ERR at once.
+	off := false
+	g.st.FallbackCPU = &off
+	g.save()
+	var down []time.Duration
+	for i := 0; i < 3; i++ {
+		l, _, _, d := g.picture()
+		if !strings.HasPrefix(l, "ERR second PC ") || !strings.Contains(l, "text still works") {
+			t.Fatalf("picture while known down, fallback off: %q", l)
+		}
+		down = append(down, d)
+	}
+	t.Logf("ERR while known down: %v; live pictures: %v; ratio of medians %.3f", down, live, float64(medianOf(down))/float64(medianOf(live)))
+	g.st.FallbackCPU = &on
+	g.save()
+	g.sshd.Start()
+	g.svc.waitFor(t, events.RemoteReachable, 1, 15*time.Second)
+	l, data, got, _ := g.picture()
+	if !strings.HasPrefix(l, "OK ") {
+		t.Fatalf("after the second PC came back: %q", l)
+	}
+	g.checkSVE("back", got, data)
+	if w := g.where(7); w != relay.WhereRemote {
+		t.Fatalf("after the second PC answered again the picture was read at %q", w)
+	}
+	g.quit()
+	g.noStrataLines()
+}
+
+func medianOf(ds []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	return s[len(s)/2]
+}
+
+// TestHungAgentQuitEndsEverything: the agent is stopped (SIGSTOP) while a
+// picture is in flight; QUIT gets the picture's ERR line, the relay exits,
+// and no process of the second PC is left, within 2 s.
+func TestHungAgentQuitEndsEverything(t *testing.T) {
+	g := newRig(t, testenv.SSHDOptions{}, "STRATA_STANDIN_ENCODE_MS=20000")
+	g.start()
+	img := filepath.Join(g.tmp, "hung.img")
+	os.WriteFile(img, []byte("\x89PNG\r\n\x1a\nxxxxxxxx"), 0o600)
+	fmt.Fprintf(g.stdin, "ENC %s %s\n", img, strings.TrimSuffix(img, ".img")+".sve")
+	var agentPID int
+	deadline := time.Now().Add(20 * time.Second)
+	for agentPID == 0 {
+		for _, pid := range g.remoteProcs() {
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); filepath.Base(exe) == "strata-vision-relay" {
+				agentPID = pid
+			}
+		}
+		if len(g.remoteProcs()) >= 2 && agentPID != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent and its encoder did not start")
+		}
+		agentPID = 0
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // the picture is with the encoder now
+	if err := syscall.Kill(agentPID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	io.WriteString(g.stdin, "QUIT\n")
+	l, _ := g.line(3 * time.Second)
+	if !strings.HasPrefix(l, "ERR ") {
+		t.Fatalf("the picture in flight got %q at QUIT", l)
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.cmd.Wait() }()
+	select {
+	case <-done:
+		t.Logf("the relay exited %v after QUIT", time.Since(t0))
+	case <-time.After(2 * time.Second):
+		t.Fatal("the relay did not exit within 2 s of QUIT with a hung agent")
+	}
+	last := ""
+	for len(g.remoteProcs()) > 0 {
+		now := ""
+		for _, p := range g.remoteProcs() {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+			f := strings.Fields(string(b))
+			if len(f) > 4 {
+				now += fmt.Sprintf("%d:%s ppid %s; ", p, f[2], f[3])
+			}
+		}
+		if now != last {
+			t.Logf("%v after QUIT: %s", time.Since(t0), now)
+			last = now
+		}
+		if time.Since(t0) > 2*time.Second {
+			syscall.Kill(agentPID, syscall.SIGKILL)
+			b, _ := os.ReadFile(g.sshd.LogFile)
+			t.Logf("sshd log:\n%s", b)
+			t.Fatalf("processes of the second PC still run 2 s after QUIT: %v", g.remoteProcs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("QUIT answered and everything gone in %v", time.Since(t0))
+	g.noStrataLines()
+}
+
+// listenInNetns opens a UDP socket inside the namespace: the "second PC's"
+// network card, where the magic packet must arrive.
+func listenInNetns(t *testing.T, ns string, port int) net.PacketConn {
+	type res struct {
+		pc  net.PacketConn
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		runtime.LockOSThread() // the thread stays in its namespace if we cannot switch back: never unlocked then
+		orig, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			ch <- res{nil, err}
+			return
+		}
+		defer orig.Close()
+		target, err := os.Open("/run/netns/" + ns)
+		if err != nil {
+			ch <- res{nil, err}
+			return
+		}
+		defer target.Close()
+		if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+			ch <- res{nil, err}
+			return
+		}
+		pc, lerr := net.ListenPacket("udp4", fmt.Sprintf("0.0.0.0:%d", port))
+		if err := unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET); err == nil {
+			runtime.UnlockOSThread()
+		}
+		ch <- res{pc, lerr}
+	}()
+	r := <-ch
+	if r.err != nil {
+		t.Fatalf("listening in the namespace: %v", r.err)
+	}
+	t.Cleanup(func() { r.pc.Close() })
+	return r.pc
+}
+
+// TestWakeOnLANThenPicture: the second PC sleeps in a network namespace;
+// its "network card" starts sshd only when the magic packet for the
+// recorded MAC arrives; the picture succeeds within the wait.
+func TestWakeOnLANThenPicture(t *testing.T) {
+	if testing.Short() {
+		t.Skip("network namespaces")
+	}
+	ns := testenv.NewNetns(t, testenv.NetnsOptions{})
+	g := newRig(t, testenv.SSHDOptions{Netns: ns.Name, ListenHost: ns.PeerAddr}, "")
+	g.sshd.Stop() // asleep
+	const mac = "02:00:5e:10:20:30"
+	bcast := ns.PeerAddr[:strings.LastIndexByte(ns.PeerAddr, '.')] + ".255"
+	g.st.Remote.MAC = mac
+	g.st.Remote.Wake = &settings.Wake{Enabled: true, Broadcast: bcast, WaitS: 30}
+	g.save()
+	pc := listenInNetns(t, ns.Name, wol.DefaultPort)
+	woke := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if got, ok := wol.IsMagicPacket(buf[:n]); ok {
+				woke <- got.String()
+				return
+			}
+		}
+	}()
+	g.start()
+	select {
+	case m := <-woke:
+		t.Fatalf("a magic packet (%s) came before any picture", m)
+	case <-time.After(500 * time.Millisecond):
+	}
+	started := make(chan struct{})
+	go func() {
+		select {
+		case m := <-woke:
+			if m != mac {
+				t.Errorf("magic packet for %s, want %s", m, mac)
+				return
+			}
+			g.sshd.Start()
+			close(started)
+		case <-time.After(30 * time.Second):
+		}
+	}()
+	l, data, got, d := g.picture()
+	select {
+	case <-started:
+	default:
+		t.Fatalf("the picture was answered %q before the magic packet woke the PC", l)
+	}
+	if !strings.HasPrefix(l, "OK ") {
+		t.Fatalf("picture after the wake: %q", l)
+	}
+	g.checkSVE("after wake", got, data)
+	t.Logf("picture answered %v after ENC, through the wake", d)
+	if w := g.where(1); w != relay.WhereRemote {
+		t.Fatalf("read at %q", w)
+	}
+	g.svc.waitFor(t, relay.RemoteWake, 2, 5*time.Second)
+	// 100 pictures, then a failover: still no relay line in the engine log.
+	for i := 0; i < 100; i++ {
+		if l, data, got, _ := g.picture(); !strings.HasPrefix(l, "OK ") {
+			t.Fatalf("picture %d: %q", i, l)
+		} else {
+			g.checkSVE("picture", got, data)
+		}
+	}
+	on := true
+	g.st.FallbackCPU = &on
+	g.save()
+	g.sshd.Stop()
+	g.svc.waitFor(t, events.RemoteDisconnected, 1, 10*time.Second)
+	if l, data, got, _ := g.picture(); !strings.HasPrefix(l, "OK ") {
+		t.Fatalf("failover picture: %q", l)
+	} else {
+		g.checkSVE("failover", got, data)
+	}
+	if w := g.where(102); w != relay.WhereFallbackCPU {
+		t.Fatalf("failover picture read at %q", w)
+	}
+	g.quit()
+	g.noStrataLines()
+}
+
+// TestUnreadableKeyNamesFileAccountAndService runs the relay as an account
+// that cannot read the paired key (Strata started from its own run script):
+// the reply names the file, the account, and the companion's service.
+func TestUnreadableKeyNamesFileAccountAndService(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the relay and adds an account")
+	}
+	u := testenv.NewUser(t)
+	acct, err := user.Lookup(u.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(acct.Uid)
+	gid, _ := strconv.Atoi(acct.Gid)
+	relayBin, _ := builtBinaries(t)
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755) // t.TempDir's own folder is private
+	os.Chmod(dir, 0o755)
+	os.Chmod(filepath.Dir(relayBin), 0o755)
+	defer os.Chmod(filepath.Dir(relayBin), 0o700)
+	key := filepath.Join(dir, "relay_ed25519")
+	os.WriteFile(key, []byte("not readable by the other account"), 0o600)
+	sf := filepath.Join(dir, "settings.json")
+	(&settings.Settings{Vision: settings.PlacementRemote, Remote: &settings.Remote{Host: "192.0.2.1", User: "u",
+		HostKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHlnNjBR2oVr+S6XDC9bnUsf3t3YsEuzRG/i6OzCfSDN", KeyFile: key}}).Save(sf)
+	os.Chmod(sf, 0o644)
+	mmproj, model := filepath.Join(dir, "mmproj.gguf"), filepath.Join(dir, "model.gguf")
+	fakeencoder.WriteMmproj(mmproj, 8)
+	fakeencoder.WriteModel(model, 5)
+	cmd := exec.Command(relayBin, "--mmproj", mmproj, "--model", model)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "STRATA_COMPANION_SETTINGS="+sf, "STRATA_COMPANION_HOME="+filepath.Join(dir, "home"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	img := filepath.Join(dir, "a.img")
+	os.WriteFile(img, []byte("\x89PNG\r\n\x1a\nxxxx"), 0o644)
+	cmd.Stdin = strings.NewReader("ENC " + img + " " + filepath.Join(dir, "a.sve") + "\nQUIT\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, want := range []string{key, u.Name, "cannot read", "Strata Companion service"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the reply lacks %q: %q", want, out)
+		}
+	}
+}
+
+// TestStopDuringAPicture: QUIT, the end of input and SIGTERM each stop a
+// picture in flight (a 20 s encode): its ERR line comes and the relay exits
+// within 1 s, and nothing is left running on the second PC.
+func TestStopDuringAPicture(t *testing.T) {
+	for _, how := range []string{"quit", "eof", "sigterm"} {
+		t.Run(how, func(t *testing.T) {
+			g := newRig(t, testenv.SSHDOptions{}, "STRATA_STANDIN_ENCODE_MS=20000")
+			g.start()
+			img := filepath.Join(g.tmp, "slow.img")
+			os.WriteFile(img, []byte("\x89PNG\r\n\x1a\nxxxxxxxx"), 0o600)
+			fmt.Fprintf(g.stdin, "ENC %s %s\n", img, strings.TrimSuffix(img, ".img")+".sve")
+			for deadline := time.Now().Add(20 * time.Second); len(g.remoteProcs()) < 2; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the agent and its encoder did not start")
+				}
+			}
+			time.Sleep(200 * time.Millisecond) // the picture is with the encoder
+			t0 := time.Now()
+			switch how {
+			case "quit":
+				io.WriteString(g.stdin, "QUIT\n")
+			case "eof":
+				g.stdin.Close()
+			case "sigterm":
+				g.cmd.Process.Signal(syscall.SIGTERM)
+			}
+			if l, _ := g.line(2 * time.Second); !strings.HasPrefix(l, "ERR ") {
+				t.Fatalf("the picture in flight got %q", l)
+			}
+			done := make(chan error, 1)
+			go func() { done <- g.cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(time.Second):
+				t.Fatal("the relay did not exit within 1 s")
+			}
+			exited := time.Since(t0)
+			for len(g.remoteProcs()) > 0 {
+				if time.Since(t0) > 2*time.Second {
+					t.Fatalf("still running on the second PC: %v", g.remoteProcs())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			t.Logf("%s: relay gone %v, everything gone %v", how, exited, time.Since(t0))
+		})
+	}
+}
