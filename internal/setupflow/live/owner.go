@@ -78,8 +78,7 @@ func (o owner) setVision(ctx context.Context, path string, req controlapi.Vision
 	if err != nil {
 		return nil, err
 	}
-	return &controlapi.VisionResponse{Diff: res.Diff, Written: res.ConfigWritten, Backup: res.Backup, RestartNeeded: res.RestartNeeded,
-		Message: res.Message, Placement: string(res.Placement), SettingsChanged: res.SettingsChanged}, nil
+	return res.Response(), nil
 }
 
 func visionRequest(c setupflow.VisionChoice) controlapi.VisionRequest {
