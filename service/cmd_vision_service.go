@@ -17,13 +17,13 @@ import (
 // visionThroughService sends the change to the running service. handled is
 // false when no service answers (then the caller hosts the backend).
 func visionThroughService(ctx context.Context, env *cliEnv, req controlapi.VisionRequest, o visionOptions) (handled bool, err error) {
-	c, err := controlapi.NewClient()
-	if err != nil {
+	c := runningService(ctx)
+	if c == nil {
 		return false, nil
 	}
 	st, err := c.State(ctx)
 	if err != nil {
-		return false, nil // a stale address file: the service is not running
+		return false, nil // it stopped a moment ago
 	}
 	// The service owns the settings of this machine: changing another
 	// install's config here would leave them disagreeing.
