@@ -72,7 +72,9 @@ func TestRemoteRecordsOnlyThroughTheService(t *testing.T) {
 		check func(*settings.Remote) bool
 	}{
 		{[]string{"remote", "pair", target, "--identity", s.ClientKeyFile, "--accept-host-key", fp, "--authorized-keys", s.AuthorizedKeysFile},
-			func(r *settings.Remote) bool { return r != nil && r.Host == s.Host && r.KeyFile == locations.RelayKeyFile() }},
+			func(r *settings.Remote) bool {
+				return r != nil && r.Host == s.Host && r.KeyFile == locations.RelayKeyFile()
+			}},
 		{[]string{"remote", "prepare", "--mmproj", mm, "--model", model, "--agent-binary", filepath.Join(bins, "strata-vision-relay"),
 			"--local-encoder", filepath.Join(bins, "standin"), "--remote-dir", remoteDir, "--max-tokens", "4"},
 			func(r *settings.Remote) bool { return r != nil && r.NEmbd == 48 && r.RemoteDir == remoteDir }},
