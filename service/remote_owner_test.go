@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,12 +29,7 @@ func TestRemoteRecordsOnlyThroughTheService(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the relay and starts a real sshd")
 	}
-	bins := t.TempDir()
-	for out, pkg := range map[string]string{"strata-vision-relay": "../relay", "standin": "../internal/fakeencoder/cmd/strata-vision-standin"} {
-		if b, err := exec.Command("go", "build", "-o", filepath.Join(bins, out), pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-	}
+	bins := relayBins(t)
 	r := fakestrata.NewRoot(t, fakestrata.RootOptions{})
 	c, _ := startRun(t, r)
 	t.Setenv("HOME", t.TempDir())

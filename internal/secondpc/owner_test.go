@@ -3,7 +3,6 @@ package secondpc_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"path/filepath"
 	"testing"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/secondpc"
 	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/testenv"
 	"github.com/strata-companion/companion/service/controlserver"
 )
 
@@ -39,8 +39,7 @@ func TestBackendIsARecorder(t *testing.T) {
 func TestAPIRecorder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "settings.json")
 	b := backend.New(backend.Options{SettingsPath: path})
-	srv, err := controlserver.New(controlserver.Backend{
-		State: func() controlapi.State { return controlapi.State{} },
+	c := testenv.ServeControlAPI(t, controlserver.Backend{
 		Remote: func(ctx context.Context, rec *controlapi.RemoteRecord) (*settings.Remote, error) {
 			if rec == nil {
 				return b.Paired(ctx)
@@ -53,22 +52,10 @@ func TestAPIRecorder(t *testing.T) {
 			return rm, err
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := controlserver.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-done })
-	c := &controlapi.Client{BaseURL: "http://" + l.Addr().String(), Token: srv.Token(), HTTP: &http.Client{}}
 	secondpc.RecorderContract(t, secondpc.APIRecorder{Client: c})
 
 	// A record that sets two things is refused, and says how.
-	_, err = c.RecordRemote(ctx, controlapi.RemoteRecord{Unpair: true, Replace: &settings.Remote{Host: "x"}})
+	_, err := c.RecordRemote(context.Background(), controlapi.RemoteRecord{Unpair: true, Replace: &settings.Remote{Host: "x"}})
 	if se, ok := err.(*controlapi.StatusError); !ok || se.Code != 400 {
 		t.Errorf("two records in one: %v", err)
 	}

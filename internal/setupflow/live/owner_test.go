@@ -3,7 +3,6 @@ package live_test
 import (
 	"context"
 	"errors"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow/live"
+	"github.com/strata-companion/companion/internal/testenv"
 	"github.com/strata-companion/companion/service/controlserver"
 )
 
@@ -27,8 +27,7 @@ func ownerService(t *testing.T, b *backend.Backend) *controlapi.Client {
 		}
 		return err
 	}
-	srv, err := controlserver.New(controlserver.Backend{
-		State: func() controlapi.State { return controlapi.State{} },
+	return testenv.ServeControlAPI(t, controlserver.Backend{
 		Vision: func(ctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
 			res, err := b.SetVision(ctx, req)
 			if err != nil {
@@ -48,18 +47,6 @@ func ownerService(t *testing.T, b *backend.Backend) *controlapi.Client {
 			return rm, asHTTP(err)
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := controlserver.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, l) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return &controlapi.Client{BaseURL: "http://" + l.Addr().String(), Token: srv.Token(), HTTP: &http.Client{}}
 }
 
 // The wizard's Apply commits the second PC it paired and prepared (its
