@@ -290,7 +290,7 @@ func LockInstance() (*filelock.Lock, error) {
 	}
 	if err := l.WritePID(); err != nil {
 		l.Unlock()
-		return nil, fmt.Errorf("writing the service lock %s: %w", path, err)
+		return nil, fmt.Errorf("writing the service lock %s: %w", path, fserr.Explain(err, dir))
 	}
 	return l, nil
 }
