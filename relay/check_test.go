@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -16,11 +17,15 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/strata-companion/companion/internal/backend"
+	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/fakeencoder"
+	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/relay"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/testenv"
+	"github.com/strata-companion/companion/service/controlserver"
 )
 
 // TestStrataDrivesTheBuiltRelay is the check, scripted: the built
@@ -64,6 +69,20 @@ func TestStrataDrivesTheBuiltRelay(t *testing.T) {
 	}}
 	settingsFile := filepath.Join(t.TempDir(), "settings.json")
 	if err := st.Save(settingsFile); err != nil {
+		t.Fatal(err)
+	}
+	// The service's side: the settings' owner behind the control API, found
+	// through the companion's state folder (as the relay run by Strata finds
+	// the service's); the relay reports n_embd there instead of writing.
+	t.Setenv(locations.EnvHome, t.TempDir())
+	owner := backend.New(backend.Options{SettingsPath: settingsFile})
+	api := testenv.ServeControlAPI(t, controlserver.Backend{
+		Relay: func(ctx context.Context, r controlapi.RelayReport) error { return owner.RelayReport(ctx, r) },
+	})
+	if _, err := locations.EnsureDir(locations.StateDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := controlserver.WriteFiles(locations.ControlAddrFile(), locations.ControlTokenFile(), strings.TrimPrefix(api.BaseURL, "http://"), api.Token); err != nil {
 		t.Fatal(err)
 	}
 
@@ -165,7 +184,7 @@ func TestStrataDrivesTheBuiltRelay(t *testing.T) {
 			t.Errorf("the engine log has no %s event:\n%s", k, log)
 		}
 	}
-	// n_embd written back to the settings for the next start.
+	// n_embd recorded in the settings (by the owner) for the next start.
 	if s, _ := settings.Load(settingsFile); s.Remote.NEmbd != 32 {
 		t.Errorf("settings n_embd = %d, want 32", s.Remote.NEmbd)
 	}

@@ -118,18 +118,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		AgentCommand: a.Command(),
 		NEmbd:        nEmbd,
 		SavedNEmbd:   r.NEmbd,
-		SaveNEmbd: func(n int) error {
-			s, err := settings.Load(settingsPath)
-			if err != nil {
-				return err
-			}
-			if s.Remote == nil {
-				return fmt.Errorf("no second PC in %s", settingsPath)
-			}
-			s.Remote.NEmbd = n
-			return s.Save(settingsPath)
-		},
-		Stderr: stderr,
+		SaveNEmbd:    func(n int) error { return reportNEmbd(ctx, n) },
+		Stderr:       stderr,
 	})
 	fmt.Fprintf(stderr, "strata-vision-relay %s: pictures are read on second PC %s; READY %d\n", version.Version, host, nEmbd)
 	if err := rl.Run(ctx, stdin, stdout); err != nil && ctx.Err() == nil {
