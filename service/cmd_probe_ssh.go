@@ -66,7 +66,7 @@ func runSSHProbe(ctx context.Context, env *cliEnv, login *sshLogin, target, remo
 	// The paired PC: its folder, and the companion's own key as one more
 	// way in (so a probe needs no password once paired).
 	var extraKeys []string
-	if rm, err := settingsRecorder().Paired(ctx); err == nil && rm != nil && rm.Host == ep.Host &&
+	if rm, err := remoteRecorder(ctx).Paired(ctx); err == nil && rm != nil && rm.Host == ep.Host &&
 		(rm.Port == ep.Port || ep.Port == 0) {
 		if opts.RemoteDir == "" {
 			opts.RemoteDir = rm.RemoteDir

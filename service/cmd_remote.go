@@ -260,13 +260,6 @@ func isTerminal(r io.Reader) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// settingsRecorder records the second PC in the settings. When the service
-// runs this is to go through its backend (issue 13, part A); for now it is
-// the settings file.
-func settingsRecorder() secondpc.Recorder {
-	return secondpc.SettingsRecorder{Path: locations.SettingsFile()}
-}
-
 func init() {
 	var (
 		login         sshLogin
@@ -291,7 +284,7 @@ func init() {
 			}
 			ep := l.Endpoint
 			res, err := secondpc.Pair(ctx, l, secondpc.PairOptions{ForcedCommand: forced, AuthorizedKeysFile: authorizedKey,
-				Progress: func(s string) { fmt.Fprintln(env.stderr, "... "+s) }}, settingsRecorder())
+				Progress: func(s string) { fmt.Fprintln(env.stderr, "... "+s) }}, remoteRecorder(ctx))
 			if err != nil {
 				return fmt.Errorf("%v%s", err, hostKeyHint(err))
 			}
@@ -329,7 +322,7 @@ func init() {
 			fs.StringVar(&unAK, "authorized-keys", "", "the file on the second PC the key was installed in, if not the default")
 		},
 		run: func(ctx context.Context, env *cliEnv, args []string) error {
-			rec := settingsRecorder()
+			rec := remoteRecorder(ctx)
 			rm, err := rec.Paired(ctx)
 			if err != nil {
 				return err

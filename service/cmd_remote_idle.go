@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/strata-companion/companion/internal/controlapi"
-	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -14,8 +13,8 @@ import (
 // encoder may sit without a picture before the relay stops it (giving that
 // PC its VRAM back). With the service running the change goes through its
 // control API (POST /v1/settings), so the service stays the one writer of
-// the settings; with no service it is written to the settings file (issue
-// 13 part A's backend takes that over).
+// the settings; with no service this process hosts the same backend, under
+// the same cross-process lock.
 func init() {
 	remoteSubcommands["idle-stop"] = remoteSubcommand{
 		summary: "stop the second PC's encoder after this long without a picture (off: keep it running)",
@@ -42,36 +41,27 @@ func init() {
 	}
 }
 
-// setIdleStop changes the setting through the running service, else in
-// the settings file; it says which.
+// setIdleStop changes the setting through its owner (the running service,
+// else the backend in this process); it says which.
 func setIdleStop(ctx context.Context, secs int) (string, error) {
-	if c, err := controlapi.NewClient(); err == nil {
-		if _, err := c.State(ctx); err == nil {
-			_, err := c.PatchSettings(ctx, controlapi.SettingsPatch{IdleStopS: &secs})
-			var se *controlapi.StatusError
-			switch {
-			case err == nil:
-				return "set through the running service", nil
-			case errors.As(err, &se) && se.Code == 404:
-				// A service from before POST /v1/settings: the file, as below.
-			case errors.As(err, &se) && se.Code < 500:
-				return "", errors.New(se.Message)
-			default:
-				return "", fmt.Errorf("the service could not change it: %w; try again, or stop the service and run this again", err)
-			}
+	p := controlapi.SettingsPatch{IdleStopS: &secs}
+	if c := runningService(ctx); c != nil {
+		_, err := c.PatchSettings(ctx, p)
+		var se *controlapi.StatusError
+		switch {
+		case err == nil:
+			return "set through the running service", nil
+		case errors.As(err, &se) && se.Code == 404:
+			return "", errors.New("the running service is older than this program and cannot change settings: restart it after updating (strata-service stop, then strata-service start), then run this again")
+		case errors.As(err, &se) && se.Code < 500:
+			return "", errors.New(se.Message)
+		default:
+			return "", fmt.Errorf("the service could not change it: %w; try again, or stop the service and run this again", err)
 		}
 	}
-	path := locations.SettingsFile()
-	st, err := settings.Load(path)
-	if err != nil {
+	b := localOwner()
+	if _, err := b.PatchSettings(ctx, p); err != nil {
 		return "", err
 	}
-	if st.Remote == nil || st.Remote.Host == "" {
-		return "", errors.New("no second PC is paired; run `strata-service remote pair [user@]host` first")
-	}
-	st.Remote.IdleStopS = secs
-	if err := st.Save(path); err != nil {
-		return "", err
-	}
-	return "saved in " + path + "; the relay uses it from its next connection to the second PC, at the latest when Strata restarts", nil
+	return "saved in " + b.SettingsPath() + "; the relay uses it from its next connection to the second PC, at the latest when Strata restarts", nil
 }

@@ -43,7 +43,7 @@ func init() {
 			if len(args) > 0 {
 				return &exitCode{code: 2, err: errors.New("usage: strata-service remote prepare [--mmproj FILE --model FILE] [--encoder PATH]")}
 			}
-			rec := settingsRecorder()
+			rec := remoteRecorder(ctx)
 			rm, err := rec.Paired(ctx)
 			if err != nil {
 				return err

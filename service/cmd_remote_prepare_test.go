@@ -20,6 +20,19 @@ import (
 	"github.com/strata-companion/companion/internal/testenv"
 )
 
+// relayBins builds strata-vision-relay (the agent prepare uploads) and the
+// encoder stand-in into a temporary folder.
+func relayBins(t *testing.T) string {
+	t.Helper()
+	bins := t.TempDir()
+	for out, pkg := range map[string]string{"strata-vision-relay": "../relay", "standin": "../internal/fakeencoder/cmd/strata-vision-standin"} {
+		if b, err := exec.Command("go", "build", "-o", filepath.Join(bins, out), pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	return bins
+}
+
 func TestRemotePrepareCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the relay and starts a real sshd")
@@ -28,12 +41,7 @@ func TestRemotePrepareCLI(t *testing.T) {
 	if _, stderr, code := remoteCLI(t, "", "remote", "prepare"); code != 1 || !strings.Contains(stderr, "remote pair") {
 		t.Fatalf("prepare before pairing: exit %d: %s", code, stderr)
 	}
-	bins := t.TempDir()
-	for out, pkg := range map[string]string{"strata-vision-relay": "../relay", "standin": "../internal/fakeencoder/cmd/strata-vision-standin"} {
-		if b, err := exec.Command("go", "build", "-o", filepath.Join(bins, out), pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-	}
+	bins := relayBins(t)
 	s := testenv.StartSSHD(t, testenv.SSHDOptions{})
 	// What pairing leaves behind.
 	st := &settings.Settings{Remote: &settings.Remote{Host: s.Host, Port: s.Port, User: s.User,

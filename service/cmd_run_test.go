@@ -236,7 +236,7 @@ func TestVisionCommandGoesThroughTheService(t *testing.T) {
 		t.Fatalf("placement before: %+v", st.Vision)
 	}
 	out := &syncBuf{}
-	if code := runCLI(ctx, []string{"vision", "off"}, strings.NewReader(""), out, out); code != 0 {
+	if code := runCLI(ctx, []string{"vision", "off", "--yes"}, strings.NewReader(""), out, out); code != 0 {
 		t.Fatalf("vision off: %d\n%s", code, out.String())
 	}
 	if !strings.Contains(out.String(), "The service saved the config") || !strings.Contains(out.String(), "restarting the Strata server") {

@@ -12,7 +12,6 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
@@ -115,21 +114,18 @@ func (o settingsOptions) patch() (*controlapi.SettingsPatch, error) {
 
 // patchSettings asks the running service, else hosts the backend.
 func patchSettings(ctx context.Context, env *cliEnv, p controlapi.SettingsPatch) error {
-	if c, err := controlapi.NewClient(); err == nil {
-		if _, err := c.State(ctx); err == nil {
-			if _, err := c.PatchSettings(ctx, p); err != nil {
-				var se *controlapi.StatusError
-				if errors.As(err, &se) && (se.Code == 400 || se.Code == 409) {
-					return &exitCode{code: 1, err: errors.New(se.Message)}
-				}
-				return fmt.Errorf("the service could not change the settings: %w", err)
+	if c := runningService(ctx); c != nil {
+		if _, err := c.PatchSettings(ctx, p); err != nil {
+			var se *controlapi.StatusError
+			if errors.As(err, &se) && (se.Code == 400 || se.Code == 409) {
+				return &exitCode{code: 1, err: errors.New(se.Message)}
 			}
-			fmt.Fprintln(env.stdout, "The service saved the settings; they apply from the next picture on (no restart).")
-			return nil
+			return fmt.Errorf("the service could not change the settings: %w", err)
 		}
+		fmt.Fprintln(env.stdout, "The service saved the settings; they apply from the next picture on (no restart).")
+		return nil
 	}
-	b := backend.New(backend.Options{SettingsPath: locations.SettingsFile()})
-	if _, err := b.PatchSettings(ctx, p); err != nil {
+	if _, err := localOwner().PatchSettings(ctx, p); err != nil {
 		return err
 	}
 	fmt.Fprintln(env.stdout, "Saved "+locations.SettingsFile()+"; it applies from the next picture on (no restart).")

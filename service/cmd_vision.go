@@ -33,6 +33,7 @@ type visionOptions struct {
 	vramMiB  int
 	noProbe  bool
 	settings string
+	yes      bool
 }
 
 const restartHint = "Strata reads the vision settings only at start: restart the Strata server for this to take effect."
@@ -53,7 +54,12 @@ func registerVision() {
 Moves among cpu, remote and off change only the companion's settings once
 Strata's config names the relay: no restart. Moves to or from gpu edit the
 config and restart Strata; the command says which before it does it.
-Each prints the config's change as a diff; --dry-run writes nothing.`,
+Each prints the config's change as a diff; --dry-run writes nothing.
+
+With a running service, a change that restarts Strata (text stops for a
+while) is asked about first on a terminal; elsewhere (a script) it is
+refused with exit code 2 unless --yes is given. Without a service nothing
+is restarted: the command only saves the config.`,
 		setFlags: func(fs *flag.FlagSet) {
 			o = visionOptions{}
 			fs.BoolVar(&o.dryRun, "dry-run", false, "print the change and write nothing")
@@ -62,6 +68,7 @@ Each prints the config's change as a diff; --dry-run writes nothing.`,
 			fs.StringVar(&o.host, "host", "", "remote: the second PC, [user@]host[:port] (default: the one in the companion's settings)")
 			fs.StringVar(&o.relay, "relay", "", "remote, cpu: the strata-vision-relay program (default: beside strata-service; only without a running service)")
 			fs.IntVar(&o.vramMiB, "vram-total-mib", 0, "the server GPU's memory in MiB, to size the config's VRAM reserve argument (default: ask nvidia-smi; without a running service)")
+			fs.BoolVar(&o.yes, "yes", false, "with a running service: make a change that restarts Strata without asking (needed when not at a terminal)")
 			fs.BoolVar(&o.noProbe, "no-probe", false, "do not run nvidia-smi (the VRAM reserve is then 700 MiB; without a running service)")
 		},
 		run: func(ctx context.Context, env *cliEnv, args []string) error { return runVision(ctx, env, o, args) },

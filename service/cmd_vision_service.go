@@ -6,10 +6,12 @@ package main
 // cmd_vision.go hosts the same backend in this process.
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/strata-companion/companion/internal/controlapi"
 )
@@ -17,13 +19,13 @@ import (
 // visionThroughService sends the change to the running service. handled is
 // false when no service answers (then the caller hosts the backend).
 func visionThroughService(ctx context.Context, env *cliEnv, req controlapi.VisionRequest, o visionOptions) (handled bool, err error) {
-	c, err := controlapi.NewClient()
-	if err != nil {
+	c := runningService(ctx)
+	if c == nil {
 		return false, nil
 	}
 	st, err := c.State(ctx)
 	if err != nil {
-		return false, nil // a stale address file: the service is not running
+		return false, nil // it stopped a moment ago
 	}
 	// The service owns the settings of this machine: changing another
 	// install's config here would leave them disagreeing.
@@ -38,7 +40,12 @@ func visionThroughService(ctx context.Context, env *cliEnv, req controlapi.Visio
 	dry.DryRun = true
 	resp, err := c.SetVision(ctx, dry)
 	if err == nil && !req.DryRun {
-		printVision(env, resp.Diff, nil, resp.Message, false)
+		printVision(env, resp.Diff, resp.Notes, resp.Message, false)
+		if resp.RestartNeeded && !o.yes {
+			if err := confirmRestart(env); err != nil {
+				return true, err
+			}
+		}
 		resp, err = c.SetVision(ctx, req)
 	}
 	if err != nil {
@@ -53,7 +60,7 @@ func visionThroughService(ctx context.Context, env *cliEnv, req controlapi.Visio
 	}
 	switch {
 	case req.DryRun:
-		printVision(env, resp.Diff, nil, resp.Message, true)
+		printVision(env, resp.Diff, resp.Notes, resp.Message, true)
 	case resp.Written:
 		fmt.Fprintf(env.stdout, "The service saved the config (the old one is in %s).\n", resp.Backup)
 		if resp.Restarted {
@@ -63,6 +70,21 @@ func visionThroughService(ctx context.Context, env *cliEnv, req controlapi.Visio
 		}
 	}
 	return true, nil
+}
+
+// confirmRestart asks on a terminal whether to go on with a change that
+// restarts Strata; elsewhere it refuses (exit 2): a script that changes
+// vision must say --yes to interrupt text generation.
+func confirmRestart(env *cliEnv) error {
+	if !isTerminal(env.stdin) {
+		return &exitCode{code: 2, err: errors.New("this change restarts Strata (text stops for a while) and no one is at a terminal to confirm it: nothing was changed; run it again with --yes")}
+	}
+	fmt.Fprint(env.stderr, "Restart Strata now? Type yes to go on: ")
+	line, _ := bufio.NewReader(env.stdin).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "yes" && a != "y" {
+		return &exitCode{code: 1, err: errors.New("nothing was changed")}
+	}
+	return nil
 }
 
 // samePath: an unset flag matches anything; a set one must name the same file.

@@ -223,7 +223,7 @@ func TestCLIChangesTheConfigOnlyThroughTheService(t *testing.T) {
 	nobody := &syscall.Credential{Uid: 65534, Gid: 65534}
 
 	for _, pl := range []string{"cpu", "remote", "gpu"} {
-		args := []string{"vision", pl}
+		args := []string{"vision", pl, "--yes"}
 		if pl == "remote" {
 			args = append(args, "--host", "me@pc2.lan")
 		}

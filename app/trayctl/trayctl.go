@@ -202,7 +202,9 @@ func (c *Controller) update(u watch.Update) {
 		}
 		c.seen = true
 		c.prev = u.State
-		if c.resolvePending() && !c.rules.Off && !hasTopic(notices, traymodel.TopicServerReady) {
+		// A switch with no restart said so already: no "ready again".
+		noRestart := c.in.Pending != nil && c.in.Pending.NoRestart
+		if c.resolvePending() && !noRestart && !c.rules.Off && !hasTopic(notices, traymodel.TopicServerReady) {
 			// The user asked for this restart and watched the progress
 			// line: say when it is over even if a "ready" notice was
 			// rate-limited away.
@@ -299,8 +301,21 @@ func (c *Controller) click(id traymodel.ItemID) {
 			if target == "remote" {
 				req.Host = c.remoteAddr
 			}
-			c.act(d, "Switch vision to "+traymodel.PlacementName(target, c.in.RemoteName),
-				&traymodel.Pending{Action: "vision", Placement: target},
+			st, name := c.in.State, c.in.RemoteName
+			p := &traymodel.Pending{Action: "vision", Placement: target}
+			// The service's dry run says whether the switch restarts
+			// Strata; the question (or the notice) says so first.
+			c.act("Switch vision to "+traymodel.PlacementName(target, name), p,
+				func(ctx context.Context, cl *controlapi.Client) (traymodel.Decision, error) {
+					dry := req
+					dry.DryRun = true
+					resp, err := cl.SetVision(ctx, dry)
+					if err != nil {
+						return traymodel.Decision{}, err
+					}
+					p.NoRestart = !resp.RestartNeeded
+					return traymodel.DecideVisionChange(st, target, name, resp, now), nil
+				},
 				func(ctx context.Context, cl *controlapi.Client) error {
 					_, err := cl.SetVision(ctx, req)
 					return err
@@ -314,7 +329,9 @@ func (c *Controller) click(id traymodel.ItemID) {
 		if c.in.State.Server.Phase == controlapi.PhaseStopped {
 			action = "start"
 		}
-		c.act(traymodel.DecideRestart(c.in.State, now), "Restart Strata", &traymodel.Pending{Action: "restart"},
+		d := traymodel.DecideRestart(c.in.State, now)
+		c.act("Restart Strata", &traymodel.Pending{Action: "restart"},
+			func(context.Context, *controlapi.Client) (traymodel.Decision, error) { return d, nil },
 			func(ctx context.Context, cl *controlapi.Client) error { return cl.Server(ctx, action) })
 	case traymodel.ItemOpenBrowser:
 		if u := traymodel.BrowserURL(c.in.State); u != "" {
@@ -365,30 +382,19 @@ func (c *Controller) click(id traymodel.ItemID) {
 }
 
 // act carries out a state-changing click off the controller's goroutine:
-// confirm if the decision says so, call the API, then show progress (the
-// pending line) until the server is ready again.
-func (c *Controller) act(d traymodel.Decision, title string, p *traymodel.Pending, call func(context.Context, *controlapi.Client) error) {
+// decide (for a vision switch: the service's dry run) whether to confirm,
+// confirm if so, call the API, then show progress (the pending line) until
+// the server is ready again. A change that needs no confirming but has
+// something to say (no restart) says it once it is done.
+func (c *Controller) act(title string, p *traymodel.Pending, decide func(context.Context, *controlapi.Client) (traymodel.Decision, error), call func(context.Context, *controlapi.Client) error) {
 	c.busy = true
 	ctx := c.ctx
 	go func() {
-		if d.Confirm && c.Desktop != nil {
-			yes, asked := c.Desktop.Confirm(ctx, title, d.Question)
-			if asked && !yes {
-				c.post(func() { c.busy = false; c.show() })
-				return
-			}
-			if !asked {
-				// No dialog program: go ahead, and say what is happening.
-				c.post(func() {
-					c.notify(traymodel.Notice{Topic: "tray.action", Title: title, Body: d.Explain + " Going ahead: there is no dialog program (zenity) to ask with."})
-				})
-			}
-		}
 		connect := c.Connect
 		if connect == nil {
 			connect = watch.Connect
 		}
-		started := c.now()
+		var d traymodel.Decision
 		err := func() error {
 			cl, err := connect()
 			if err != nil {
@@ -396,8 +402,39 @@ func (c *Controller) act(d traymodel.Decision, title string, p *traymodel.Pendin
 			}
 			rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 			defer cancel()
-			return call(rctx, cl)
+			if d, err = decide(rctx, cl); err != nil {
+				return err
+			}
+			if d.Confirm && c.Desktop != nil {
+				yes, asked := c.Desktop.Confirm(ctx, title, d.Question)
+				if asked && !yes {
+					return errCancelled
+				}
+				if !asked {
+					// No dialog program: go ahead, and say what is happening.
+					c.post(func() {
+						c.notify(traymodel.Notice{Topic: "tray.action", Title: title, Body: d.Explain + " Going ahead: there is no dialog program (zenity) to ask with."})
+					})
+				}
+			}
+			return nil
 		}()
+		if errors.Is(err, errCancelled) {
+			c.post(func() { c.busy = false; c.show() })
+			return
+		}
+		started := c.now()
+		if err == nil {
+			err = func() error {
+				cl, err := connect()
+				if err != nil {
+					return err
+				}
+				rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+				defer cancel()
+				return call(rctx, cl)
+			}()
+		}
 		c.post(func() {
 			c.busy = false
 			p.Started = started
@@ -406,6 +443,8 @@ func (c *Controller) act(d traymodel.Decision, title string, p *traymodel.Pendin
 				p.Err = err.Error()
 				// The menu is likely closed by now: say it where it is seen.
 				c.notify(traymodel.Notice{Topic: "tray.action", Title: title + ": not done", Body: err.Error(), Urgent: true})
+			} else if !d.Confirm && d.Explain != "" {
+				c.notify(traymodel.Notice{Topic: "tray.action", Title: title, Body: d.Explain})
 			}
 			c.in.Pending = p
 			c.show()
@@ -413,6 +452,9 @@ func (c *Controller) act(d traymodel.Decision, title string, p *traymodel.Pendin
 	}()
 	c.show()
 }
+
+// errCancelled: the user said no to the confirmation.
+var errCancelled = errors.New("cancelled")
 
 func (c *Controller) desktop(f func(Desktop) error) {
 	if c.Desktop == nil {

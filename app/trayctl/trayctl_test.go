@@ -285,14 +285,15 @@ func TestSwitchVision(t *testing.T) {
 	if m.Icon != assets.TrayBusy || m.Items[traymodel.ItemVisionGPU].Enabled {
 		t.Errorf("while switching:\n%s", dump(m))
 	}
+	// The dry run first (it says the switch restarts Strata), then the switch.
 	posts := r.api.Posts()
-	if len(posts) != 1 || posts[0].Vision == nil || posts[0].Vision.Placement != "cpu" {
+	if len(posts) != 2 || posts[0].Vision == nil || !posts[0].Vision.DryRun || posts[1].Vision == nil || posts[1].Vision.DryRun || posts[1].Vision.Placement != "cpu" {
 		t.Fatalf("posts %+v", posts)
 	}
 	r.desk.mu.Lock()
 	asked := r.desk.asked
 	r.desk.mu.Unlock()
-	if len(asked) != 1 || !strings.Contains(asked[0], "restarts Strata") {
+	if len(asked) != 1 || !strings.Contains(asked[0], "restarts Strata") || !strings.Contains(asked[0], "text stops for a while") {
 		t.Errorf("confirmation asked: %q", asked)
 	}
 
@@ -309,6 +310,42 @@ func TestSwitchVision(t *testing.T) {
 	}
 	if got := r.notes.titles(); len(got) != 1 || got[0] != "Strata is ready" {
 		t.Errorf("notices %q", got)
+	}
+}
+
+// A switch the service's dry run says needs no restart (the second PC to
+// the CPU): no question; a notice says Strata keeps running; the progress
+// line goes as soon as the placement shows, with no new start to wait for.
+func TestSwitchVisionWithoutRestart(t *testing.T) {
+	r := start(t, readyRemote(time.Now().Add(-time.Hour)), true)
+	r.api.VisionWithoutRestart(true)
+	r.api.OnVision(func(req controlapi.VisionRequest) {
+		r.api.Change(func(s *controlapi.State) { s.Vision.Placement = req.Placement }, events.Event{Kind: events.ConfigChanged})
+	})
+	r.view.waitFor(t, "ready", func(m traymodel.Menu) bool { return m.Icon == assets.TrayReady })
+	r.ctl.Click(traymodel.ItemVisionCPU)
+	m := r.view.waitFor(t, "on the CPU", func(m traymodel.Menu) bool {
+		return m.Items[traymodel.ItemVisionCPU].Checked && !m.Items[traymodel.ItemProgress].Visible
+	})
+	if m.Icon != assets.TrayReady {
+		t.Errorf("after the switch:\n%s", dump(m))
+	}
+	r.desk.mu.Lock()
+	asked := r.desk.asked
+	r.desk.mu.Unlock()
+	if len(asked) != 0 {
+		t.Errorf("asked although nothing restarts: %q", asked)
+	}
+	if posts := r.api.Posts(); len(posts) != 2 || !posts[0].Vision.DryRun || posts[1].Vision.DryRun {
+		t.Errorf("posts %+v", posts)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(r.notes.titles()) == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.notes.mu.Lock()
+	defer r.notes.mu.Unlock()
+	if len(r.notes.got) != 1 || !strings.Contains(r.notes.got[0].Body, "needs no restart") {
+		t.Errorf("notices %+v", r.notes.got)
 	}
 }
 

@@ -85,7 +85,7 @@ func (p *Pending) Resolve(st *controlapi.State, now time.Time) (done bool, failu
 	changedSince := !st.Server.Since.Before(p.Started.Add(-2 * time.Second))
 	switch st.Server.Phase {
 	case controlapi.PhaseReady:
-		if changedSince && (p.Action != "vision" || st.Vision.Placement == p.Placement) {
+		if (changedSince || p.NoRestart) && (p.Action != "vision" || st.Vision.Placement == p.Placement) {
 			return true, ""
 		}
 	case controlapi.PhaseFailed:

@@ -121,6 +121,9 @@ type Pending struct {
 	Started   time.Time
 	// Err is set when the request failed: shown once in the progress line.
 	Err string
+	// NoRestart: a vision switch that leaves Strata running (done once the
+	// placement shows, with no new start to wait for).
+	NoRestart bool
 }
 
 // Build computes the whole menu from in. It is pure: same input, same menu.

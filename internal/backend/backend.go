@@ -154,7 +154,7 @@ func (b *Backend) Update(ctx context.Context, what string, fn func(*settings.Set
 		return nil, err
 	}
 	if changed {
-		b.publish(events.Event{Kind: SettingsChanged, Message: what, Details: map[string]any{"path": b.o.SettingsPath}})
+		b.publish(eventSettings(what, b.o.SettingsPath))
 	}
 	return s, nil
 }
@@ -172,6 +172,11 @@ func (b *Backend) save(s *settings.Settings, before []byte) (bool, error) {
 		return false, explain(err, b.o.SettingsPath)
 	}
 	return true, nil
+}
+
+// eventSettings is the one SettingsChanged event of a change.
+func eventSettings(what, path string) events.Event {
+	return events.Event{Kind: SettingsChanged, Message: what, Details: map[string]any{"path": path}}
 }
 
 func (b *Backend) publish(e events.Event) {

@@ -33,6 +33,13 @@ type VisionResult struct {
 	NewSecondPC string
 }
 
+// Response is the result on the wire (POST /v1/vision; Restarted is the
+// caller's to set).
+func (r *VisionResult) Response() *controlapi.VisionResponse {
+	return &controlapi.VisionResponse{Diff: r.Diff, Written: r.ConfigWritten, Backup: r.Backup, RestartNeeded: r.RestartNeeded,
+		Message: r.Message, Placement: string(r.Placement), SettingsChanged: r.SettingsChanged, Notes: r.Notes}
+}
+
 // Placement is where pictures are read now: a config that names the relay
 // leaves it to the settings (second PC, CPU, off).
 func Placement(c *strataconfig.Config, s *settings.Settings) settings.Placement {

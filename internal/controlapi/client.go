@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/settings"
 )
 
 // ErrNotRunning means no service answers: no address file, or nothing listens.
@@ -154,4 +155,23 @@ func (c *Client) ReportRelay(ctx context.Context, r RelayReport) error {
 func (c *Client) PatchSettings(ctx context.Context, p SettingsPatch) (*State, error) {
 	var st State
 	return &st, c.do(ctx, "POST", "/v1/settings", p, &st)
+}
+
+// Remote reads the second PC the service has recorded (GET /v1/remote; nil: none).
+func (c *Client) Remote(ctx context.Context) (*settings.Remote, error) {
+	var r RemoteResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/remote", nil, &r); err != nil {
+		return nil, err
+	}
+	return r.Remote, nil
+}
+
+// RecordRemote asks the service to record what the second-PC code did
+// (POST /v1/remote) and returns the record after it.
+func (c *Client) RecordRemote(ctx context.Context, rec RemoteRecord) (*settings.Remote, error) {
+	var r RemoteResponse
+	if err := c.do(ctx, http.MethodPost, "/v1/remote", rec, &r); err != nil {
+		return nil, err
+	}
+	return r.Remote, nil
 }

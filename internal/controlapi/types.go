@@ -141,6 +141,9 @@ type VisionResponse struct {
 	// SettingsChanged: the companion's settings were saved (a move among
 	// the second PC, the CPU and off changes only them).
 	SettingsChanged bool `json:"settings_changed,omitempty"`
+	// Notes are what the plan chose on its own (e.g. lazy_load turned off
+	// because the relay encoder needs it at start), as `vision` prints them.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // LogsResponse answers GET /v1/logs?tail=N.
@@ -177,6 +180,36 @@ type SettingsPatch struct {
 	// file; prepare: remote folder, OS, encoder path). Its host must be the
 	// one the settings already name (change the PC with POST /v1/vision).
 	Remote *settings.Remote `json:"remote,omitempty"`
+}
+
+// RemoteRecord is POST /v1/remote: what the second-PC code did (pair,
+// prepare, unpair), recorded by the service's backend under its lock.
+// Exactly one of Pairing, Prepare, Replace or Unpair is set.
+type RemoteRecord struct {
+	// Pairing is a second PC just paired; the service merges it with what
+	// it recorded before (the same PC keeps prepare results and choices).
+	Pairing *settings.Remote `json:"pairing,omitempty"`
+	// Prepare is what prepare found on the paired PC.
+	Prepare *RemotePrepared `json:"prepare,omitempty"`
+	// Replace sets the whole record (the wizard's Apply of its second-PC page).
+	Replace *settings.Remote `json:"replace,omitempty"`
+	// Unpair forgets the second PC.
+	Unpair bool `json:"unpair,omitempty"`
+}
+
+// RemotePrepared is relay.PrepareResult on the wire (without the GPUs).
+type RemotePrepared struct {
+	OS          string `json:"os,omitempty"`
+	Arch        string `json:"arch,omitempty"`
+	RemoteDir   string `json:"remote_dir,omitempty"`
+	EncoderPath string `json:"encoder_path,omitempty"`
+	NEmbd       int    `json:"n_embd,omitempty"`
+}
+
+// RemoteResponse answers GET and POST /v1/remote: the second PC recorded
+// now (null: none).
+type RemoteResponse struct {
+	Remote *settings.Remote `json:"remote"`
 }
 
 // WakeSettings mirrors settings.Wake on the wire.

@@ -58,8 +58,8 @@ func (e *env) pairOptions() Options {
 	}
 }
 
-// fileRecorder keeps the paired PC in a settings file, as
-// secondpc.SettingsRecorder does (which this package cannot import).
+// fileRecorder keeps the paired PC in a settings file (a test double of
+// the settings' owner, internal/backend, which this package cannot import).
 type fileRecorder string
 
 func (f fileRecorder) RecordPairing(_ context.Context, r settings.Remote) error {

@@ -5,14 +5,16 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/relay"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
 // Recorder is the one way the second-PC code records what it did in the
-// companion's settings. The service's backend implements it (the owner of
-// the settings); SettingsRecorder writes the file directly (the CLI with no
-// service running, for now); MemoryRecorder holds it until the wizard's Apply.
+// companion's settings. The backend (internal/backend, the settings' one
+// owner) implements it in-process (the CLI with no service running);
+// APIRecorder asks the running service's backend; MemoryRecorder holds it
+// until the wizard's Apply, which commits it through the owner.
 type Recorder interface {
 	// Paired is the second PC recorded now (nil: none).
 	Paired(ctx context.Context) (*settings.Remote, error)
@@ -51,52 +53,35 @@ func ApplyPrepare(r *settings.Remote, res relay.PrepareResult) {
 // ErrNotPaired says there is no second PC to record a prepare for.
 var ErrNotPaired = errors.New("no second PC is paired; pair one first (strata-service remote pair [user@]host, or the setup wizard's second-PC page)")
 
-// SettingsRecorder records into the settings file at Path (read, change
-// the second PC only, write; keys it does not own are kept).
-type SettingsRecorder struct{ Path string }
+// APIRecorder records through the running service's control API (GET and
+// POST /v1/remote): the service's backend merges each record into the
+// settings under its lock, so it stays their only writer.
+type APIRecorder struct{ Client *controlapi.Client }
 
-func (s SettingsRecorder) update(f func(st *settings.Settings) error) error {
-	st, err := settings.Load(s.Path)
-	if err != nil {
-		return err
+func (a APIRecorder) Paired(ctx context.Context) (*settings.Remote, error) {
+	return a.Client.Remote(ctx)
+}
+
+func (a APIRecorder) RecordPairing(ctx context.Context, r settings.Remote) error {
+	return a.record(ctx, controlapi.RemoteRecord{Pairing: &r})
+}
+
+func (a APIRecorder) RecordPrepare(ctx context.Context, res relay.PrepareResult) error {
+	return a.record(ctx, controlapi.RemoteRecord{Prepare: &controlapi.RemotePrepared{
+		OS: res.OS, Arch: res.Arch, RemoteDir: res.RemoteDir, EncoderPath: res.EncoderPath, NEmbd: res.NEmbd}})
+}
+
+func (a APIRecorder) RecordUnpair(ctx context.Context) error {
+	return a.record(ctx, controlapi.RemoteRecord{Unpair: true})
+}
+
+func (a APIRecorder) record(ctx context.Context, rec controlapi.RemoteRecord) error {
+	_, err := a.Client.RecordRemote(ctx, rec)
+	var se *controlapi.StatusError
+	if errors.As(err, &se) && se.Code == 404 {
+		return errors.New("the running service is older than this program and cannot record the second PC: restart it after updating (strata-service stop, then strata-service start), then run this again")
 	}
-	if err := f(st); err != nil {
-		return err
-	}
-	return st.Save(s.Path)
-}
-
-func (s SettingsRecorder) Paired(context.Context) (*settings.Remote, error) {
-	st, err := settings.Load(s.Path)
-	if err != nil {
-		return nil, err
-	}
-	return st.Remote, nil
-}
-
-func (s SettingsRecorder) RecordPairing(_ context.Context, r settings.Remote) error {
-	return s.update(func(st *settings.Settings) error {
-		m := MergePairing(st.Remote, r)
-		st.Remote = &m
-		return nil
-	})
-}
-
-func (s SettingsRecorder) RecordPrepare(_ context.Context, res relay.PrepareResult) error {
-	return s.update(func(st *settings.Settings) error {
-		if st.Remote == nil || st.Remote.Host == "" {
-			return ErrNotPaired
-		}
-		ApplyPrepare(st.Remote, res)
-		return nil
-	})
-}
-
-func (s SettingsRecorder) RecordUnpair(context.Context) error {
-	return s.update(func(st *settings.Settings) error {
-		st.Remote = nil
-		return nil
-	})
+	return err
 }
 
 // MemoryRecorder keeps the second PC in memory: the wizard pairs and

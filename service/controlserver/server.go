@@ -29,6 +29,7 @@ import (
 	"github.com/strata-companion/companion/internal/atomicfile"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/settings"
 )
 
 // Control is what the API can ask of the supervisor.
@@ -50,6 +51,9 @@ type Backend struct {
 	Settings func(ctx context.Context, p controlapi.SettingsPatch) (*controlapi.State, error)
 	// Relay takes POST /v1/relay (what the relay learned or did).
 	Relay func(ctx context.Context, r controlapi.RelayReport) error
+	// Remote reads (rec nil: GET /v1/remote) or records (POST /v1/remote)
+	// the second PC; it returns the record after it (nil: none).
+	Remote func(ctx context.Context, rec *controlapi.RemoteRecord) (*settings.Remote, error)
 	// Logs returns the last n lines of the captured server output.
 	Logs func(n int) (*controlapi.LogsResponse, error)
 }
@@ -123,6 +127,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/vision", s.vision)
 	mux.HandleFunc("POST /v1/settings", s.settings)
 	mux.HandleFunc("POST /v1/relay", s.relay)
+	mux.HandleFunc("GET /v1/remote", s.remote)
+	mux.HandleFunc("POST /v1/remote", s.remote)
 	mux.HandleFunc("POST /v1/server/{action}", s.server)
 	mux.HandleFunc("GET /v1/logs", s.logs)
 	return s.guard(mux)
@@ -320,6 +326,22 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request) {
 	if decode(w, r, &rep, "a relay report") {
 		answer(w, map[string]any{"ok": true}, s.b.Relay(r.Context(), rep))
 	}
+}
+
+func (s *Server) remote(w http.ResponseWriter, r *http.Request) {
+	if s.b.Remote == nil {
+		fail(w, http.StatusNotImplemented, "second-PC records are not taken by this build")
+		return
+	}
+	var rec *controlapi.RemoteRecord
+	if r.Method == http.MethodPost {
+		rec = &controlapi.RemoteRecord{}
+		if !decode(w, r, rec, "a second-PC record") {
+			return
+		}
+	}
+	rm, err := s.b.Remote(r.Context(), rec)
+	answer(w, controlapi.RemoteResponse{Remote: rm}, err)
 }
 
 // decode reads a JSON body (unknown fields refused); false: answered 400.

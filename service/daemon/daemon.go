@@ -140,6 +140,14 @@ func Run(ctx context.Context, o Options) error {
 		ctl = sup
 	}
 
+	// settingsOwner is the owner, or one for the settings alone when no
+	// install was found (settings need none).
+	settingsOwner := func() *backend.Backend {
+		if owner == nil {
+			return newBackend(nil, publish)
+		}
+		return owner
+	}
 	srv, err := controlserver.New(controlserver.Backend{
 		Bus:     bus,
 		State:   tracker.Snapshot,
@@ -151,22 +159,21 @@ func Run(ctx context.Context, o Options) error {
 			return applyVision(rctx, owner, sup, req)
 		},
 		Settings: func(rctx context.Context, p controlapi.SettingsPatch) (*controlapi.State, error) {
-			b := owner
-			if b == nil {
-				b = newBackend(nil, publish) // settings need no install
-			}
-			if _, err := b.PatchSettings(rctx, p); err != nil {
+			if _, err := settingsOwner().PatchSettings(rctx, p); err != nil {
 				return nil, httpError(err)
 			}
 			st := tracker.Snapshot()
 			return &st, nil
 		},
 		Relay: func(rctx context.Context, r controlapi.RelayReport) error {
-			b := owner
-			if b == nil {
-				b = newBackend(nil, publish)
+			return httpError(settingsOwner().RelayReport(rctx, r))
+		},
+		Remote: func(rctx context.Context, rec *controlapi.RemoteRecord) (*settings.Remote, error) {
+			if rec == nil {
+				return settingsOwner().Paired(rctx)
 			}
-			return httpError(b.RelayReport(rctx, r))
+			rm, err := settingsOwner().RecordRemote(rctx, *rec)
+			return rm, httpError(err)
 		},
 		Logs: func(n int) (*controlapi.LogsResponse, error) {
 			lines, err := supervisor.TailFile(locations.ServerLogFile(), n)
@@ -240,8 +247,7 @@ func applyVision(ctx context.Context, owner *backend.Backend, sup *supervisor.Su
 	if err != nil {
 		return nil, httpError(err)
 	}
-	resp := &controlapi.VisionResponse{Diff: res.Diff, Written: res.ConfigWritten, Backup: res.Backup,
-		RestartNeeded: res.RestartNeeded, Message: res.Message, Placement: string(res.Placement), SettingsChanged: res.SettingsChanged}
+	resp := res.Response()
 	if res.ConfigWritten && (req.Restart == nil || *req.Restart) && sup != nil {
 		if err := sup.Restart(ctx); err != nil {
 			return resp, err

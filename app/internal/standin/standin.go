@@ -47,6 +47,7 @@ type API struct {
 	LogFile      string
 	onVision     func(req controlapi.VisionRequest)
 	rejectVision string
+	noRestart    bool
 	capacity     int
 }
 
@@ -160,6 +161,15 @@ func (a *API) RejectVision(reason string) {
 	a.rejectVision = reason
 }
 
+// VisionWithoutRestart makes POST /v1/vision (and its dry run) say the
+// switch needs no restart (a move among the second PC, the CPU and off);
+// by default a switch restarts Strata.
+func (a *API) VisionWithoutRestart(no bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.noRestart = no
+}
+
 // State returns a copy of the current state.
 func (a *API) State() controlapi.State {
 	a.mu.Lock()
@@ -216,13 +226,14 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		a.mu.Lock()
 		a.posts = append(a.posts, Request{Path: r.URL.Path, Vision: &req})
-		hook, reject := a.onVision, a.rejectVision
+		hook, reject, restart := a.onVision, a.rejectVision, !a.noRestart
 		a.mu.Unlock()
 		if reject != "" {
 			writeJSON(w, http.StatusBadRequest, controlapi.Error{Error: reject})
 			return
 		}
-		writeJSON(w, http.StatusOK, controlapi.VisionResponse{Diff: "-  \"vision\": ...\n+  \"vision\": ...", Written: !req.DryRun, Restarted: !req.DryRun})
+		writeJSON(w, http.StatusOK, controlapi.VisionResponse{Diff: "-  \"vision\": ...\n+  \"vision\": ...", Written: !req.DryRun && restart,
+			Restarted: !req.DryRun && restart, RestartNeeded: restart, SettingsChanged: !req.DryRun && !restart, Placement: req.Placement})
 		if hook != nil && !req.DryRun {
 			go hook(req)
 		}

@@ -8,9 +8,7 @@ package live
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -278,16 +276,19 @@ func (s SettingsFile) Load() (*settings.Settings, error) { return settings.Load(
 func (s SettingsFile) Save(n *settings.Settings) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return owner{SettingsPath: s.Path, RelayExe: s.RelayExe, Client: s.Client}.saveSettings(ctx, n)
+	return s.owner().saveSettings(ctx, n)
 }
 
 // Remove deletes the settings file (the rollback of a first setup, when
 // the service this setup installed is being removed as well).
 func (s SettingsFile) Remove() error {
-	if err := os.Remove(s.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return s.owner().removeSettings(ctx)
+}
+
+func (s SettingsFile) owner() owner {
+	return owner{SettingsPath: s.Path, RelayExe: s.RelayExe, Client: s.Client}
 }
 
 // besideSelf is name next to this program, else name itself (PATH).

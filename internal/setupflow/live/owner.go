@@ -78,8 +78,7 @@ func (o owner) setVision(ctx context.Context, path string, req controlapi.Vision
 	if err != nil {
 		return nil, err
 	}
-	return &controlapi.VisionResponse{Diff: res.Diff, Written: res.ConfigWritten, Backup: res.Backup, RestartNeeded: res.RestartNeeded,
-		Message: res.Message, Placement: string(res.Placement), SettingsChanged: res.SettingsChanged}, nil
+	return res.Response(), nil
 }
 
 func visionRequest(c setupflow.VisionChoice) controlapi.VisionRequest {
@@ -137,26 +136,52 @@ func (o owner) saveSettings(ctx context.Context, n *settings.Settings) error {
 			return err
 		}
 	}
-	var p controlapi.SettingsPatch
+	// The second PC the wizard paired and prepared (its MemoryRecorder's
+	// record) replaces the recorded one; none where one is recorded (the
+	// rollback to settings without one) unpairs it.
+	var rec *controlapi.RemoteRecord
 	if n.Remote != nil && n.Remote.Host != "" {
 		r := *n.Remote
-		p.Remote = &r
+		rec = &controlapi.RemoteRecord{Replace: &r}
+	} else if cur, err := settings.Load(o.SettingsPath); err == nil && cur.Remote != nil {
+		rec = &controlapi.RemoteRecord{Unpair: true}
 	}
-	p.Notifications = n.Notifications
-	if p.Remote == nil && p.Notifications == nil {
+	if rec != nil {
+		if err := o.ask(ctx, n.ConfigPath, "second PC",
+			func(c *controlapi.Client) error { _, err := c.RecordRemote(ctx, *rec); return err },
+			func(b *backend.Backend) error { _, err := b.RecordRemote(ctx, *rec); return err }); err != nil {
+			return err
+		}
+	}
+	p := controlapi.SettingsPatch{Notifications: n.Notifications, FallbackCPU: n.FallbackCPU}
+	if p.Notifications == nil && p.FallbackCPU == nil {
 		return nil
 	}
+	return o.ask(ctx, n.ConfigPath, "settings",
+		func(c *controlapi.Client) error { _, err := c.PatchSettings(ctx, p); return err },
+		func(b *backend.Backend) error { _, err := b.PatchSettings(ctx, p); return err })
+}
+
+// ask has the owner make a settings change: the service's API when it
+// runs (its refusal's message as the error), else the backend here.
+func (o owner) ask(ctx context.Context, path, what string, api func(*controlapi.Client) error, local func(*backend.Backend) error) error {
 	if c := o.service(ctx); c != nil {
-		_, err := c.PatchSettings(ctx, p)
+		err := api(c)
 		var se *controlapi.StatusError
 		if errors.As(err, &se) {
 			return errors.New(se.Message)
 		}
 		return err
 	}
-	onLocalWrite("settings")
-	_, err = o.local(n.ConfigPath).PatchSettings(ctx, p)
-	return err
+	onLocalWrite(what)
+	return local(o.local(path))
+}
+
+// removeSettings deletes the settings file through the backend, under its
+// cross-process lock (the rollback of a first setup, which removes the
+// service it installed as well: there is no API for deleting its settings).
+func (o owner) removeSettings(ctx context.Context) error {
+	return backend.New(backend.Options{SettingsPath: o.SettingsPath}).RemoveSettings(ctx)
 }
 
 // current is where pictures are read now with the config at path.

@@ -1,0 +1,117 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/secondpc"
+	"github.com/strata-companion/companion/internal/settings"
+)
+
+// The backend is the second-PC code's Recorder (secondpc.Recorder): pairing
+// records, prepare results and unpairing are read-modify-writes of the
+// settings under the backend's locks, one event each.
+var _ secondpc.Recorder = (*Backend)(nil)
+
+// Paired is the second PC recorded now (nil: none).
+func (b *Backend) Paired(context.Context) (*settings.Remote, error) {
+	s, err := b.Settings()
+	if err != nil {
+		return nil, err
+	}
+	return s.Remote, nil
+}
+
+// RecordPairing stores a second PC just paired (secondpc.MergePairing).
+func (b *Backend) RecordPairing(ctx context.Context, r settings.Remote) error {
+	_, err := b.RecordRemote(ctx, controlapi.RemoteRecord{Pairing: &r})
+	return err
+}
+
+// RecordPrepare stores what prepare found on the paired PC.
+func (b *Backend) RecordPrepare(ctx context.Context, res relay.PrepareResult) error {
+	_, err := b.RecordRemote(ctx, controlapi.RemoteRecord{Prepare: &controlapi.RemotePrepared{
+		OS: res.OS, Arch: res.Arch, RemoteDir: res.RemoteDir, EncoderPath: res.EncoderPath, NEmbd: res.NEmbd}})
+	return err
+}
+
+// RecordUnpair forgets the second PC.
+func (b *Backend) RecordUnpair(ctx context.Context) error {
+	_, err := b.RecordRemote(ctx, controlapi.RemoteRecord{Unpair: true})
+	return err
+}
+
+// RecordRemote applies one second-PC record (POST /v1/remote) and returns
+// the record after it.
+func (b *Backend) RecordRemote(ctx context.Context, rec controlapi.RemoteRecord) (*settings.Remote, error) {
+	n := 0
+	for _, set := range []bool{rec.Pairing != nil, rec.Prepare != nil, rec.Replace != nil, rec.Unpair} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, &RequestError{errors.New("a second-PC record sets exactly one of pairing, prepare, replace or unpair")}
+	}
+	for _, r := range []*settings.Remote{rec.Pairing, rec.Replace} {
+		if r != nil && r.Host == "" {
+			return nil, &RequestError{errors.New("a second-PC record needs the host it is about")}
+		}
+	}
+	var what string
+	switch {
+	case rec.Pairing != nil:
+		what = "paired with the second PC " + rec.Pairing.Host
+	case rec.Prepare != nil:
+		what = "prepared the second PC"
+	case rec.Replace != nil:
+		what = "recorded the second PC " + rec.Replace.Host
+	default:
+		what = "unpaired the second PC"
+	}
+	s, err := b.Update(ctx, what, func(s *settings.Settings) error {
+		switch {
+		case rec.Pairing != nil:
+			m := secondpc.MergePairing(s.Remote, *rec.Pairing)
+			s.Remote = &m
+		case rec.Prepare != nil:
+			if s.Remote == nil || s.Remote.Host == "" {
+				return &RequestError{secondpc.ErrNotPaired}
+			}
+			p := rec.Prepare
+			secondpc.ApplyPrepare(s.Remote, relay.PrepareResult{OS: p.OS, Arch: p.Arch, RemoteDir: p.RemoteDir, EncoderPath: p.EncoderPath, NEmbd: p.NEmbd})
+		case rec.Replace != nil:
+			r := *rec.Replace
+			s.Remote = &r
+		default:
+			s.Remote = nil
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.Remote, nil
+}
+
+// RemoveSettings deletes the settings file under the lock (the rollback of
+// a first setup that is removing the service it installed); one event.
+func (b *Backend) RemoveSettings(ctx context.Context) error {
+	unlock, err := b.lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := os.Remove(b.o.SettingsPath); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("removing the companion settings: %w", explain(err, b.o.SettingsPath))
+	}
+	b.publish(eventSettings("the companion settings were removed", b.o.SettingsPath))
+	return nil
+}

@@ -1,0 +1,62 @@
+package secondpc_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/strata-companion/companion/internal/backend"
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/secondpc"
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/testenv"
+	"github.com/strata-companion/companion/service/controlserver"
+)
+
+// The settings' owner records the second PC as every Recorder must, keeps
+// the keys it does not own, and publishes one event per record.
+func TestBackendIsARecorder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "settings.json")
+	if err := (&settings.Settings{Vision: settings.PlacementCPU}).Save(path); err != nil {
+		t.Fatal(err)
+	}
+	var evs []events.Event
+	b := backend.New(backend.Options{SettingsPath: path, Publish: func(e events.Event) { evs = append(evs, e) }})
+	secondpc.RecorderContract(t, b)
+	if st, _ := settings.Load(path); st.Vision != settings.PlacementCPU {
+		t.Errorf("the records lost the placement: %+v", st)
+	}
+	// pair, prepare, pair again, pair another, unpair: five changes.
+	if len(evs) != 5 {
+		t.Errorf("%d events for five records: %+v", len(evs), evs)
+	}
+}
+
+// Through the control API (GET/POST /v1/remote) the service's backend
+// records the same way.
+func TestAPIRecorder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "settings.json")
+	b := backend.New(backend.Options{SettingsPath: path})
+	c := testenv.ServeControlAPI(t, controlserver.Backend{
+		Remote: func(ctx context.Context, rec *controlapi.RemoteRecord) (*settings.Remote, error) {
+			if rec == nil {
+				return b.Paired(ctx)
+			}
+			rm, err := b.RecordRemote(ctx, *rec)
+			var re *backend.RequestError
+			if err != nil && errors.As(err, &re) {
+				return nil, &controlserver.RequestError{Code: 400, Err: err}
+			}
+			return rm, err
+		},
+	})
+	secondpc.RecorderContract(t, secondpc.APIRecorder{Client: c})
+
+	// A record that sets two things is refused, and says how.
+	_, err := c.RecordRemote(context.Background(), controlapi.RemoteRecord{Unpair: true, Replace: &settings.Remote{Host: "x"}})
+	if se, ok := err.(*controlapi.StatusError); !ok || se.Code != 400 {
+		t.Errorf("two records in one: %v", err)
+	}
+}

@@ -1,0 +1,94 @@
+package live_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/strata-companion/companion/internal/backend"
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/fakestrata"
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/setupflow/live"
+	"github.com/strata-companion/companion/internal/testenv"
+	"github.com/strata-companion/companion/service/controlserver"
+)
+
+// ownerService is the control API with the settings' owner behind it, as
+// the service hosts it (vision, settings, the second PC's records).
+func ownerService(t *testing.T, b *backend.Backend) *controlapi.Client {
+	t.Helper()
+	asHTTP := func(err error) error {
+		var re *backend.RequestError
+		if err != nil && errors.As(err, &re) {
+			return &controlserver.RequestError{Code: 400, Err: err}
+		}
+		return err
+	}
+	return testenv.ServeControlAPI(t, controlserver.Backend{
+		Vision: func(ctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
+			res, err := b.SetVision(ctx, req)
+			if err != nil {
+				return nil, asHTTP(err)
+			}
+			return res.Response(), nil
+		},
+		Settings: func(ctx context.Context, p controlapi.SettingsPatch) (*controlapi.State, error) {
+			_, err := b.PatchSettings(ctx, p)
+			return &controlapi.State{}, asHTTP(err)
+		},
+		Remote: func(ctx context.Context, rec *controlapi.RemoteRecord) (*settings.Remote, error) {
+			if rec == nil {
+				return b.Paired(ctx)
+			}
+			rm, err := b.RecordRemote(ctx, *rec)
+			return rm, asHTTP(err)
+		},
+	})
+}
+
+// The wizard's Apply commits the second PC it paired and prepared (its
+// MemoryRecorder's record, another PC than the one recorded) and the CPU
+// fallback through the service's API, never writing the settings itself;
+// the rollback's removal of a first setup's settings goes through the
+// backend too.
+func TestWizardSettingsGoThroughTheOwner(t *testing.T) {
+	root := fakestrata.NewRoot(t, fakestrata.RootOptions{})
+	path := filepath.Join(t.TempDir(), "settings.json")
+	if err := (&settings.Settings{Remote: &settings.Remote{Host: "pc2", IdleStopS: 60}}).Save(path); err != nil {
+		t.Fatal(err)
+	}
+	c := ownerService(t, backend.New(backend.Options{SettingsPath: path, StrataRoot: root.Dir, ConfigPath: root.Config}))
+	defer live.SetOnLocalWrite(func(what string) { t.Errorf("the wizard wrote %s itself although the service runs", what) })()
+	sf := live.SettingsFile{Path: path, Client: func() (*controlapi.Client, error) { return c, nil }}
+	cur, err := (backend.New(backend.Options{SettingsPath: path, ConfigPath: root.Config})).Placement()
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	n := &settings.Settings{StrataRoot: root.Dir, ConfigPath: root.Config, Vision: cur, FallbackCPU: &yes,
+		Remote: &settings.Remote{Host: "pc3", User: "me", KeyFile: "k", HostKey: "h", RemoteDir: "/home/me/strata-companion", NEmbd: 2560, IdleStopS: 600}}
+	if err := sf.Save(n); err != nil {
+		t.Fatalf("Save: %v", err)
+	}
+	got, err := settings.Load(path)
+	if err != nil || got.Remote == nil || *got.Remote != *n.Remote || got.FallbackCPU == nil || !*got.FallbackCPU {
+		t.Fatalf("settings after Apply: %+v %+v %v", got, got.Remote, err)
+	}
+	// Rolled back to settings without a second PC: unpaired through the owner.
+	n.Remote = nil
+	if err := sf.Save(n); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := settings.Load(path); got.Remote != nil {
+		t.Errorf("the second PC is still recorded: %+v", got.Remote)
+	}
+	if err := sf.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the settings are still there: %v", err)
+	}
+}

@@ -1,0 +1,33 @@
+package testenv
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/service/controlserver"
+)
+
+// ServeControlAPI serves the real control API over b on loopback until t
+// ends and returns a client of it (for tests that put the settings' owner
+// behind the API without a whole service).
+func ServeControlAPI(t testing.TB, b controlserver.Backend) *controlapi.Client {
+	t.Helper()
+	if b.State == nil {
+		b.State = func() controlapi.State { return controlapi.State{} }
+	}
+	srv, err := controlserver.New(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := controlserver.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, l) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return &controlapi.Client{BaseURL: "http://" + l.Addr().String(), Token: srv.Token(), HTTP: &http.Client{}}
+}
