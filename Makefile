@@ -8,16 +8,21 @@ LDFLAGS := -s -w -X $(PKG)/internal/version.Version=$(VERSION)
 # Same flags everywhere, so fyne's GLFW is compiled once (fyne package uses -trimpath).
 GOBUILD := go build -trimpath
 
-.PHONY: all deps build build-linux build-windows build-agents demo-tools test test-short vet run installer screenshots bench-relay clean
+.PHONY: all deps deps-run build build-linux build-windows build-agents demo-tools test test-short vet run installer screenshots bench-relay clean
 
 all: build
 
+# Two sets of Debian packages: what running the programs needs (make run),
+# and the rest for the tests and the Windows builds (see scripts/install-deps.sh).
+deps-run:
+	@bash scripts/install-deps.sh run
+
 deps:
-	@bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh test
 
 build: build-linux build-windows build-agents
 
-build-linux: deps
+build-linux: deps-run
 	CGO_ENABLED=0 $(GOBUILD) -ldflags '$(LDFLAGS)' -o bin/strata-service ./service
 	CGO_ENABLED=0 $(GOBUILD) -ldflags '$(LDFLAGS)' -o bin/strata-vision-relay ./relay
 	CGO_ENABLED=1 $(GOBUILD) -ldflags '$(LDFLAGS)' -o bin/strata-tray ./app
@@ -65,7 +70,7 @@ installer: deps
 	bash installer/build.sh
 
 # Screenshots of every wizard page under Xvfb, into docs/ (see docs/wizard.md).
-screenshots: build-linux
+screenshots: deps build-linux
 	bash wizard/screenshots.sh
 
 # The relay against the link's limit and plain OpenSSH (root: network namespaces).
