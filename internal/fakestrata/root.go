@@ -32,6 +32,7 @@ type Root struct {
 	Log      string // the engine log (the config's `log`)
 	ModeFile string
 	APIKey   string
+	GPU      string // EnvGPU as baked into the python shim ("" when unset)
 }
 
 // RootOptions shapes NewRoot.
@@ -109,6 +110,9 @@ func MakeRoot(dir, bin string, o RootOptions) (*Root, error) {
 	fmt.Fprintf(&sh, "export TMPDIR=%s\n", shQuote(filepath.Join(dir, "tmp")))
 	for _, kv := range o.Env {
 		k, v, _ := strings.Cut(kv, "=")
+		if k == EnvGPU {
+			r.GPU = v
+		}
 		fmt.Fprintf(&sh, "export %s=%s\n", k, shQuote(v))
 	}
 	fmt.Fprintf(&sh, "exec %s \"$@\"\n", shQuote(bin))
