@@ -52,9 +52,21 @@ demo-tools:
 vet: deps
 	go vet ./...
 
-# All the tests: vet, then every package with the race detector.
+# All the tests: vet, then every package with the race detector. They run
+# with a TMPDIR of their own: whatever a test leaves there is listed after the
+# run (a failure in CI, STRATA_TEST_STRICT=1) and removed. Lock files that
+# coordinate the test binaries of one run (*.lock) do not count.
 test: vet
-	go test -race -count=1 -timeout 20m ./...
+	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/strata-test.XXXXXX"); \
+	TMPDIR=$$tmp go test -race -count=1 -timeout 20m ./...; rc=$$?; \
+	left=$$(find "$$tmp" -mindepth 1 -maxdepth 1 ! -name '*.lock' ! -name 'go-build*' -printf '  %f\n'); \
+	rm -rf "$$tmp"; \
+	if [ -n "$$left" ]; then \
+	  echo "the tests left these in their TMPDIR (a test that makes a temp folder must remove it: t.TempDir, t.Cleanup):"; \
+	  echo "$$left"; \
+	  if [ "$$rc" = 0 ] && [ "$${STRATA_TEST_STRICT:-}" = 1 ]; then rc=1; fi; \
+	fi; \
+	exit $$rc
 
 # The fast part only (no real sshd, Xvfb, systemd): for a quick loop while editing.
 test-short:

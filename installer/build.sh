@@ -138,7 +138,9 @@ if [ "$skip_build" = 0 ]; then
   # One Windows build at a time on this machine: a second one (make test's
   # installer test next to CI's background build) waits, then finds the cgo
   # packages in the Go build cache instead of compiling fyne twice at once.
-  exec 9>"${TMPDIR:-/tmp}/strata-companion-windows-build.lock"
+  # The lock sits in the Go build cache, the thing the builds share: not in
+  # /tmp (where it would stay behind) and the same for every TMPDIR.
+  exec 9>"$(go env GOCACHE)/strata-companion-windows-build.lock"
   if command -v flock >/dev/null && ! flock -n 9; then
     echo "   waiting for another Windows build of Strata Companion on this machine"
     flock 9
