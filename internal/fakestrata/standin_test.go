@@ -77,6 +77,7 @@ func get(t *testing.T, url, key string) (int, map[string]any) {
 }
 
 func TestStartsLikeStrata(t *testing.T) {
+	t.Parallel()
 	r := NewRoot(t, RootOptions{APIKey: "k1"})
 	cmd, lines := start(t, r)
 	ready := waitLine(t, lines, "ready: ")
@@ -114,6 +115,7 @@ func TestStartsLikeStrata(t *testing.T) {
 }
 
 func TestPortInUse(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -132,6 +134,7 @@ func TestPortInUse(t *testing.T) {
 }
 
 func TestVisionEncoderReadyChecked(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	enc := filepath.Join(dir, "enc.sh")
 	os.WriteFile(enc, []byte("#!/bin/sh\necho 'strata-vision: on the CPU, 4 threads, no warm-up' >&2\necho READY 2560\n"+
@@ -173,6 +176,7 @@ func TestVisionEncoderReadyChecked(t *testing.T) {
 }
 
 func TestModes(t *testing.T) {
+	t.Parallel()
 	m, err := ParseMode("crash-after=2s, ignore-term\nhang")
 	if err != nil || !m.Crash || m.CrashAfter != 2*time.Second || !m.IgnoreTerm || !m.Hang {
 		t.Fatalf("%+v %v", m, err)
@@ -192,6 +196,7 @@ func TestModes(t *testing.T) {
 // The stand-in's temp folders (Strata's strata-vision-*) go under the root's
 // own tmp, so a test's root takes them away with it; nothing lands in /tmp.
 func TestTempFoldersStayInTheRoot(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	paths := filepath.Join(dir, "paths")
 	enc := filepath.Join(dir, "enc.sh")
@@ -230,6 +235,7 @@ func TestBuildLeavesNoFolderBehind(t *testing.T) {
 }
 
 func TestExpertCacheFollowsTheGPUAndThePlacement(t *testing.T) {
+	t.Parallel()
 	ref := &GPU{Name: refGPUName, TotalMiB: refGPUTotalMiB}
 	for _, c := range []struct {
 		gpu     *GPU
@@ -262,6 +268,7 @@ func TestExpertCacheFollowsTheGPUAndThePlacement(t *testing.T) {
 // On a PC without a CUDA GPU the stand-in reports what a real Strata has
 // there: no expert cache in VRAM, in its output, its engine log and /v1/status.
 func TestNoGPUNoExpertCache(t *testing.T) {
+	t.Parallel()
 	r := NewRoot(t, RootOptions{Env: []string{EnvGPU + "=none"}})
 	cmd, lines := start(t, r)
 	var out []string
