@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X $(PKG)/internal/version.Version=$(VERSION)
 # Same flags everywhere, so fyne's GLFW is compiled once (fyne package uses -trimpath).
 GOBUILD := go build -trimpath
 
-.PHONY: all deps deps-run build build-linux build-windows build-agents demo-tools test test-short vet run installer screenshots bench-relay clean
+.PHONY: all deps deps-run check-demo build build-linux build-windows build-agents demo-tools test test-short vet run installer screenshots bench-relay clean
 
 all: build
 
@@ -76,6 +76,10 @@ test-short:
 # stand-in Strata server (see scripts/run.sh).
 run: build-linux build-agents demo-tools
 	@bash scripts/run.sh
+
+# The demo read as a new user reads it: figures agree, suggested commands run.
+check-demo: deps-run
+	bash scripts/check-demo.sh
 
 # The Windows installer: dist/StrataCompanionSetup-<version>.exe (see docs/installer.md).
 installer: deps
