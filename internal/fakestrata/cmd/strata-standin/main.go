@@ -81,6 +81,9 @@ func makeRoot(args []string) int {
 	}
 	fmt.Printf("A fake Strata install is in %s (config %s, port %d).\n", r.Dir, r.Config, r.Port)
 	fmt.Printf("The stand-in plays Strata on %s.\n", gpuWords(r))
+	if *encoder != "" {
+		fmt.Println("Its config reads pictures on the GPU, as Strata's setup writes it; `strata-service vision` moves that where the probe recommends.")
+	}
 	return 0
 }
 
