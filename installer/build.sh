@@ -14,6 +14,7 @@
 #   DIST             output folder (default: <repo>/dist)
 #   VERSION          product version (default: FyneApp.toml's Version)
 #   STRATA_SIGN_*    see installer/sign.sh
+#   STRATA_NSIS_FAST=1  zlib instead of solid LZMA (test repacks only)
 #   STRATA_WINDOWS_PREBUILT  a folder an earlier unsigned build wrote (make
 #                    build-windows: bin/windows-amd64): its programs are
 #                    copied instead of built when they were built from this
@@ -262,6 +263,11 @@ else
 fi
 if [ "$signing" = 1 ]; then
   defs+=("-DSIGN_CMD=bash '$here/sign.sh'")
+fi
+# A throwaway repack for a test (the wine test's "older version") needs no
+# small file: zlib instead of solid LZMA, seconds instead of a minute.
+if [ "${STRATA_NSIS_FAST:-}" = 1 ]; then
+  defs+=("-DFAST_COMPRESSION")
 fi
 rm -f "$out"
 # -WX: a warning (an unused variable, a missing string) fails the build.
