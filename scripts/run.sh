@@ -32,10 +32,14 @@ echo "== strata-service probe (this PC)"
 $svc probe || true
 echo
 bin/strata-standin make-root "$demo/strata" --step 500ms --encoder bin/strata-vision-standin
-placement=$($svc probe --json | sed -n 's/.*"recommendation": *{[^}]*"placement": *"\([a-z]*\)".*/\1/p' | head -1)
-case "$placement" in gpu|cpu) ;; *) placement=cpu ;; esac
+# The recommendation's placement (the JSON is indented, one key a line).
+recommended=$($svc probe --json | sed -n '/"recommendation"/,/"placement"/s/.*"placement": *"\([a-z]*\)".*/\1/p' | head -1)
+case "$recommended" in
+  gpu|cpu) placement=$recommended why="the probe's recommendation" ;;
+  *) placement=cpu why="the probe recommends ${recommended:-nothing}, which needs a second PC paired first: the demo reads pictures on the CPU" ;;
+esac
 echo
-echo "== strata-service vision $placement (the probe's recommendation; a second PC needs pairing first)"
+echo "== strata-service vision $placement ($why)"
 $svc vision "$placement" --strata-root "$demo/strata"
 echo
 echo "== strata-service run (supervises the server; the control API answers the tray and the wizard)"
@@ -74,7 +78,7 @@ port=$(sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$demo/strata/strata-demo.json" |
 echo
 echo "== What ran"
 echo "  $svc run supervised the stand-in Strata server ($demo/strata, port $port), with pictures read on"
-echo "  this PC's $([ "$placement" = gpu ] && echo GPU || echo CPU) as the probe recommends. Both are stopped now; its log is $demo/run.log."
+echo "  this PC's $([ "$placement" = gpu ] && echo GPU || echo CPU) ($why). Both are stopped now; its log is $demo/run.log."
 echo "  The demo's companion settings are in $STRATA_COMPANION_HOME (nothing was written to your home folder)."
 echo
 echo "== Try next (from $PWD)"
