@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -39,7 +40,9 @@ func StartDisplay(t testing.TB, width, height int) *Display {
 		t.Fatalf("starting Xvfb: %v", err)
 	}
 	w.Close()
-	t.Cleanup(func() { x.Process.Kill(); x.Wait() })
+	// SIGTERM, not a kill: Xvfb then removes its /tmp/.X<n>-lock and
+	// /tmp/.X11-unix/X<n>, which a killed one leaves behind.
+	t.Cleanup(func() { stopGently(x, 5*time.Second) })
 	num := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(r).ReadString('\n')
@@ -78,4 +81,19 @@ func StartDisplay(t testing.TB, width, height int) *Display {
 	}
 	disp.Env = append(disp.Env, "DISPLAY="+name, "XDG_RUNTIME_DIR="+rd, "DBUS_SESSION_BUS_ADDRESS="+disp.BusAddress)
 	return disp
+}
+
+// stopGently sends SIGTERM, waits up to grace, then kills.
+func stopGently(c *exec.Cmd, grace time.Duration) {
+	done := make(chan struct{})
+	go func() { c.Wait(); close(done) }()
+	if c.Process.Signal(syscall.SIGTERM) == nil {
+		select {
+		case <-done:
+			return
+		case <-time.After(grace):
+		}
+	}
+	c.Process.Kill()
+	<-done
 }
