@@ -14,7 +14,17 @@ func TestDisplayLeavesNoLockBehind(t *testing.T) {
 	}
 	var name string
 	t.Run("display", func(t *testing.T) {
-		name = strings.TrimPrefix(StartDisplay(t, 320, 240).Name, ":")
+		d := StartDisplay(t, 320, 240)
+		name = strings.TrimPrefix(d.Name, ":")
+		home := ""
+		for _, kv := range d.Env {
+			if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+				home = v
+			}
+		}
+		if real, _ := os.UserHomeDir(); home == "" || home == real || !strings.HasPrefix(home, d.RuntimeDir) {
+			t.Errorf("programs on the display get HOME=%q, want a private one under %s", home, d.RuntimeDir)
+		}
 		if _, err := os.Stat("/tmp/.X11-unix/X" + name); err != nil {
 			t.Fatalf("Xvfb %s runs but has no socket: %v", name, err)
 		}
