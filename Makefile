@@ -8,16 +8,21 @@ LDFLAGS := -s -w -X $(PKG)/internal/version.Version=$(VERSION)
 # Same flags everywhere, so fyne's GLFW is compiled once (fyne package uses -trimpath).
 GOBUILD := go build -trimpath
 
-.PHONY: all deps build build-linux build-windows build-agents demo-tools test test-short vet run installer screenshots bench-relay clean
+.PHONY: all deps deps-run check-demo build build-linux build-windows build-agents demo-tools test test-short vet run installer screenshots bench-relay clean
 
 all: build
 
+# Two sets of Debian packages: what running the programs needs (make run),
+# and the rest for the tests and the Windows builds (see scripts/install-deps.sh).
+deps-run:
+	@bash scripts/install-deps.sh run
+
 deps:
-	@bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh test
 
 build: build-linux build-windows build-agents
 
-build-linux: deps
+build-linux: deps-run
 	CGO_ENABLED=0 $(GOBUILD) -ldflags '$(LDFLAGS)' -o bin/strata-service ./service
 	CGO_ENABLED=0 $(GOBUILD) -ldflags '$(LDFLAGS)' -o bin/strata-vision-relay ./relay
 	CGO_ENABLED=1 $(GOBUILD) -ldflags '$(LDFLAGS)' -o bin/strata-tray ./app
@@ -47,9 +52,22 @@ demo-tools:
 vet: deps
 	go vet ./...
 
-# All the tests: vet, then every package with the race detector.
+# All the tests: vet, then every package with the race detector. They run
+# with a TMPDIR of their own: whatever a test leaves there is listed after the
+# run (a failure in CI, STRATA_TEST_STRICT=1) and removed. Lock files that
+# coordinate the test binaries of one run (*.lock) do not count.
+# (A short name: unix socket paths under t.TempDir() stay within 108 bytes.)
 test: vet
-	go test -race -count=1 -timeout 20m ./...
+	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/st-XXXXXX"); \
+	TMPDIR=$$tmp go test -race -count=1 -timeout 20m ./...; rc=$$?; \
+	left=$$(find "$$tmp" -mindepth 1 -maxdepth 1 ! -name '*.lock' ! -name 'go-build*' -printf '  %f\n'); \
+	rm -rf "$$tmp"; \
+	if [ -n "$$left" ]; then \
+	  echo "the tests left these in their TMPDIR (a test that makes a temp folder must remove it: t.TempDir, t.Cleanup):"; \
+	  echo "$$left"; \
+	  if [ "$$rc" = 0 ] && [ "$${STRATA_TEST_STRICT:-}" = 1 ]; then rc=1; fi; \
+	fi; \
+	exit $$rc
 
 # The fast part only (no real sshd, Xvfb, systemd): for a quick loop while editing.
 test-short:
@@ -59,6 +77,10 @@ test-short:
 # stand-in Strata server (see scripts/run.sh).
 run: build-linux build-agents demo-tools
 	@bash scripts/run.sh
+
+# The demo read as a new user reads it: figures agree, suggested commands run.
+check-demo: deps-run
+	bash scripts/check-demo.sh
 
 # The Windows installer: dist/StrataCompanionSetup-<version>.exe (see docs/installer.md).
 installer: deps

@@ -14,6 +14,12 @@
 #   DIST             output folder (default: <repo>/dist)
 #   VERSION          product version (default: FyneApp.toml's Version)
 #   STRATA_SIGN_*    see installer/sign.sh
+#   STRATA_NSIS_FAST=1  zlib instead of solid LZMA (test repacks only)
+#   STRATA_WINDOWS_PREBUILT  a folder an earlier unsigned build wrote (make
+#                    build-windows: bin/windows-amd64): its programs are
+#                    copied instead of built when they were built from this
+#                    same source, version and Go (its .source-stamp says so);
+#                    the installer test and CI share one build this way
 #
 # The resource files (rsrc_windows_amd64.syso) are made for each build in a
 # snapshot of the source tree under a temporary folder, never in the working
@@ -122,8 +128,44 @@ winres_json() { # name desc gui level
 EOF
 }
 
-if [ "$skip_build" = 0 ]; then
+# source_stamp names what a build is made of: the source (tracked files and
+# new ones git does not ignore), the version and the Go toolchain.
+source_stamp() {
+  {
+    if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+      git -C "$root" ls-files -co --exclude-standard -z |
+        while IFS= read -r -d '' f; do [ -f "$f" ] && printf '%s\0' "$f"; done
+    else
+      find . \( -path ./.git -o -path ./bin -o -path ./dist \) -prune -o -type f -print0
+    fi | sort -z | xargs -0 sha256sum
+    echo "$VERSION $VERSION4 $(go version)"
+  } | sha256sum | cut -d' ' -f1
+}
+
+reused=0
+if [ "$skip_build" = 0 ] && [ -n "${STRATA_WINDOWS_PREBUILT:-}" ]; then
+  mkdir -p "$BINDIR"
+  # Wait for a build that may be making it right now (see the lock below).
+  exec 9>"$(go env GOCACHE)/strata-companion-windows-build.lock"
+  if command -v flock >/dev/null && ! flock -n 9; then
+    echo "   waiting for another Windows build of Strata Companion on this machine"
+    flock 9
+  fi
+  stamp=$(source_stamp)
+  if [ "$(cat "$STRATA_WINDOWS_PREBUILT/.source-stamp" 2>/dev/null)" = "$stamp" ]; then
+    echo "== reusing the Windows programs built from this same source in $STRATA_WINDOWS_PREBUILT"
+    (cd "$STRATA_WINDOWS_PREBUILT" && cp -r ./*.exe ./linux-* "$BINDIR/")
+    reused=1
+  else
+    echo "   $STRATA_WINDOWS_PREBUILT was not built from this source (or not at all): building"
+  fi
+  exec 9>&-
+fi
+
+if [ "$skip_build" = 0 ] && [ "$reused" = 0 ]; then
   echo "== building the Windows programs $VERSION ($VERSION4) into $BINDIR"
+  stamp=$(source_stamp)
+  rm -f "$BINDIR/.source-stamp"
   # A snapshot of the source: tracked files plus new ones git does not ignore.
   src=$work/src
   mkdir -p "$src"
@@ -138,7 +180,9 @@ if [ "$skip_build" = 0 ]; then
   # One Windows build at a time on this machine: a second one (make test's
   # installer test next to CI's background build) waits, then finds the cgo
   # packages in the Go build cache instead of compiling fyne twice at once.
-  exec 9>"${TMPDIR:-/tmp}/strata-companion-windows-build.lock"
+  # The lock sits in the Go build cache, the thing the builds share: not in
+  # /tmp (where it would stay behind) and the same for every TMPDIR.
+  exec 9>"$(go env GOCACHE)/strata-companion-windows-build.lock"
   if command -v flock >/dev/null && ! flock -n 9; then
     echo "   waiting for another Windows build of Strata Companion on this machine"
     flock 9
@@ -170,8 +214,12 @@ if [ "$skip_build" = 0 ]; then
     (cd "$src" && GOOS=linux GOARCH=$arch CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $PKG/internal/version.Version=$VERSION" -o "$BINDIR/linux-$arch/strata-vision-relay" ./relay)
     echo "   linux-$arch/strata-vision-relay (the second PC's agent): $(stat -c %s "$BINDIR/linux-$arch/strata-vision-relay") bytes"
   done
+  # Unsigned programs can be reused by a later build of the same source.
+  if [ "$signing" = 0 ]; then
+    echo "$stamp" >"$BINDIR/.source-stamp"
+  fi
   exec 9>&-
-else
+elif [ "$skip_build" = 1 ]; then
   for f in $(for p in "${programs[@]}"; do echo "${p%%|*}.exe"; done) $(for a in "${agent_arches[@]}"; do echo "linux-$a/strata-vision-relay"; done); do
     if [ ! -f "$BINDIR/$f" ]; then
       echo "build.sh: --skip-build, but $BINDIR/$f is missing: run without --skip-build" >&2
@@ -215,6 +263,11 @@ else
 fi
 if [ "$signing" = 1 ]; then
   defs+=("-DSIGN_CMD=bash '$here/sign.sh'")
+fi
+# A throwaway repack for a test (the wine test's "older version") needs no
+# small file: zlib instead of solid LZMA, seconds instead of a minute.
+if [ "${STRATA_NSIS_FAST:-}" = 1 ]; then
+  defs+=("-DFAST_COMPRESSION")
 fi
 rm -f "$out"
 # -WX: a warning (an unused variable, a missing string) fails the build.

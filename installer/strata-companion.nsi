@@ -61,7 +61,12 @@ OutFile "${OUTFILE}"
 InstallDir "$PROGRAMFILES64\${PRODUCT}"
 InstallDirRegKey HKLM "${UNINSTKEY}" "InstallLocation"
 RequestExecutionLevel admin
-SetCompressor /SOLID lzma
+!ifdef FAST_COMPRESSION
+  ; test repacks only (build.sh with STRATA_NSIS_FAST=1): zlib packs in seconds
+  SetCompressor zlib
+!else
+  SetCompressor /SOLID lzma
+!endif
 BrandingText "${PRODUCT} ${VERSION}"
 ShowInstDetails show
 ShowUninstDetails show

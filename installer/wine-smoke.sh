@@ -33,11 +33,29 @@ for t in wine wineserver Xvfb x86_64-w64-mingw32-gcc; do
 done
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-wine.XXXXXX")
-export WINEPREFIX=$tmp/prefix WINEARCH=win64 WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
+export WINEPREFIX=$tmp/prefix WINEARCH=win64 WINEDEBUG=-all
+# No menu entries, icons or file associations in anybody's home folder: wine's
+# menu builder is off, and wine gets a home and XDG folders of its own (the
+# prefix's Start menu is still checked inside the prefix).
+export WINEDLLOVERRIDES="mscoree,mshtml=;winemenubuilder.exe=d"
+export HOME=$tmp/home XDG_CONFIG_HOME=$tmp/home/.config XDG_DATA_HOME=$tmp/home/.local/share \
+  XDG_CACHE_HOME=$tmp/home/.cache XDG_STATE_HOME=$tmp/home/.local/state XDG_RUNTIME_DIR=$tmp/run
+# Debian's wine keeps wineserver's socket folder in $TMPDIR/wine-XXXXXX.
+export TMPDIR=$tmp/tmp
+mkdir -p "$HOME" "$XDG_RUNTIME_DIR" "$TMPDIR"
+chmod 700 "$XDG_RUNTIME_DIR"
 xvfb=""
 cleanup() {
   wineserver -k >/dev/null 2>&1 || true
-  [ -n "$xvfb" ] && kill "$xvfb" 2>/dev/null
+  wineserver -w >/dev/null 2>&1 || true
+  [ -n "$xvfb" ] && kill "$xvfb" 2>/dev/null && wait "$xvfb" 2>/dev/null
+  # Upstream wine keeps it in /tmp/.wine-<uid>/server-<dev>-<inode of the
+  # prefix>, empty once the server is gone: remove it, and the per-user
+  # folder when nothing else uses it.
+  if [ -d "$WINEPREFIX" ]; then
+    rm -rf "/tmp/.wine-$(id -u)/server-$(stat -c '%D' "$WINEPREFIX")-$(printf '%x' "$(stat -c '%i' "$WINEPREFIX")")"
+    rmdir "/tmp/.wine-$(id -u)" 2>/dev/null || true
+  fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT

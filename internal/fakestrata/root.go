@@ -20,6 +20,7 @@ import (
 //	ROOT/strata-<tag>.json    the config (port, log, api_key, vision...)
 //	ROOT/engine/strata        a placeholder (the stand-in is its own engine)
 //	ROOT/standin-mode         the mode file (see EnvModeFile), empty at first
+//	ROOT/tmp                  the server's TMPDIR (its strata-vision-* folders)
 //
 // so `<venv python> serve/server.py --engine strata --config C --port P`, run
 // in ROOT, behaves as STRATA.md says.
@@ -31,6 +32,7 @@ type Root struct {
 	Log      string // the engine log (the config's `log`)
 	ModeFile string
 	APIKey   string
+	GPU      string // EnvGPU as baked into the python shim ("" when unset)
 }
 
 // RootOptions shapes NewRoot.
@@ -66,7 +68,7 @@ func MakeRoot(dir, bin string, o RootOptions) (*Root, error) {
 		Log:      filepath.Join(dir, "strata-"+o.Tag+".log"),
 		ModeFile: filepath.Join(dir, "standin-mode"),
 	}
-	for _, d := range []string{"serve", "engine", ".venv/bin"} {
+	for _, d := range []string{"serve", "engine", ".venv/bin", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return nil, err
 		}
@@ -103,8 +105,14 @@ func MakeRoot(dir, bin string, o RootOptions) (*Root, error) {
 	sh.WriteString("#!/bin/sh\n# The venv python of a fake Strata install: runs the stand-in.\n")
 	fmt.Fprintf(&sh, "export %s=%s\n", EnvStep, shQuote(o.Step))
 	fmt.Fprintf(&sh, "export %s=%s\n", EnvModeFile, shQuote(r.ModeFile))
+	// Strata's temp folders (strata-vision-*, which it leaves behind) go
+	// into the install, not /tmp: a test's root is removed with the test.
+	fmt.Fprintf(&sh, "export TMPDIR=%s\n", shQuote(filepath.Join(dir, "tmp")))
 	for _, kv := range o.Env {
 		k, v, _ := strings.Cut(kv, "=")
+		if k == EnvGPU {
+			r.GPU = v
+		}
 		fmt.Fprintf(&sh, "export %s=%s\n", k, shQuote(v))
 	}
 	fmt.Fprintf(&sh, "exec %s \"$@\"\n", shQuote(bin))
@@ -115,10 +123,16 @@ func MakeRoot(dir, bin string, o RootOptions) (*Root, error) {
 }
 
 // NewRoot builds the stand-in (once per test binary) and lays out a fake
-// install in a temp folder of t.
+// install in a temp folder of t, with its own copy of the stand-in in
+// ROOT/.venv/bin, so everything is removed with the test.
 func NewRoot(t testing.TB, o RootOptions) *Root {
 	t.Helper()
-	r, err := MakeRoot(t.TempDir(), Build(t), o)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, ".venv", "bin", exeName)
+	if err := writeBinary(t, bin); err != nil {
+		t.Fatal(err)
+	}
+	r, err := MakeRoot(dir, bin, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,14 +142,33 @@ func NewRoot(t testing.TB, o RootOptions) *Root {
 // SetMode changes what the stand-in does at its next start.
 func (r *Root) SetMode(mode string) error { return os.WriteFile(r.ModeFile, []byte(mode), 0o644) }
 
+var exeName = func() string {
+	if runtime.GOOS == "windows" {
+		return "strata-standin.exe"
+	}
+	return "strata-standin"
+}()
+
 var (
-	buildOnce sync.Once
-	buildPath string
-	buildErr  error
+	buildOnce  sync.Once
+	buildBytes []byte
+	buildErr   error
 )
 
-// Build compiles cmd/strata-standin once per test binary and returns its path.
+// Build compiles cmd/strata-standin (once per test binary) and returns the
+// path of a copy in a temp folder of t. The build itself happens in a folder
+// that is removed at once: the program is kept in memory, so a test binary
+// leaves nothing behind in /tmp.
 func Build(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), exeName)
+	if err := writeBinary(t, bin); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+func writeBinary(t testing.TB, path string) error {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "strata-standin-")
@@ -143,21 +176,23 @@ func Build(t testing.TB) string {
 			buildErr = err
 			return
 		}
-		name := "strata-standin"
-		if runtime.GOOS == "windows" {
-			name += ".exe"
-		}
-		buildPath = filepath.Join(dir, name)
-		cmd := exec.Command("go", "build", "-o", buildPath, "github.com/strata-companion/companion/internal/fakestrata/cmd/strata-standin")
+		defer os.RemoveAll(dir)
+		out := filepath.Join(dir, exeName)
+		cmd := exec.Command("go", "build", "-o", out, "github.com/strata-companion/companion/internal/fakestrata/cmd/strata-standin")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("building the Strata stand-in: %v\n%s", err, out)
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building the Strata stand-in: %v\n%s", err, msg)
+			return
 		}
+		buildBytes, buildErr = os.ReadFile(out)
 	})
 	if buildErr != nil {
-		t.Fatal(buildErr)
+		return buildErr
 	}
-	return buildPath
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buildBytes, 0o755)
 }
 
 // FreePort asks the kernel for a free loopback port.

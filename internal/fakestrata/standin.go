@@ -49,11 +49,79 @@ const (
 	// EnvModeFile names a file whose content, read at every start, replaces
 	// EnvMode: a test changes it between restarts.
 	EnvModeFile = "STRATA_STANDIN_MODE_FILE"
+	// EnvGPU is the GPU the stand-in plays Strata on: "none" (a PC without a
+	// CUDA GPU), or "NAME:TOTAL_MIB" (e.g. "NVIDIA GeForce RTX 4070:12282").
+	// Its expert cache then follows from that card and from where the config
+	// reads pictures (see ExpertCache). Unset: the reference machine's
+	// RTX 5080 with the encoder on it (3112 experts, 5.96 GiB), whatever the
+	// config says, as the tests expect. `strata-standin make-root` sets it
+	// from this PC's probe.
+	EnvGPU = "STRATA_STANDIN_GPU"
 	// EnvArgsFile, when set, gets one JSON line per start: {"args","cwd","pid"}.
 	EnvArgsFile = "STRATA_STANDIN_ARGS_FILE"
 
 	engineRole = "--standin-engine"
 )
+
+// The reference machine (STRATA.md, "What people measured"): a 16 GB RTX 5080
+// serving the model, with the encoder on it or elsewhere.
+const (
+	refGPUName      = "NVIDIA GeForce RTX 5080"
+	refGPUTotalMiB  = 16303
+	refCacheGPUMiB  = 6103 // 5.96 GiB: the encoder on the GPU
+	refExpertsGPU   = 3112
+	refCacheFreeMiB = 7127 // 6.96 GiB: the encoder elsewhere (CPU, second PC)
+	refExpertsFree  = 3641
+	reserveMiB      = 700
+)
+
+// GPU is the card the stand-in plays Strata on (EnvGPU).
+type GPU struct {
+	Name     string
+	TotalMiB int
+}
+
+// ParseGPU reads EnvGPU: ok is false when unset (the legacy fixed figures);
+// a nil GPU means none.
+func ParseGPU(v string) (g *GPU, ok bool, err error) {
+	v = strings.TrimSpace(v)
+	switch v {
+	case "":
+		return nil, false, nil
+	case "none":
+		return nil, true, nil
+	}
+	i := strings.LastIndexByte(v, ':')
+	if i <= 0 {
+		return nil, false, fmt.Errorf("%s=%q: want none or NAME:TOTAL_MIB", EnvGPU, v)
+	}
+	n, err := strconv.Atoi(v[i+1:])
+	if err != nil || n <= 0 {
+		return nil, false, fmt.Errorf("%s=%q: the total VRAM is not a number of MiB", EnvGPU, v)
+	}
+	return &GPU{Name: v[:i], TotalMiB: n}, true, nil
+}
+
+// ExpertCache is the expert cache a real Strata fills on g, with the encoder
+// on that GPU or not: the reference machine's figures, moved by the
+// difference in VRAM (the model's other weights and the reserve stay the
+// same), in experts of the size measured there. No GPU (or one too small):
+// no cache; the experts are read from RAM.
+func ExpertCache(g *GPU, encoderOnGPU bool) (experts int, gib float64) {
+	if g == nil {
+		return 0, 0
+	}
+	cache, n := refCacheFreeMiB, refExpertsFree
+	if encoderOnGPU {
+		cache, n = refCacheGPUMiB, refExpertsGPU
+	}
+	mib := cache + g.TotalMiB - refGPUTotalMiB
+	if mib <= 0 {
+		return 0, 0
+	}
+	experts = int(float64(mib)*float64(n)/float64(cache) + 0.5)
+	return experts, float64(int(float64(mib)/1024*100+0.5)) / 100
+}
 
 // Mode is the parsed EnvMode.
 type Mode struct {
@@ -164,6 +232,11 @@ type server struct {
 	engineIn   io.WriteCloser
 	nEmbd      int
 	engineName string
+	// what this PC's GPU gives: set in main from EnvGPU and the config
+	experts  int
+	cacheGiB float64
+	gpu      *GPU
+	legacy   bool
 }
 
 func (s *server) say(format string, a ...any) { fmt.Fprintf(s.out, format+"\n", a...) }
@@ -198,6 +271,12 @@ func (s *server) main(args []string) int {
 		return 2
 	}
 	s.configPath = *config
+	gpu, set, err := ParseGPU(os.Getenv(EnvGPU))
+	if err != nil {
+		s.say("stand-in: %v", err)
+		return 2
+	}
+	s.legacy = !set
 	b, err := os.ReadFile(*config)
 	if err != nil {
 		s.say("error: cannot read the config %s: %v", *config, err)
@@ -206,6 +285,15 @@ func (s *server) main(args []string) int {
 	if err := json.Unmarshal(b, &s.cfg); err != nil {
 		s.say("error: the config %s is not valid JSON: %v", *config, err)
 		return 1
+	}
+	if s.legacy {
+		s.gpu = &GPU{Name: "Stand-in GPU", TotalMiB: refGPUTotalMiB}
+		s.experts, s.cacheGiB = refExpertsGPU, 5.96
+	} else {
+		v := s.cfg.Vision
+		onGPU := v != nil && !v.Remote && truthy(v.GPU) && (v.CudaDevice == nil || *v.CudaDevice == 0)
+		s.gpu = gpu
+		s.experts, s.cacheGiB = ExpertCache(gpu, onGPU)
 	}
 	s.port = *port
 	if s.port == 0 {
@@ -311,7 +399,16 @@ func (s *server) main(args []string) int {
 			return s.shutdown()
 		}
 	}
-	s.say("[strata] filling the GPU's expert cache (3112 experts, 5.96 GiB of VRAM) ...")
+	switch {
+	case s.experts > 0:
+		s.say("[strata] filling the GPU's expert cache (%d experts, %.2f GiB of VRAM) ...", s.experts, s.cacheGiB)
+	case s.gpu == nil:
+		// No CUDA GPU: no VRAM to cache experts in. The stand-in serves text
+		// with every expert read from RAM, and says so instead of a cache.
+		s.say("[strata] no CUDA GPU on this PC: no expert cache, the experts are read from RAM (slow)")
+	default:
+		s.say("[strata] %s has no VRAM left for an expert cache: the experts are read from RAM (slow)", s.gpu.Name)
+	}
 	if !pause(step) {
 		return s.shutdown()
 	}
@@ -424,7 +521,7 @@ func (s *server) startEngine(mode Mode) error {
 		return err
 	}
 	cmd := exec.Command(self, engineRole)
-	cmd.Env = s.childEnv()
+	cmd.Env = append(s.childEnv(), fmt.Sprintf("STRATA_STANDIN_ENGINE_CACHE=%d:%.2f", s.experts, s.cacheGiB))
 	if mode.IgnoreTerm {
 		cmd.Env = append(cmd.Env, "STRATA_STANDIN_ENGINE_IGNORE_TERM=1")
 	}
@@ -448,7 +545,12 @@ func engineMain() int {
 	if os.Getenv("STRATA_STANDIN_ENGINE_IGNORE_TERM") == "1" {
 		signal.Ignore(syscall.SIGTERM)
 	}
-	fmt.Fprintln(os.Stderr, "strata generate: expert cache 3112 slots, 5.96 GiB of VRAM; policy is lfu (stand-in)")
+	n, gib, _ := strings.Cut(os.Getenv("STRATA_STANDIN_ENGINE_CACHE"), ":")
+	if n == "" || n == "0" {
+		fmt.Fprintln(os.Stderr, "strata generate: no expert cache in VRAM; experts are read from RAM (stand-in)")
+	} else {
+		fmt.Fprintf(os.Stderr, "strata generate: expert cache %s slots, %s GiB of VRAM; policy is lfu (stand-in)\n", n, gib)
+	}
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		if strings.TrimSpace(sc.Text()) == "QUIT" {
@@ -561,11 +663,21 @@ func (s *server) handler() http.Handler {
 			vis["error"] = s.encErr
 		}
 		s.mu.Unlock()
+		gpus := []any{}
+		vram := map[string]any{"reserve_mib": 0, "expert_cache_gib": 0, "experts": 0}
+		if g := s.gpu; g != nil {
+			used := 14000 // the reference machine's
+			if !s.legacy {
+				used = min(g.TotalMiB, g.TotalMiB-refGPUTotalMiB+14000)
+			}
+			gpus = append(gpus, map[string]any{"index": 0, "name": g.Name, "used_mib": used, "total_mib": g.TotalMiB})
+			vram = map[string]any{"reserve_mib": reserveMiB, "expert_cache_gib": s.cacheGiB, "experts": s.experts}
+		}
 		writeJSON(w, 200, map[string]any{
 			"model":   s.model,
 			"vision":  vis,
-			"vram":    map[string]any{"reserve_mib": 700, "expert_cache_gib": 5.96, "experts": 3112},
-			"machine": map[string]any{"gpu": []any{map[string]any{"index": 0, "name": "Stand-in GPU", "used_mib": 14000, "total_mib": 16303}}},
+			"vram":    vram,
+			"machine": map[string]any{"gpu": gpus},
 		})
 	})
 	// POST /standin/encode: the body is a picture; it goes to the encoder as

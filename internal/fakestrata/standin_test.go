@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -76,6 +77,7 @@ func get(t *testing.T, url, key string) (int, map[string]any) {
 }
 
 func TestStartsLikeStrata(t *testing.T) {
+	t.Parallel()
 	r := NewRoot(t, RootOptions{APIKey: "k1"})
 	cmd, lines := start(t, r)
 	ready := waitLine(t, lines, "ready: ")
@@ -113,6 +115,7 @@ func TestStartsLikeStrata(t *testing.T) {
 }
 
 func TestPortInUse(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +134,7 @@ func TestPortInUse(t *testing.T) {
 }
 
 func TestVisionEncoderReadyChecked(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	enc := filepath.Join(dir, "enc.sh")
 	os.WriteFile(enc, []byte("#!/bin/sh\necho 'strata-vision: on the CPU, 4 threads, no warm-up' >&2\necho READY 2560\n"+
@@ -172,6 +176,7 @@ func TestVisionEncoderReadyChecked(t *testing.T) {
 }
 
 func TestModes(t *testing.T) {
+	t.Parallel()
 	m, err := ParseMode("crash-after=2s, ignore-term\nhang")
 	if err != nil || !m.Crash || m.CrashAfter != 2*time.Second || !m.IgnoreTerm || !m.Hang {
 		t.Fatalf("%+v %v", m, err)
@@ -186,4 +191,114 @@ func TestModes(t *testing.T) {
 	if err := cmd.Wait(); err == nil {
 		t.Fatal("crash mode exited 0")
 	}
+}
+
+// The stand-in's temp folders (Strata's strata-vision-*) go under the root's
+// own tmp, so a test's root takes them away with it; nothing lands in /tmp.
+func TestTempFoldersStayInTheRoot(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	paths := filepath.Join(dir, "paths")
+	enc := filepath.Join(dir, "enc.sh")
+	os.WriteFile(enc, []byte("#!/bin/sh\necho READY 2560\n"+
+		"while read cmd a b; do [ \"$cmd\" = QUIT ] && exit 0; echo \"$a\" >> "+paths+"; printf 'SVE1' > \"$b\"; echo OK 4 1 1 5; done\n"), 0o755)
+	r := NewRoot(t, RootOptions{Extra: map[string]any{"vision": map[string]any{"exe": enc, "mmproj": "mm.gguf", "model": "stub.gguf"}}})
+	_, lines := start(t, r)
+	waitLine(t, lines, "ready: ")
+	resp, err := http.Post("http://127.0.0.1:"+strconv.Itoa(r.Port)+"/standin/encode", "image/png", strings.NewReader("png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	b, err := os.ReadFile(paths)
+	if err != nil {
+		t.Fatalf("the encoder got no request: %v", err)
+	}
+	got := strings.TrimSpace(string(b))
+	if want := filepath.Join(r.Dir, "tmp", "strata-vision-"); !strings.HasPrefix(got, want) {
+		t.Errorf("the picture went to %s, want a folder under %s (the root's TMPDIR)", got, want)
+	}
+}
+
+// Build keeps the program in memory and removes its build folder at once.
+func TestBuildLeavesNoFolderBehind(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	buildOnce = sync.Once{}
+	bin := Build(t)
+	if fi, err := os.Stat(bin); err != nil || fi.Mode()&0o111 == 0 {
+		t.Fatalf("Build gave %s: %v", bin, err)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("Build left %s in TMPDIR (%s)", ents[0].Name(), tmp)
+	}
+}
+
+func TestExpertCacheFollowsTheGPUAndThePlacement(t *testing.T) {
+	t.Parallel()
+	ref := &GPU{Name: refGPUName, TotalMiB: refGPUTotalMiB}
+	for _, c := range []struct {
+		gpu     *GPU
+		onGPU   bool
+		experts int
+		gib     float64
+	}{
+		{ref, true, 3112, 5.96},  // the reference machine, encoder on its GPU
+		{ref, false, 3641, 6.96}, // the encoder on the CPU or a second PC
+		{&GPU{"NVIDIA GeForce RTX 4070", 12282}, false, 1587, 3.03},
+		{&GPU{"NVIDIA GeForce RTX 3060", 6144}, false, 0, 0}, // too small: no cache
+		{nil, false, 0, 0}, // no GPU
+	} {
+		n, gib := ExpertCache(c.gpu, c.onGPU)
+		if n != c.experts || gib != c.gib {
+			t.Errorf("%+v encoder on GPU %v: %d experts, %.2f GiB, want %d, %.2f", c.gpu, c.onGPU, n, gib, c.experts, c.gib)
+		}
+	}
+	if g, ok, err := ParseGPU("NVIDIA GeForce RTX 4070:12282"); err != nil || !ok || g.Name != "NVIDIA GeForce RTX 4070" || g.TotalMiB != 12282 {
+		t.Errorf("ParseGPU: %+v %v %v", g, ok, err)
+	}
+	if g, ok, err := ParseGPU("none"); err != nil || !ok || g != nil {
+		t.Errorf("ParseGPU(none): %+v %v %v", g, ok, err)
+	}
+	if _, _, err := ParseGPU("RTX"); err == nil {
+		t.Error("ParseGPU accepted a GPU without its VRAM")
+	}
+}
+
+// On a PC without a CUDA GPU the stand-in reports what a real Strata has
+// there: no expert cache in VRAM, in its output, its engine log and /v1/status.
+func TestNoGPUNoExpertCache(t *testing.T) {
+	t.Parallel()
+	r := NewRoot(t, RootOptions{Env: []string{EnvGPU + "=none"}})
+	cmd, lines := start(t, r)
+	var out []string
+	for l := range lines {
+		out = append(out, l)
+		if strings.HasPrefix(l, "ready: ") {
+			break
+		}
+	}
+	all := strings.Join(out, "\n")
+	if strings.Contains(all, "expert cache (") || !strings.Contains(all, "no CUDA GPU") {
+		t.Errorf("startup lines on a PC without a GPU:\n%s", all)
+	}
+	_, st := get(t, "http://127.0.0.1:"+strconv.Itoa(r.Port)+"/v1/status", "")
+	vram, _ := st["vram"].(map[string]any)
+	machine, _ := st["machine"].(map[string]any)
+	if vram["experts"] != 0.0 || len(machine["gpu"].([]any)) != 0 {
+		t.Errorf("/v1/status on a PC without a GPU: %v", st)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(r.Log)
+		if strings.Contains(string(b), "no expert cache in VRAM") {
+			break
+		}
+		if strings.Contains(string(b), "expert cache ") || time.Now().After(deadline) {
+			t.Fatalf("engine log %s: %q", r.Log, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
 }

@@ -14,6 +14,10 @@ import (
 // What people measured with Strata (STRATA.md: RTX 5080 16 GB server, second
 // PC with an RTX 3060 laptop GPU over 10 GbE, one 1024x1024 picture at 1024
 // image tokens). Every estimate starts from one of these.
+// ReferenceMachine names where those figures were measured: an estimate
+// says so wherever it quotes one, so no figure reads as measured on this PC.
+const ReferenceMachine = "the reference machine (RTX 5080 16 GB server, 8 CPU threads; RTX 3060 laptop second PC over 10 GbE)"
+
 const (
 	measuredGPUSeconds     = 1.63  // local GPU, RTX 5080
 	measuredEncoderVRAMMiB = 1383  // what the GPU encoder took on the server
@@ -133,9 +137,9 @@ func gpuEncodeSeconds(g GPU) (float64, string) {
 		fast = true
 	}
 	if fast {
-		return measuredGPUSeconds, "1.63 s measured on an RTX 5080 (this card is of that class)"
+		return measuredGPUSeconds, "1.63 s measured on the reference machine's RTX 5080 (this card is of that class; nothing was measured here)"
 	}
-	return remoteGPUSeconds, "~2.33 s: the RTX 3060 laptop GPU's measured 2.83 s less its ~0.5 s ssh start per picture (the careful figure for cards below an RTX 3080 / 4070)"
+	return remoteGPUSeconds, "~2.33 s: the RTX 3060 laptop GPU's 2.83 s measured on the reference machine less its ~0.5 s ssh start per picture (the careful figure for cards below an RTX 3080 / 4070)"
 }
 
 func label(g GPU) string { return fmt.Sprintf("GPU %d (%s)", g.Index, displayName(g)) }
@@ -157,7 +161,7 @@ func cpuEstimate(c CPU) Estimate {
 	f := (1 - cpuParallel) + cpuParallel*float64(measuredCPUThreads)/float64(threads)
 	return Estimate{Placement: settings.PlacementCPU, Available: true,
 		PictureSeconds: round2(measuredCPUSeconds * f), EncoderVRAMMiB: 0, FreesMiB: measuredEncoderVRAMMiB,
-		Basis: fmt.Sprintf("15.27 s measured with 8 threads, scaled to %s (%s), assuming 90%% of the work spreads over threads and a similar speed per core", plural(threads, "thread"), note)}
+		Basis: fmt.Sprintf("an estimate, not measured here: 15.27 s measured with 8 threads on %s, scaled to %s (%s), assuming 90%% of the work spreads over threads and a similar speed per core", ReferenceMachine, plural(threads, "thread"), note)}
 }
 
 // EstimateRemote estimates a picture read on the second PC: its GPU's encode
@@ -215,7 +219,7 @@ func EstimateRemote(remote *RemoteFacts) Estimate {
 	dev := best.Index // a copy: the caller's RemoteFacts stays its own
 	e.Device = &dev
 	e.PictureSeconds = round2(enc + upS + downS + rttS + relayHandlingSeconds)
-	e.Basis = fmt.Sprintf("encode on %s: %s; + 0.3 MB up at %s (%s) + 10 MB back at %s (%s) + %d round trips of %s + ~0.05 s handling; the relay keeps one ssh connection, so no ssh start per picture (the measured 2.83 s over 10 GbE included ~0.5 s of it)",
+	e.Basis = fmt.Sprintf("encode on %s: %s; + 0.3 MB up at %s (%s) + 10 MB back at %s (%s) + %d round trips of %s + ~0.05 s handling; the relay keeps one ssh connection, so no ssh start per picture (the 2.83 s measured over 10 GbE on the reference machine included ~0.5 s of it)",
 		label(*best), encBasis, rate(up), secs(upS), rate(down), secs(downS), roundTripsPerPicture, rtt.Round(10*time.Microsecond))
 	if len(notes) > 0 {
 		e.Basis += "; " + strings.Join(notes, "; ")
@@ -273,7 +277,7 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 	if serving != nil {
 		s, basis := gpuEncodeSeconds(*serving)
 		gpuEst.Available, gpuEst.PictureSeconds = true, s
-		gpuEst.Basis = fmt.Sprintf("on %s, which serves the model: %s; the encoder takes 1383 MiB there (measured), about %.0f GiB less expert cache", label(*serving), basis, expertCacheGainGiB)
+		gpuEst.Basis = fmt.Sprintf("on %s, which serves the model: %s; the encoder takes 1383 MiB there (measured on the reference machine's RTX 5080), about %.0f GiB less expert cache", label(*serving), basis, expertCacheGainGiB)
 	} else {
 		gpuEst.EncoderVRAMMiB = 0
 		gpuEst.Basis = "no NVIDIA GPU here can run Strata's encoder (RTX 20 or newer with driver 525+)"
@@ -329,7 +333,7 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 	vs := func(a, b Estimate) string {
 		return fmt.Sprintf("about %.1f s per picture against %.1f s", a.PictureSeconds, b.PictureSeconds)
 	}
-	freed := fmt.Sprintf("frees %d MiB of VRAM on %%s for the expert cache (about +%.0f GiB: 3112 -> 3641 experts measured on a 16 GB card)", measuredEncoderVRAMMiB, expertCacheGainGiB)
+	freed := fmt.Sprintf("frees %d MiB of VRAM on %%s for the expert cache (about +%.0f GiB: 3112 -> 3641 experts measured on the reference machine's 16 GB RTX 5080)", measuredEncoderVRAMMiB, expertCacheGainGiB)
 
 	switch {
 	case spare != nil:
@@ -370,7 +374,7 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 		if hasAMD && local.OS == "linux" {
 			why = "with an AMD card on Linux, Strata's encoder runs on the CPU"
 		}
-		rec.Reason = fmt.Sprintf("%s: pictures are read on the CPU, about %.1f s each", why, cpuEst.PictureSeconds)
+		rec.Reason = fmt.Sprintf("%s: pictures are read on the CPU, about %.1f s each (estimated from the reference machine)", why, cpuEst.PictureSeconds)
 	default:
 		rec.Placement = settings.PlacementOff
 		rec.Reason = "with an AMD card on Windows, Strata cannot run its image encoder on this PC: pair a second PC with an NVIDIA card to read pictures"

@@ -229,3 +229,24 @@ func eightH100() []GPU {
 	gpus, _ := ParseNvidiaSMI([]byte(smiEight()))
 	return gpus
 }
+
+// A figure measured elsewhere never reads as measured on this PC: every
+// estimate that quotes one names the reference machine.
+func TestEstimatesNameTheReferenceMachine(t *testing.T) {
+	for name, rec := range map[string]Recommendation{
+		"rtx5080+remote": Recommend(report("windows", 16, rtx5080), remote3060),
+		"no gpu":         Recommend(report("linux", 2), nil),
+	} {
+		for _, e := range rec.Estimates {
+			if !e.Available || e.Basis == "" {
+				continue
+			}
+			if !strings.Contains(e.Basis, "reference machine") {
+				t.Errorf("%s: %s basis quotes figures without naming where they were measured: %q", name, e.Placement, e.Basis)
+			}
+		}
+		if strings.Contains(rec.Reason, " s each") && !strings.Contains(rec.Reason, "reference machine") {
+			t.Errorf("%s: the reason gives a time as if measured here: %q", name, rec.Reason)
+		}
+	}
+}

@@ -75,7 +75,17 @@ func (e *NotFoundError) Error() string {
 		}
 		msg += "; looked in " + strings.Join(looked, ", ")
 	}
-	return msg + ". Install Strata (github.com/Niko1221/Strata), or pass --strata-root DIR (the folder holding serve/server.py and engine/)"
+	msg += ". Install Strata (github.com/Niko1221/Strata), or pass --strata-root DIR (the folder holding serve/server.py and engine/)"
+	// `make run`'s demo keeps its stand-in install and its own companion
+	// settings in <checkout>/.demo: say how to look at it.
+	for _, d := range e.Looked {
+		if demo := filepath.Join(d, ".demo"); IsInstall(filepath.Join(demo, "strata")) {
+			msg += fmt.Sprintf(". The demo of `make run` left a stand-in install in %s: look at it with STRATA_COMPANION_HOME=%s %s status",
+				filepath.Join(demo, "strata"), filepath.Join(demo, "companion"), filepath.Join(d, "bin", "strata-service"))
+			break
+		}
+	}
+	return msg
 }
 
 // Find lists the installs it can see. Named places (opts.Root, opts.Config)

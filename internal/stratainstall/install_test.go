@@ -166,3 +166,22 @@ func TestAnInstallWithoutVenvIsStillFound(t *testing.T) {
 		t.Fatalf("got %+v, %v", got, err)
 	}
 }
+
+// After `make run`, a plain status in the checkout says how to see the
+// demo's stand-in install (its settings are in .demo/companion).
+func TestNotFoundPointsAtTheDemo(t *testing.T) {
+	checkout := t.TempDir()
+	plain := (&NotFoundError{Looked: []string{checkout}}).Error()
+	if strings.Contains(plain, "demo") {
+		t.Errorf("no demo here, yet: %s", plain)
+	}
+	for _, d := range []string{".demo/strata/serve", ".demo/strata/engine"} {
+		os.MkdirAll(filepath.Join(checkout, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(checkout, ".demo/strata/serve/server.py"), nil, 0o644)
+	msg := (&NotFoundError{Looked: []string{filepath.Join(checkout, "bin"), checkout}}).Error()
+	want := "STRATA_COMPANION_HOME=" + filepath.Join(checkout, ".demo", "companion") + " " + filepath.Join(checkout, "bin", "strata-service") + " status"
+	if !strings.Contains(msg, want) {
+		t.Errorf("the message does not say %q:\n%s", want, msg)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -18,7 +19,7 @@ type Display struct {
 	Name       string   // ":N"
 	RuntimeDir string   // private XDG_RUNTIME_DIR (mode 0700)
 	BusAddress string   // DBUS_SESSION_BUS_ADDRESS
-	Env        []string // os.Environ() with DISPLAY, XDG_RUNTIME_DIR and the bus set
+	Env        []string // os.Environ() with DISPLAY, XDG_RUNTIME_DIR, the bus, and a private HOME and XDG_* folders set
 }
 
 // StartDisplay starts Xvfb (picking a free display number itself) and a
@@ -39,7 +40,9 @@ func StartDisplay(t testing.TB, width, height int) *Display {
 		t.Fatalf("starting Xvfb: %v", err)
 	}
 	w.Close()
-	t.Cleanup(func() { x.Process.Kill(); x.Wait() })
+	// SIGTERM, not a kill: Xvfb then removes its /tmp/.X<n>-lock and
+	// /tmp/.X11-unix/X<n>, which a killed one leaves behind.
+	t.Cleanup(func() { stopGently(x, 5*time.Second) })
 	num := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(r).ReadString('\n')
@@ -57,7 +60,29 @@ func StartDisplay(t testing.TB, width, height int) *Display {
 	}
 
 	sock := filepath.Join(rd, "bus")
+	disp := &Display{Name: name, RuntimeDir: rd, BusAddress: "unix:path=" + sock}
+	// What runs on the display (window manager, tray host, fyne, mesa, wine)
+	// and what the bus starts (at-spi, dconf) write their caches and settings
+	// into a home of its own, never the real one.
+	home := filepath.Join(rd, "home")
+	os.MkdirAll(home, 0o700)
+	private := []string{"DISPLAY=" + name, "XDG_RUNTIME_DIR=" + rd, "DBUS_SESSION_BUS_ADDRESS=" + disp.BusAddress,
+		"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
+		"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"), "XDG_STATE_HOME=" + filepath.Join(home, ".local", "state")}
+	for _, kv := range os.Environ() {
+		k := kv[:strings.IndexByte(kv, '=')+1]
+		replaced := false
+		for _, p := range private {
+			replaced = replaced || strings.HasPrefix(p, k)
+		}
+		if !replaced {
+			disp.Env = append(disp.Env, kv)
+		}
+	}
+	disp.Env = append(disp.Env, private...)
+
 	d := exec.Command(bins[1], "--session", "--nofork", "--address=unix:path="+sock)
+	d.Env = disp.Env
 	if err := d.Start(); err != nil {
 		t.Fatalf("starting dbus-daemon: %v", err)
 	}
@@ -68,14 +93,20 @@ func StartDisplay(t testing.TB, width, height int) *Display {
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	disp := &Display{Name: name, RuntimeDir: rd, BusAddress: "unix:path=" + sock}
-	for _, kv := range os.Environ() {
-		k := kv[:strings.IndexByte(kv, '=')+1]
-		if k == "DISPLAY=" || k == "XDG_RUNTIME_DIR=" || k == "DBUS_SESSION_BUS_ADDRESS=" {
-			continue
-		}
-		disp.Env = append(disp.Env, kv)
-	}
-	disp.Env = append(disp.Env, "DISPLAY="+name, "XDG_RUNTIME_DIR="+rd, "DBUS_SESSION_BUS_ADDRESS="+disp.BusAddress)
 	return disp
+}
+
+// stopGently sends SIGTERM, waits up to grace, then kills.
+func stopGently(c *exec.Cmd, grace time.Duration) {
+	done := make(chan struct{})
+	go func() { c.Wait(); close(done) }()
+	if c.Process.Signal(syscall.SIGTERM) == nil {
+		select {
+		case <-done:
+			return
+		case <-time.After(grace):
+		}
+	}
+	c.Process.Kill()
+	<-done
 }

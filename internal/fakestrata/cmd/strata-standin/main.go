@@ -7,6 +7,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/fakeencoder"
 	"github.com/strata-companion/companion/internal/fakestrata"
+	"github.com/strata-companion/companion/internal/probe"
 )
 
 func main() {
@@ -30,6 +32,7 @@ func makeRoot(args []string) int {
 	key := fs.String("api-key", "", "the config's api_key")
 	mode := fs.String("mode", "", "misbehaviour (see STRATA_STANDIN_MODE)")
 	tag := fs.String("tag", "demo", "the config's tag (strata-<tag>.json)")
+	gpu := fs.String("gpu", "probe", "the GPU the stand-in plays Strata on: probe (this PC's, as a real Strata would see it), none, or NAME:TOTAL_MIB")
 	encoder := fs.String("encoder", "", "a strata-vision stand-in to install as engine/strata-vision; the config then has GPU vision, as Strata's setup writes it")
 	dir := ""
 	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
@@ -58,6 +61,13 @@ func makeRoot(args []string) int {
 	var r *fakestrata.Root
 	if err == nil {
 		o := fakestrata.RootOptions{Port: *port, Step: *step, APIKey: *key, Mode: *mode, Tag: *tag}
+		g := *gpu
+		if g == "probe" {
+			g = thisPCsGPU()
+		}
+		if _, _, err = fakestrata.ParseGPU(g); err == nil {
+			o.Env = append(o.Env, fakestrata.EnvGPU+"="+g)
+		}
 		if *encoder != "" {
 			err = withVision(dir, *encoder, *tag, &o)
 		}
@@ -70,8 +80,31 @@ func makeRoot(args []string) int {
 		return 1
 	}
 	fmt.Printf("A fake Strata install is in %s (config %s, port %d).\n", r.Dir, r.Config, r.Port)
-	fmt.Printf("Run it supervised: strata-service run --strata-root %s --config %s\n", r.Dir, r.Config)
+	fmt.Printf("The stand-in plays Strata on %s.\n", gpuWords(r))
+	if *encoder != "" {
+		fmt.Println("Its config reads pictures on the GPU, as Strata's setup writes it; `strata-service vision` moves that where the probe recommends.")
+	}
 	return 0
+}
+
+// thisPCsGPU is EnvGPU for the first NVIDIA GPU that can run Strata here,
+// as the probe finds it; "none" without one.
+func thisPCsGPU() string {
+	rep := probe.Probe(context.Background(), probe.Options{})
+	for _, g := range rep.GPUs {
+		if probe.Usable(g) && g.TotalMiB > 0 {
+			return fmt.Sprintf("%s:%d", g.Name, g.TotalMiB)
+		}
+	}
+	return "none"
+}
+
+func gpuWords(r *fakestrata.Root) string {
+	g, _, _ := fakestrata.ParseGPU(r.GPU)
+	if g == nil {
+		return "this PC, which has no CUDA GPU: a real Strata has no VRAM for its expert cache there, so the stand-in reports none (the experts are read from RAM)"
+	}
+	return fmt.Sprintf("%s (%d MiB), as the probe found it: its expert cache is the reference machine's (RTX 5080 16 GB) moved by the difference in VRAM", g.Name, g.TotalMiB)
 }
 
 // withVision installs the encoder stand-in and placeholder model files, and
