@@ -15,9 +15,10 @@ import (
 // would be the only other way) to add or remove the companion's line in the
 // file Windows' OpenSSH reads, with the ACL sshd insists on:
 //
-//	authorized-keys add    --comment C --line LINE [--file F]
+//	authorized-keys add    --comment C --line LINE|- [--file F]
 //	authorized-keys remove --comment C [--key BLOB] [--file F]
 //	authorized-keys acl    --file F        (prints the file's ACL as SDDL)
+//	authorized-keys acl-plan [--file admin] (the ACL add/remove would set, as SDDL)
 //
 // Without --file: for a member of Administrators (Windows OpenSSH's default
 // `Match Group administrators`) %ProgramData%\ssh\administrators_authorized_keys,
@@ -26,7 +27,7 @@ import (
 // Administrators (elsewhere ~/.ssh/authorized_keys, mode 600). Other lines
 // stay byte for byte; the new file replaces the old by rename. It prints the
 // file written.
-func AuthorizedKeys(args []string, stdout, stderr io.Writer) int {
+func AuthorizedKeys(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "usage: authorized-keys add|remove|acl [flags]")
 		return 2
@@ -35,11 +36,20 @@ func AuthorizedKeys(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("authorized-keys "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	comment := fs.String("comment", "", "the comment that names our lines")
-	line := fs.String("line", "", "the line to add")
+	line := fs.String("line", "", "the line to add (- reads it from stdin: no quoting through cmd.exe)")
 	key := fs.String("key", "", "also remove lines holding this key (base64 field)")
 	file := fs.String("file", "", "the authorized_keys file (default: the one sshd reads for this login)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
+	}
+	if verb == "acl-plan" {
+		s, err := planACL(*file == "admin")
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		fmt.Fprintln(stdout, s)
+		return 0
 	}
 	if verb == "acl" {
 		s, err := describeACL(*file)
@@ -49,6 +59,14 @@ func AuthorizedKeys(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout, s)
 		return 0
+	}
+	if *line == "-" {
+		b, _ := io.ReadAll(io.LimitReader(stdin, 64<<10))
+		*line = strings.TrimSpace(string(b))
+	}
+	if strings.ContainsAny(*line, "\r\n") {
+		fmt.Fprintln(stderr, "the line to add must be one line")
+		return 2
 	}
 	if *comment == "" || (verb == "add" && *line == "") || (verb != "add" && verb != "remove") {
 		fmt.Fprintln(stderr, "usage: authorized-keys add --comment C --line LINE | remove --comment C [--key BLOB]")

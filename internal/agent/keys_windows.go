@@ -48,19 +48,47 @@ func isAdmin() bool {
 // control for Administrators and SYSTEM, and for a user's own file the user.
 // sshd ignores an administrators_authorized_keys with any other entry.
 func restrictKeysFile(path string, admin bool) error {
-	admins, err := windows.CreateWellKnownSid(windows.WinBuiltinAdministratorsSid)
+	acl, err := keysACL(admin)
 	if err != nil {
 		return err
 	}
+	return windows.SetNamedSecurityInfo(path, windows.SE_FILE_OBJECT,
+		windows.DACL_SECURITY_INFORMATION|windows.PROTECTED_DACL_SECURITY_INFORMATION, nil, nil, acl, nil)
+}
+
+// planACL is the protected DACL restrictKeysFile sets, as SDDL.
+func planACL(admin bool) (string, error) {
+	acl, err := keysACL(admin)
+	if err != nil {
+		return "", err
+	}
+	sd, err := windows.NewSecurityDescriptor()
+	if err != nil {
+		return "", err
+	}
+	if err := sd.SetDACL(acl, true, false); err != nil {
+		return "", err
+	}
+	if err := sd.SetControl(windows.SE_DACL_PROTECTED, windows.SE_DACL_PROTECTED); err != nil {
+		return "", err
+	}
+	return sd.String(), nil
+}
+
+func keysACL(admin bool) (*windows.ACL, error) {
+	admins, err := windows.CreateWellKnownSid(windows.WinBuiltinAdministratorsSid)
+	if err != nil {
+		return nil, err
+	}
 	system, err := windows.CreateWellKnownSid(windows.WinLocalSystemSid)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sids := []*windows.SID{admins, system}
 	if !admin {
 		u, err := windows.GetCurrentProcessToken().GetTokenUser()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		sids = append(sids, u.User.Sid)
 	}
@@ -74,12 +102,7 @@ func restrictKeysFile(path string, admin bool) error {
 				TrusteeValue: windows.TrusteeValueFromSID(s)},
 		})
 	}
-	acl, err := windows.ACLFromEntries(ea, nil)
-	if err != nil {
-		return err
-	}
-	return windows.SetNamedSecurityInfo(path, windows.SE_FILE_OBJECT,
-		windows.DACL_SECURITY_INFORMATION|windows.PROTECTED_DACL_SECURITY_INFORMATION, nil, nil, acl, nil)
+	return windows.ACLFromEntries(ea, nil)
 }
 
 // describeACL is path's DACL as SDDL ("D:P(A;;FA;;;BA)...").

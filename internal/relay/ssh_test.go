@@ -60,6 +60,7 @@ func binaries(t testing.TB) (relayBin, standin string) {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	testenv.StopShared() // the Windows second PC's wine (windows_test.go)
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}

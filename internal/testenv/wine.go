@@ -89,10 +89,16 @@ func SharedWine(t testing.TB) *Wine {
 // other shared fixture). Use it as `func TestMain(m *testing.M) { testenv.Main(m) }`.
 func Main(m *testing.M) {
 	code := m.Run()
+	StopShared()
+	os.Exit(code)
+}
+
+// StopShared stops and removes the shared wine, for a TestMain of its own.
+func StopShared() {
 	if sharedWine != nil {
 		sharedWine.Close()
+		sharedWine = nil
 	}
-	os.Exit(code)
 }
 
 // WineFor is a wine of t's own (for a package with one wine test), made

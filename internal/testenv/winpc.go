@@ -75,7 +75,12 @@ func StartWindowsPC(t testing.TB, opts WindowsPCOptions) *WindowsPC {
 		"ForceCommand " + shell + " " + cfgFile,
 		"Subsystem sftp " + shell + " " + cfgFile + " --sftp",
 	}, opts.ExtraConfig...)
-	pc.SSHD = StartSSHD(t, SSHDOptions{ExtraConfig: extra})
+	// sshd also reads the files Windows' OpenSSH reads for this login: the
+	// user's own and, for administrators, ProgramData's.
+	pc.SSHD = StartSSHD(t, SSHDOptions{ExtraConfig: extra, AuthorizedKeysFiles: []string{
+		filepath.Join(pc.ProfileDir, ".ssh", "authorized_keys"),
+		w.Drive(`ProgramData\ssh\administrators_authorized_keys`),
+	}})
 	return pc
 }
 
