@@ -20,14 +20,19 @@ import (
 	"github.com/strata-companion/companion/internal/testenv"
 )
 
-// winProcs lists the pids of wine processes whose command line holds all of
-// words (a Windows program's Linux process shows its Windows path there).
-func winProcs(words ...string) []int {
+// winProcs lists the pids of wine processes whose program (argv[0], the
+// Windows path a Windows program's Linux process shows) ends in exe and
+// whose command line holds all of words.
+func winProcs(exe string, words ...string) []int {
 	var out []int
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
 		b, err := os.ReadFile(d + "/cmdline")
 		if err != nil {
+			continue
+		}
+		argv0, _, _ := strings.Cut(string(b), "\x00")
+		if !strings.HasSuffix(strings.ToLower(argv0), strings.ToLower(exe)) {
 			continue
 		}
 		cl := strings.ReplaceAll(string(b), "\x00", " ")
@@ -50,16 +55,16 @@ func atoi(s string) int {
 	return n
 }
 
-func waitWinGone(t *testing.T, what string, words ...string) {
+func waitWinGone(t *testing.T, what string, exe string, words ...string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if len(winProcs(words...)) == 0 {
+		if len(winProcs(exe, words...)) == 0 {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("%s still running: %v", what, winProcs(words...))
+	t.Fatalf("%s still running: %v", what, winProcs(exe, words...))
 }
 
 // The whole second-PC path against the Windows test PC (cmd.exe under wine
@@ -150,7 +155,8 @@ func TestWindowsSecondPC(t *testing.T) {
 	if b, _ := os.ReadFile(agentAt); !bytes.Equal(b, agentBytes) {
 		t.Fatal("the agent prepare installed differs")
 	}
-	waitWinGone(t, "the agent or encoder after prepare", dir, ".exe")
+	waitWinGone(t, "the agent after prepare", AgentName("windows"), "agent")
+	waitWinGone(t, "the encoder after prepare", "strata-vision.exe")
 
 	// 3. Pictures through the relay, as Strata drives it.
 	scratch := pc.Profile + `\relaytest-scratch`
@@ -164,6 +170,14 @@ func TestWindowsSecondPC(t *testing.T) {
 	s := mk.startRelay(t, Options{AgentCommand: QuoteCommand("windows", append(args.Argv(), "--scratch", scratch)),
 		RequestTimeout: 60 * time.Second, ConnectTimeout: 20 * time.Second, HelloTimeout: 60 * time.Second})
 	work := t.TempDir()
+	logScratch := func(when string) {
+		ents, _ := os.ReadDir(pc.Path(scratch))
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Logf("%s: scratch %v, agents %v", when, names, winProcs(AgentName("windows"), "agent"))
+	}
 	check := func(i, size int) {
 		t.Helper()
 		img, sve, data := picture(t, work, i, size)
@@ -197,7 +211,9 @@ func TestWindowsSecondPC(t *testing.T) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 	waitWinGone(t, "the encoder after its agent was killed (the Job Object should end it)", "strata-vision.exe")
+	logScratch("killed")
 	check(11, 3000)
+	logScratch("after the next picture")
 
 	// 6. The second PC off and back.
 	pc.SSHD.Stop()
@@ -205,11 +221,14 @@ func TestWindowsSecondPC(t *testing.T) {
 	if l := s.enc(img, sve); !strings.HasPrefix(l, "ERR ") {
 		t.Fatalf("with the second PC off: %q", l)
 	}
+	logScratch("PC off")
 	pc.SSHD.Start()
 	check(21, 1500)
+	logScratch("PC back")
 
 	s.quit()
-	waitWinGone(t, "the agent or the encoder after QUIT", AgentName("windows"))
+	waitWinGone(t, "the agent after QUIT", AgentName("windows"))
+	waitWinGone(t, "the encoder after QUIT", "strata-vision.exe")
 	kinds := map[events.Kind]int{}
 	for _, e := range stderr.events() {
 		kinds[e.Kind]++
@@ -218,9 +237,10 @@ func TestWindowsSecondPC(t *testing.T) {
 	if kinds[events.EncoderIdleStopped] < 1 || kinds[events.RemoteUnreachable] < 1 {
 		t.Errorf("events %v\n%s", kinds, stderr)
 	}
+	logScratch("after QUIT")
 	// The scratch folders: the killed agent's is removed by the next one,
 	// the last one's by itself.
 	if ents, _ := os.ReadDir(pc.Path(scratch)); len(ents) != 0 {
-		t.Errorf("scratch left on the second PC: %v", ents)
+		t.Errorf("scratch left on the second PC: %v\n%s", ents, stderr)
 	}
 }
