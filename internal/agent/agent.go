@@ -408,11 +408,38 @@ func ParseNvidiaSMI(s string) []framing.GPU {
 // a moment, so it tries again for up to 3 s.
 func removeScratch(dir string) {
 	for i := 0; i < 30; i++ {
-		if err := os.RemoveAll(dir); err == nil {
+		if err := removeTree(dir); err == nil {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// removeTree is os.RemoveAll with a plain file-by-file fallback: Go's
+// RemoveAll on Windows deletes with POSIX semantics
+// (FILE_DISPOSITION_INFORMATION_EX), which Windows before 10 1709 and wine 8
+// refuse ("Invalid function"); DeleteFile and RemoveDirectory work there.
+func removeTree(dir string) error {
+	err := os.RemoveAll(dir)
+	if err == nil {
+		return nil
+	}
+	ents, rerr := os.ReadDir(dir)
+	if rerr != nil {
+		if os.IsNotExist(rerr) {
+			return nil
+		}
+		return err
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if e.IsDir() {
+			removeTree(p)
+		} else {
+			os.Remove(p)
+		}
+	}
+	return os.Remove(dir)
 }
 
 // cleanStaleScratch removes scratch folders left by agents that were killed.
@@ -432,7 +459,7 @@ func (a *agent) cleanStaleScratch() {
 		if err != nil || scratchOwned(filepath.Join(a.cfg.ScratchParent, name), pid) {
 			continue
 		}
-		os.RemoveAll(filepath.Join(a.cfg.ScratchParent, name))
+		removeTree(filepath.Join(a.cfg.ScratchParent, name))
 	}
 }
 

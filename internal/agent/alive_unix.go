@@ -12,7 +12,7 @@ func processAlive(pid int) bool {
 	return err == nil || err == syscall.EPERM
 }
 
-// scratchOwner is a file a live agent keeps open in its scratch folder
+// scratchOwner is a file with the agent's start time in its scratch folder
 // (Windows only: pids there are reused at once, wine's at least as fast).
 const scratchOwner = ".owner"
 

@@ -3,6 +3,8 @@ package agent
 import (
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"golang.org/x/sys/windows"
 )
@@ -20,26 +22,44 @@ func processAlive(pid int) bool {
 	return code == 259 // STILL_ACTIVE
 }
 
-// scratchOwner is a file a live agent keeps open in its scratch folder:
-// Windows reuses a dead agent's pid at once (wine even more so), so a pid
-// alone cannot tell a stale folder from a live one. Go opens files without
-// FILE_SHARE_DELETE, so the file cannot be deleted while its agent lives.
+// scratchOwner is a file in the scratch folder holding its agent's process
+// start time: Windows reuses a dead agent's pid at once (wine even more so),
+// so a pid alone cannot tell a stale folder from a live one; the pid and its
+// start time together can.
 const scratchOwner = ".owner"
 
 func holdScratch(dir string) func() {
-	f, err := os.Create(filepath.Join(dir, scratchOwner))
-	if err != nil {
-		return func() {}
+	if t, ok := processStart(os.Getpid()); ok {
+		os.WriteFile(filepath.Join(dir, scratchOwner), []byte(strconv.FormatUint(t, 10)), 0o600)
 	}
-	return func() { f.Close() }
+	return func() {}
 }
 
-// scratchOwned: its owner file is held open (it cannot be removed); a folder
-// without one (an older agent's) goes by the pid.
+// scratchOwned: the pid in the folder's name runs and started when the
+// owner file says; a folder without one (an older agent's) goes by the pid.
 func scratchOwned(dir string, pid int) bool {
-	owner := filepath.Join(dir, scratchOwner)
-	if _, err := os.Stat(owner); err != nil {
-		return pid == os.Getpid() || processAlive(pid)
+	if pid != os.Getpid() && !processAlive(pid) {
+		return false
 	}
-	return os.Remove(owner) != nil
+	b, err := os.ReadFile(filepath.Join(dir, scratchOwner))
+	if err != nil {
+		return true
+	}
+	want, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	got, ok := processStart(pid)
+	return err != nil || !ok || got == want
+}
+
+// processStart is the process's creation time (FILETIME ticks).
+func processStart(pid int) (uint64, bool) {
+	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
+	if err != nil {
+		return 0, false
+	}
+	defer windows.CloseHandle(h)
+	var c, e, k, u windows.Filetime
+	if windows.GetProcessTimes(h, &c, &e, &k, &u) != nil {
+		return 0, false
+	}
+	return uint64(c.HighDateTime)<<32 | uint64(c.LowDateTime), true
 }

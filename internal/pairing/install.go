@@ -86,7 +86,9 @@ func (a agentInstaller) remove(ctx context.Context, c *ssh.Client, pub ssh.Publi
 }
 
 // run runs cmd with stdout and stderr kept apart; ctx closes the session.
-func run(ctx context.Context, c *ssh.Client, cmd string) (string, error) { return runIn(ctx, c, cmd, "") }
+func run(ctx context.Context, c *ssh.Client, cmd string) (string, error) {
+	return runIn(ctx, c, cmd, "")
+}
 
 // runIn is run with stdin.
 func runIn(ctx context.Context, c *ssh.Client, cmd, stdin string) (string, error) {
