@@ -25,10 +25,7 @@ type wineEnv struct {
 
 func newWine(t *testing.T) *wineEnv {
 	t.Helper()
-	w := testenv.WineFor(t, nil)
-	if out, ok := w.Run("winecfg", "-v", "win10"); !ok {
-		t.Fatalf("winecfg: %s", out)
-	}
+	w := testenv.WineFor(t, nil) // Windows 10, as the service requires
 	return &wineEnv{Wine: w, dir: w.Dir}
 }
 

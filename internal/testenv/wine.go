@@ -186,6 +186,11 @@ func NewWineEnv(dir string, base []string) (*Wine, error) {
 		w.Close()
 		return nil, fmt.Errorf("creating the wine prefix failed:\n%s", out)
 	}
+	// Windows' OpenSSH needs Windows 10 or later; wine 8's default is 7.
+	if out, ok := w.Run("winecfg", "-v", "win10"); !ok {
+		w.Close()
+		return nil, fmt.Errorf("winecfg -v win10: %s", out)
+	}
 	if err := w.installShim(); err != nil {
 		w.Close()
 		return nil, err

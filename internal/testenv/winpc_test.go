@@ -41,8 +41,8 @@ func TestWindowsPC(t *testing.T) {
 	c := pc.Dial(t)
 
 	out, _, err := runOn(t, c, "ver", nil)
-	if err != nil || !strings.Contains(out, "Windows") {
-		t.Fatalf("ver: %q %v", out, err)
+	if err != nil || !strings.Contains(out, "Microsoft Windows") || !strings.Contains(out, " 10.0.") {
+		t.Fatalf("ver (Windows 10, as Windows' OpenSSH needs): %q %v", out, err)
 	}
 	out, _, err = runOn(t, c, "echo %PROCESSOR_ARCHITEW6432% %PROCESSOR_ARCHITECTURE%", nil)
 	if err != nil || !strings.Contains(out, "AMD64") {
