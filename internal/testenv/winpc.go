@@ -33,18 +33,24 @@ type WindowsPC struct {
 type WindowsPCOptions struct {
 	// ExtraConfig lines go into sshd_config.
 	ExtraConfig []string
+	// Wine is the prefix to use (WineFor, in a package without
+	// testenv.Main); default SharedWine.
+	Wine *Wine
 }
 
 var hostBuilds sync.Map // package -> Linux binary path under the shared wine's Dir
 
 // StartWindowsPC starts a Windows second PC on this test binary's shared wine
-// prefix (SharedWine: TestMain must call testenv.Main). Its sshd stops when
+// prefix (SharedWine: TestMain must call testenv.Main), or on opts.Wine. Its sshd stops when
 // t ends; files written into the prefix stay until the binary ends, so tests
 // sharing it use folders of their own.
 func StartWindowsPC(t testing.TB, opts WindowsPCOptions) *WindowsPC {
 	t.Helper()
 	LookPath(t, "sshd")
-	w := SharedWine(t)
+	w := opts.Wine
+	if w == nil {
+		w = SharedWine(t)
+	}
 	shell := w.hostBuild(t, "github.com/strata-companion/companion/internal/testenv/cmd/winpc-shell")
 	launcher := filepath.Join(w.System32(), "strata-winpc-cmd.exe")
 	if _, err := os.Stat(launcher); err != nil {
