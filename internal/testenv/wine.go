@@ -42,7 +42,8 @@ type Wine struct {
 const WineEnvNeeded = "STRATA_TEST_WINE"
 
 var (
-	sharedOnce sync.Once
+	sharedManaged bool
+	sharedOnce    sync.Once
 	sharedWine *Wine
 	sharedErr  error
 )
@@ -68,6 +69,9 @@ func NeedWine(t testing.TB) {
 func SharedWine(t testing.TB) *Wine {
 	t.Helper()
 	NeedWine(t)
+	if !sharedManaged {
+		t.Fatal("the shared wine needs a TestMain that removes it: func TestMain(m *testing.M) { testenv.Main(m) }, or testenv.ShareWine() around m.Run()")
+	}
 	sharedOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "strata-wine-")
 		if err != nil {
@@ -88,12 +92,20 @@ func SharedWine(t testing.TB) *Wine {
 // Main runs the tests and then stops and removes the shared wine (and any
 // other shared fixture). Use it as `func TestMain(m *testing.M) { testenv.Main(m) }`.
 func Main(m *testing.M) {
+	stop := ShareWine()
 	code := m.Run()
-	StopShared()
+	stop()
 	os.Exit(code)
 }
 
-// StopShared stops and removes the shared wine, for a TestMain of its own.
+// ShareWine allows SharedWine in this test binary; the returned function
+// stops and removes it (call it after m.Run in a TestMain of your own).
+func ShareWine() (stop func()) {
+	sharedManaged = true
+	return StopShared
+}
+
+// StopShared stops and removes the shared wine.
 func StopShared() {
 	if sharedWine != nil {
 		sharedWine.Close()
