@@ -157,6 +157,17 @@ func TestWindowsSecondPC(t *testing.T) {
 	}
 	waitWinGone(t, "the agent after prepare", AgentName("windows"), "agent")
 	waitWinGone(t, "the encoder after prepare", "strata-vision.exe")
+	// Prepare's agent used the default scratch folder, in %TEMP%, and removed it.
+	sess, _ := c.NewSession()
+	tempWin, _ := sess.Output("echo %TEMP%")
+	sess.Close()
+	temp := pc.Path(strings.TrimSpace(string(tempWin)))
+	if _, err := os.Stat(temp); err != nil {
+		t.Fatalf("no %%TEMP%% at %s: %v", temp, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(temp, "strata-vision-relay-*")); len(left) != 0 {
+		t.Errorf("prepare's agent left its scratch folder in %%TEMP%%: %v", left)
+	}
 
 	// 3. Pictures through the relay, as Strata drives it.
 	scratch := pc.Profile + `\relaytest-scratch`
