@@ -28,21 +28,13 @@ func TestWindowsTrayUnderWine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sets up a wine prefix")
 	}
-	for _, p := range []string{"wine", "wineserver", "x86_64-w64-mingw32-gcc"} {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("STRATA_TEST_WINE") == "1" {
-				t.Fatalf("STRATA_TEST_WINE=1 but %s is not installed (apt-get install wine wine64 gcc-mingw-w64-x86-64)", p)
-			}
-			t.Skipf("%s is not installed: the Windows tray test runs where wine is (STRATA_TEST_WINE=1 requires it)", p)
-		}
-	}
 	bins := testenv.LookPath(t, "trayer", "xdotool")
 	disp := testenv.StartDisplay(t, 1024, 600)
+	// The consolidated wine (testenv.Wine: ProcessPrng shim, persistent
+	// wineserver, private HOME), started with the display's environment.
+	w := testenv.WineFor(t, disp.Env)
 	dir := t.TempDir()
-	prefix := filepath.Join(dir, "prefix")
-	os.MkdirAll(prefix, 0o755)
-	env := append([]string(nil), disp.Env...)
-	env = append(env, "WINEPREFIX="+prefix, "WINEARCH=win64", "WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml=")
+	env := w.Env
 
 	// Output goes to files, not pipes: wine's helper processes (explorer.exe
 	// for the display and its tray) inherit them and outlive the command,
@@ -62,37 +54,8 @@ func TestWindowsTrayUnderWine(t *testing.T) {
 		return cmd, out
 	}
 	read := func(p string) string { b, _ := os.ReadFile(p); return string(b) }
-	srv := exec.Command("wineserver", "-p", "900")
-	srv.Env = env
-	if err := srv.Run(); err != nil {
-		t.Fatalf("wineserver: %v", err)
-	}
-	t.Cleanup(func() {
-		k := exec.Command("wineserver", "-k")
-		k.Env = env
-		k.Run()
-	})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	if cmd, out := wine(ctx, "cmd", "/c", "exit"); cmd.Run() != nil {
-		t.Fatalf("creating the wine prefix failed:\n%s", read(out))
-	}
-	// Go programs need ProcessPrng, which wine 8 lacks (TOOLING.md).
-	shim := filepath.Join(dir, "shim.c")
-	os.WriteFile(shim, []byte(`#include <windows.h>
-BOOLEAN WINAPI SystemFunction036(PVOID buf, ULONG len);
-BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T len) {
-  while (len > 0) { ULONG n = len > 0x40000000 ? 0x40000000 : (ULONG)len;
-    if (!SystemFunction036(data, n)) return FALSE; data += n; len -= n; }
-  return TRUE;
-}
-`), 0o644)
-	def := filepath.Join(dir, "shim.def")
-	os.WriteFile(def, []byte("LIBRARY bcryptprimitives\nEXPORTS\n  ProcessPrng\n"), 0o644)
-	if out, err := exec.Command("x86_64-w64-mingw32-gcc", "-O2", "-shared", "-s", "-o",
-		filepath.Join(prefix, "drive_c", "windows", "system32", "bcryptprimitives.dll"), shim, def, "-ladvapi32").CombinedOutput(); err != nil {
-		t.Fatalf("building the ProcessPrng shim: %v\n%s", err, out)
-	}
 
 	exe := filepath.Join(dir, "strata-tray.exe")
 	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-H=windowsgui", "-o", exe, ".")

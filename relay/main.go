@@ -67,6 +67,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && args[0] == "agent" {
 		return runAgent(ctx, args[1:], stdin, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "authorized-keys" {
+		// Pairing with a Windows second PC installs the companion's key
+		// with this (ACLs by golang.org/x/sys/windows, not PowerShell).
+		return agent.AuthorizedKeys(args[1:], stdin, stdout, stderr)
+	}
 	if len(args) > 0 && (args[0] == "version" || args[0] == "--version") {
 		fmt.Fprintln(stdout, "strata-vision-relay", version.Version)
 		return 0

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,94 +13,30 @@ import (
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/fakestrata"
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
-// wineEnv is a private 64-bit wine prefix (TOOLING.md: a ProcessPrng shim for
-// Go programs, a persistent wineserver started first).
+// wineEnv is a private 64-bit wine prefix (testenv.Wine: the ProcessPrng
+// shim for Go programs, a persistent wineserver, a private HOME).
 type wineEnv struct {
-	t      *testing.T
-	dir    string
-	prefix string
-	env    []string
+	*testenv.Wine
+	dir string
 }
 
 func newWine(t *testing.T) *wineEnv {
 	t.Helper()
-	for _, p := range []string{"wine", "wineserver", "x86_64-w64-mingw32-gcc"} {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("STRATA_TEST_WINE") == "1" {
-				t.Fatalf("STRATA_TEST_WINE=1 but %s is not installed (apt-get install wine wine64 gcc-mingw-w64-x86-64)", p)
-			}
-			t.Skipf("%s is not installed: the Windows service test runs where wine is (set STRATA_TEST_WINE=1 to require it)", p)
-		}
-	}
-	dir := t.TempDir()
-	w := &wineEnv{t: t, dir: dir, prefix: filepath.Join(dir, "prefix")}
-	w.env = append(os.Environ(), "WINEPREFIX="+w.prefix, "WINEARCH=win64", "WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml=")
-	os.MkdirAll(w.prefix, 0o755)
-	srv := exec.Command("wineserver", "-p", "900")
-	srv.Env = w.env
-	if err := srv.Run(); err != nil {
-		t.Fatalf("wineserver: %v", err)
-	}
-	t.Cleanup(func() {
-		k := exec.Command("wineserver", "-k")
-		k.Env = w.env
-		k.Run()
-	})
-	w.run("cmd", "/c", "exit")
-	w.run("winecfg", "-v", "win10")
-	shim := filepath.Join(dir, "shim.c")
-	os.WriteFile(shim, []byte(`#include <windows.h>
-BOOLEAN WINAPI SystemFunction036(PVOID buf, ULONG len);
-BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T len) {
-  while (len > 0) { ULONG n = len > 0x40000000 ? 0x40000000 : (ULONG)len;
-    if (!SystemFunction036(data, n)) return FALSE; data += n; len -= n; }
-  return TRUE;
-}
-`), 0o644)
-	def := filepath.Join(dir, "shim.def")
-	os.WriteFile(def, []byte("LIBRARY bcryptprimitives\nEXPORTS\n  ProcessPrng\n"), 0o644)
-	cc := exec.Command("x86_64-w64-mingw32-gcc", "-O2", "-shared", "-s", "-o",
-		filepath.Join(w.prefix, "drive_c", "windows", "system32", "bcryptprimitives.dll"), shim, def, "-ladvapi32")
-	if out, err := cc.CombinedOutput(); err != nil {
-		t.Fatalf("building the ProcessPrng shim: %v\n%s", err, out)
-	}
-	return w
+	w := testenv.WineFor(t, nil) // Windows 10, as the service requires
+	return &wineEnv{Wine: w, dir: w.Dir}
 }
 
-// run runs a Windows program (stdin from /dev/null, or wine's pipes never
-// close) and returns its output and whether it exited 0.
-func (w *wineEnv) run(args ...string) (string, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "wine", args...)
-	cmd.Env = w.env
-	cmd.Dir = w.dir
-	// Output into a file, not a pipe: wine's helper processes (winedevice,
-	// services) inherit it and would hold a pipe open for ever.
-	f, err := os.CreateTemp(w.dir, "out-*")
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer os.Remove(f.Name())
-	defer f.Close()
-	cmd.Stdout, cmd.Stderr = f, f
-	err = cmd.Run()
-	out, _ := os.ReadFile(f.Name())
-	return string(out), err == nil
-}
+func (w *wineEnv) run(args ...string) (string, bool) { return w.Run(args...) }
 
-func (w *wineEnv) drive(p string) string {
-	return filepath.Join(append([]string{w.prefix, "drive_c"}, strings.Split(p, `\`)...)...)
-}
+func (w *wineEnv) drive(p string) string { return w.Drive(p) }
 
 func buildWindows(t *testing.T, out, pkg string) {
 	t.Helper()
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %s for Windows: %v\n%s", pkg, err, b)
+	if err := testenv.BuildGo(out, pkg, "windows", "amd64"); err != nil {
+		t.Fatal(err)
 	}
 }
 

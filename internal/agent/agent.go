@@ -137,7 +137,8 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	if a.scratch, err = os.MkdirTemp(cfg.ScratchParent, ScratchPrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
 		return fmt.Errorf("cannot make a scratch folder in %s: %w", cfg.ScratchParent, err)
 	}
-	defer os.RemoveAll(a.scratch)
+	defer removeScratch(a.scratch)
+	defer holdScratch(a.scratch)()
 	defer a.stopEncoder()
 	defer a.abortPut()
 
@@ -381,7 +382,11 @@ func (a *agent) status() framing.StatusInfo {
 		s.PID, s.NEmbd = a.enc.cmd.Process.Pid, a.enc.nEmbd
 	}
 	if ents, err := os.ReadDir(a.scratch); err == nil {
-		s.ScratchFiles = len(ents)
+		for _, e := range ents {
+			if e.Name() != scratchOwner {
+				s.ScratchFiles++
+			}
+		}
 	}
 	s.GPUs = queryGPUs(a.cfg.NvidiaSMI)
 	return s
@@ -426,6 +431,45 @@ func ParseNvidiaSMI(s string) []framing.GPU {
 	return gpus
 }
 
+// removeScratch removes the session's scratch folder; on Windows a file the
+// encoder just had open (it is ended asynchronously) may refuse deletion for
+// a moment, so it tries again for up to 3 s.
+func removeScratch(dir string) {
+	for i := 0; i < 30; i++ {
+		if err := removeTree(dir); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// removeTree is os.RemoveAll with a plain file-by-file fallback: Go's
+// RemoveAll on Windows deletes with POSIX semantics
+// (FILE_DISPOSITION_INFORMATION_EX), which Windows before 10 1709 and wine 8
+// refuse ("Invalid function"); DeleteFile and RemoveDirectory work there.
+func removeTree(dir string) error {
+	err := os.RemoveAll(dir)
+	if err == nil {
+		return nil
+	}
+	ents, rerr := os.ReadDir(dir)
+	if rerr != nil {
+		if os.IsNotExist(rerr) {
+			return nil
+		}
+		return err
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		if e.IsDir() {
+			removeTree(p)
+		} else {
+			os.Remove(p)
+		}
+	}
+	return os.Remove(dir)
+}
+
 // cleanStaleScratch removes scratch folders left by agents that were killed.
 func (a *agent) cleanStaleScratch() {
 	ents, _ := os.ReadDir(a.cfg.ScratchParent)
@@ -440,10 +484,10 @@ func (a *agent) cleanStaleScratch() {
 			continue
 		}
 		pid, err := strconv.Atoi(rest[:i])
-		if err != nil || pid == os.Getpid() || processAlive(pid) {
+		if err != nil || scratchOwned(filepath.Join(a.cfg.ScratchParent, name), pid) {
 			continue
 		}
-		os.RemoveAll(filepath.Join(a.cfg.ScratchParent, name))
+		removeTree(filepath.Join(a.cfg.ScratchParent, name))
 	}
 }
 

@@ -374,11 +374,16 @@ func (p *prober) files(ctx context.Context) {
 func (p *prober) exist(ctx context.Context, paths []string) ([]bool, error) {
 	out := make([]bool, len(paths))
 	if p.windows() {
-		var script strings.Builder
-		for _, f := range paths {
-			script.WriteString("if (Test-Path -LiteralPath " + psQuote(f) + ") { 'yes' } else { 'no' }\n")
+		// cmd.exe's own `if exist`: no PowerShell needed (Windows paths
+		// hold no double quotes).
+		var cmd strings.Builder
+		for i, f := range paths {
+			if i > 0 {
+				cmd.WriteString(" & ")
+			}
+			cmd.WriteString(`(if exist "` + f + `" (echo yes) else (echo no))`)
 		}
-		o, _, err := p.exec(ctx, PowerShell(script.String()))
+		o, _, err := p.exec(ctx, cmd.String())
 		if err != nil {
 			return nil, err
 		}
@@ -415,7 +420,7 @@ func (p *prober) exist(ctx context.Context, paths []string) ([]bool, error) {
 func (p *prober) listGGUF(ctx context.Context, dir string) ([]string, error) {
 	var cmd string
 	if p.windows() {
-		cmd = PowerShell("Get-ChildItem -LiteralPath " + psQuote(dir) + " -Filter *.gguf -File -ErrorAction SilentlyContinue | ForEach-Object { $_.Name }")
+		cmd = `dir /b /a-d "` + strings.TrimRight(dir, `\/`) + `\*.gguf" 2>nul`
 	} else {
 		cmd = "cd " + shQuote(dir) + " 2>/dev/null && for f in *.gguf; do [ -e \"$f\" ] && echo \"$f\"; done; true"
 	}
@@ -469,6 +474,10 @@ func median(d []time.Duration) time.Duration {
 // back from a source there, through session stdin/stdout: the path the
 // relay's pictures and results take, with no disk on either side.
 func (p *prober) throughput(ctx context.Context) {
+	if p.windows() {
+		p.throughputSFTP(ctx)
+		return
+	}
 	up, err := p.measureUp(ctx)
 	if err != nil {
 		p.find(probe.SeverityWarning, "could not measure the upload speed to the second PC: "+err.Error(), "")
@@ -482,23 +491,17 @@ func (p *prober) throughput(ctx context.Context) {
 }
 
 // Both remote ends first print "R" when ready. The sink prints it from the
-// very process that then reads (awk's BEGIN; PowerShell), so its start
-// (seconds on a busy PC, PowerShell's a second anyway) is never counted as
+// very process that then reads (awk's BEGIN), so its start (seconds on a
+// busy PC) is never counted as
 // transfer time; and it prints "D" once it has read everything, so the
 // session's teardown is not counted either. The data is lines of "x" (awk
 // reads records; a megabyte-long line of zeros would strain some awks).
+// Windows measures through sftp instead (throughputSFTP).
 func (p *prober) sinkCommand(n int64) string {
-	if p.windows() {
-		return PowerShell(fmt.Sprintf(`[Console]::Out.Write('R'); [Console]::Out.Flush(); $i=[Console]::OpenStandardInput(); $b=New-Object byte[] 65536; $t=0; while ($t -lt %d) { $k=$i.Read($b,0,65536); if ($k -le 0) { break }; $t+=$k }; [Console]::Out.Write('D'); [Console]::Out.Flush()`, n))
-	}
 	return `awk 'BEGIN { printf "R"; fflush() } END { printf "D" }'`
 }
 
 func (p *prober) sourceCommand(n int64) string {
-	if p.windows() {
-		chunks := (n + 65535) / 65536
-		return PowerShell(fmt.Sprintf(`$o=[Console]::OpenStandardOutput(); $o.WriteByte(82); $b=New-Object byte[] 65536; for ($k=0; $k -lt %d; $k++) { $o.Write($b,0,65536) }; $o.Flush()`, chunks))
-	}
 	return fmt.Sprintf("echo R; head -c %d /dev/zero", n)
 }
 

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/strata-companion/companion/internal/linkprobe"
+	"github.com/strata-companion/companion/internal/relay"
 )
 
 // keyInstaller adds and removes our authorized_keys line on the second PC,
@@ -21,20 +22,82 @@ type keyInstaller interface {
 	remove(ctx context.Context, c *ssh.Client, pub ssh.PublicKey, comment, override string) error
 }
 
-func installer(shell string) keyInstaller {
+func installer(shell, arch string, agentBin func(goos, goarch string) (string, error), remoteDir string) keyInstaller {
 	if shell == "windows" {
+		if agentBin != nil {
+			if remoteDir == "" {
+				remoteDir = relay.DefaultRemoteDir
+			}
+			return agentInstaller{bin: agentBin, arch: arch, dir: remoteDir}
+		}
 		return windowsInstaller{}
 	}
 	return posixInstaller{}
 }
 
+// agentInstaller installs the key on a Windows second PC with the
+// companion's own agent (strata-vision-relay.exe authorized-keys), copied
+// there over sftp first: no PowerShell, ACLs set through the Windows API
+// (golang.org/x/sys/windows), the line passed on stdin so cmd.exe quotes
+// nothing of it.
+type agentInstaller struct {
+	bin       func(goos, goarch string) (string, error)
+	arch, dir string
+}
+
+func (a agentInstaller) exe(ctx context.Context, c *ssh.Client) (string, error) {
+	local, err := a.bin("windows", a.arch)
+	if err != nil {
+		return "", err
+	}
+	remote := relay.RemoteJoin("windows", a.dir, relay.AgentName("windows"))
+	if _, err := relay.UploadSFTP(ctx, c, local, relay.SFTPPath("windows", remote), nil); err != nil {
+		return "", fmt.Errorf("copying the companion's agent to the second PC: %w", err)
+	}
+	return remote, nil
+}
+
+func (a agentInstaller) install(ctx context.Context, c *ssh.Client, line, comment, override string) (string, error) {
+	exe, err := a.exe(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	argv := []string{exe, "authorized-keys", "add", "--comment", comment, "--line", "-"}
+	if override != "" {
+		argv = append(argv, "--file", override)
+	}
+	return runIn(ctx, c, relay.QuoteCommand("windows", argv), line+"\n")
+}
+
+func (a agentInstaller) remove(ctx context.Context, c *ssh.Client, pub ssh.PublicKey, comment, override string) error {
+	exe, err := a.exe(ctx, c)
+	if err != nil {
+		return err
+	}
+	argv := []string{exe, "authorized-keys", "remove", "--comment", comment}
+	if pub != nil {
+		argv = append(argv, "--key", keyBlob(pub))
+	}
+	if override != "" {
+		argv = append(argv, "--file", override)
+	}
+	_, err = runIn(ctx, c, relay.QuoteCommand("windows", argv), "")
+	return err
+}
+
 // run runs cmd with stdout and stderr kept apart; ctx closes the session.
 func run(ctx context.Context, c *ssh.Client, cmd string) (string, error) {
+	return runIn(ctx, c, cmd, "")
+}
+
+// runIn is run with stdin.
+func runIn(ctx context.Context, c *ssh.Client, cmd, stdin string) (string, error) {
 	sess, err := c.NewSession()
 	if err != nil {
 		return "", err
 	}
 	defer sess.Close()
+	sess.Stdin = strings.NewReader(stdin)
 	stop := context.AfterFunc(ctx, func() { sess.Close() })
 	defer stop()
 	var out, errb bytes.Buffer

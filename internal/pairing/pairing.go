@@ -59,6 +59,15 @@ type Options struct {
 	Timeout time.Duration
 	// Progress, when set, is told each step in words.
 	Progress func(step string)
+	// AgentBinary, when set, returns a strata-vision-relay build for the
+	// second PC's OS and architecture (as relay.PrepareOptions.AgentBinary).
+	// On a Windows second PC it is copied over sftp into RemoteDir and
+	// installs the key itself (ACLs by golang.org/x/sys/windows); without
+	// it a PowerShell script does (see docs/second-pc.md).
+	AgentBinary func(goos, goarch string) (string, error)
+	// RemoteDir is where the agent goes (default relay.DefaultRemoteDir,
+	// where prepare puts it too, so prepare finds it up to date).
+	RemoteDir string
 }
 
 // Recorder keeps what pairing did. internal/secondpc has the
@@ -150,7 +159,7 @@ func Pair(ctx context.Context, o Options) (*Result, error) {
 	res.Line = authorizedLine(signer.PublicKey(), o.Comment, o.ForcedCommand)
 
 	o.Progress("installing the companion's key on " + ep.String())
-	inst := installer(shell)
+	inst := installer(shell, arch, o.AgentBinary, o.RemoteDir)
 	res.Installed, err = inst.install(ctx, c, res.Line, o.Comment, o.AuthorizedKeysFile)
 	if err != nil {
 		if created {
@@ -282,6 +291,8 @@ type UnpairOptions struct {
 	// cannot be reached (its line then stays there; the message says so).
 	Force    bool
 	Progress func(step string)
+	// AgentBinary as in Options (Windows: the agent removes the line).
+	AgentBinary func(goos, goarch string) (string, error)
 }
 
 // ErrNotPaired says the settings hold no second PC.
@@ -353,11 +364,11 @@ func removeRemote(ctx context.Context, o UnpairOptions, r settings.Remote, ep ss
 	// key).
 	var pub ssh.PublicKey
 	var c *ssh.Client
-	var shell string
+	var shell, arch string
 	if s, lerr := sshx.LoadSigner(r.KeyFile, nil); lerr == nil {
 		pub = s.PublicKey()
 		if c, err = dial([]ssh.AuthMethod{ssh.PublicKeys(s)}, nil); err == nil {
-			if _, _, shell, err = linkprobe.System(ctx, c); err != nil {
+			if _, arch, shell, err = linkprobe.System(ctx, c); err != nil {
 				c.Close()
 				c = nil
 			}
@@ -372,12 +383,12 @@ func removeRemote(ctx context.Context, o UnpairOptions, r settings.Remote, ep ss
 		if c, err = dial(o.Auth, o.Password); err != nil {
 			return err
 		}
-		if _, _, shell, err = linkprobe.System(ctx, c); err != nil {
+		if _, arch, shell, err = linkprobe.System(ctx, c); err != nil {
 			c.Close()
 			return err
 		}
 	}
 	defer c.Close()
 	o.Progress("removing the companion's key from " + ep.String())
-	return installer(shell).remove(ctx, c, pub, o.Comment, o.AuthorizedKeysFile)
+	return installer(shell, arch, o.AgentBinary, r.RemoteDir).remove(ctx, c, pub, o.Comment, o.AuthorizedKeysFile)
 }

@@ -116,7 +116,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	}
 	if err != nil {
 		fmt.Fprintf(p, "installing the agent (%s) in %s ...\n", filepath.Base(agentBin), dir)
-		if err := bootstrapAgent(conn, res.OS, dir, agentBin, p); err != nil {
+		if err := bootstrapAgent(ctx, conn, res.OS, dir, agentBin, p); err != nil {
 			return nil, err
 		}
 		fresh = true
@@ -297,9 +297,15 @@ func detectPlatform(conn Conn) (goos, goarch string, err error) {
 
 // bootstrapAgent copies the agent through the remote shell (the one upload
 // that cannot use the agent itself), to a .part file renamed when complete.
-func bootstrapAgent(conn Conn, goos, dir, bin string, p io.Writer) error {
+func bootstrapAgent(ctx context.Context, conn Conn, goos, dir, bin string, p io.Writer) error {
 	name := AgentName(goos)
 	var cmd string
+	if c := SSHClient(conn); c != nil && goos == "windows" {
+		// Windows' OpenSSH serves sftp: a library, with a checksum and
+		// resume, instead of a PowerShell script.
+		_, err := UploadSFTP(ctx, c, bin, SFTPPath(goos, RemoteJoin(goos, dir, name)), p)
+		return err
+	}
 	if goos == "windows" {
 		// -EncodedCommand takes the script as base64 UTF-16: no quoting
 		// rules of cmd.exe or PowerShell to get wrong. The data itself

@@ -59,7 +59,9 @@ func binaries(t testing.TB) (relayBin, standin string) {
 }
 
 func TestMain(m *testing.M) {
+	stopWine := testenv.ShareWine() // the Windows second PC's wine (windows_test.go)
 	code := m.Run()
+	stopWine()
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}

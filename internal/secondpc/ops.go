@@ -60,6 +60,10 @@ type PairOptions struct {
 	AuthorizedKeysFile, ForcedCommand string
 	// Progress is told each step in words.
 	Progress func(step string)
+	// Agent finds the strata-vision-relay build a Windows second PC gets:
+	// it installs the key there (ACLs through the Windows API) instead of
+	// a PowerShell script (docs/second-pc.md).
+	Agent AgentFinder
 }
 
 // Pair makes (or reuses) the companion's key, installs it on the second PC,
@@ -73,7 +77,7 @@ func Pair(ctx context.Context, l *Login, o PairOptions, rec Recorder) (*pairing.
 	defer closeFn()
 	po := pairing.Options{Endpoint: l.Endpoint, Auth: auth, Password: password, KnownHosts: l.KnownHosts,
 		KeyFile: o.KeyFile, Recorder: rec, AuthorizedKeysFile: o.AuthorizedKeysFile,
-		ForcedCommand: o.ForcedCommand, Timeout: l.Timeout, Progress: o.Progress}
+		ForcedCommand: o.ForcedCommand, Timeout: l.Timeout, Progress: o.Progress, AgentBinary: o.Agent.Find}
 	var res *pairing.Result
 	err = withHostKeyQuestion(ctx, l.KnownHosts, l.Confirm, func() error {
 		var err error
@@ -93,6 +97,8 @@ type UnpairOptions struct {
 	Force              bool
 	Timeout            time.Duration
 	Progress           func(step string)
+	// Agent as in PairOptions (a Windows PC's line is removed by the agent).
+	Agent AgentFinder
 }
 
 // Unpair takes the companion's key off the paired second PC (the one rec
@@ -114,7 +120,7 @@ func Unpair(ctx context.Context, o UnpairOptions, rec Recorder) (*settings.Remot
 	}
 	return pairing.Unpair(ctx, pairing.UnpairOptions{Remote: rm, Recorder: rec, KnownHosts: o.KnownHostsFile,
 		Auth: auth, Password: password, AuthorizedKeysFile: o.AuthorizedKeysFile, Force: o.Force,
-		Timeout: o.Timeout, Progress: o.Progress})
+		Timeout: o.Timeout, Progress: o.Progress, AgentBinary: o.Agent.Find})
 }
 
 // lineFunc calls f for each complete line written.

@@ -52,6 +52,9 @@ type SSHDOptions struct {
 	Netns string
 	// ExtraConfig lines are appended to sshd_config.
 	ExtraConfig []string
+	// AuthorizedKeysFiles are read after the fixture's own file (a Windows
+	// PC's %USERPROFILE%\.ssh\authorized_keys).
+	AuthorizedKeysFiles []string
 }
 
 // StartSSHD starts sshd and stops it when t ends.
@@ -115,7 +118,7 @@ func (s *SSHD) config() string {
 		"ListenAddress " + s.Host,
 		"HostKey " + filepath.Join(s.Dir, "host_ed25519"),
 		"PidFile " + filepath.Join(s.Dir, "sshd.pid"),
-		"AuthorizedKeysFile " + s.AuthorizedKeysFile,
+		"AuthorizedKeysFile " + strings.Join(append([]string{s.AuthorizedKeysFile}, s.opts.AuthorizedKeysFiles...), " "),
 		"StrictModes no",
 		"UsePAM no",
 		"PermitRootLogin yes",

@@ -1,0 +1,69 @@
+//go:build linux
+
+package linkprobe
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/strata-companion/companion/internal/probe"
+	"github.com/strata-companion/companion/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// The probe's Windows branch against the Windows test PC (cmd.exe under
+// wine behind a real sshd, sftp with /C:/ paths): OS and arch from ver and
+// %PROCESSOR_ARCHITECTURE%, the GPU from a stand-in nvidia-smi.exe in
+// System32, files by cmd.exe's `if exist` and `dir /b`, the link through sftp.
+// No PowerShell is involved (wine has none).
+func TestProbeAgainstAWindowsPC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sets up wine")
+	}
+	pc := testenv.StartWindowsPC(t, testenv.WindowsPCOptions{})
+	pc.InstallNvidiaSMI(t)
+	c := pc.Dial(t)
+	remote := pc.Path(`Strata Vision`)
+	os.MkdirAll(remote, 0o755)
+	t.Cleanup(func() { os.RemoveAll(remote) })
+	for _, f := range []string{"strata-vision.exe", "mmproj-BF16.gguf", "vocab-stub.gguf"} {
+		os.WriteFile(filepath.Join(remote, f), []byte("x"), 0o755)
+	}
+	r := Run(context.Background(), c, "pc2", Options{RemoteDir: `Strata Vision`, Pings: 5, TransferBytes: 2 << 20})
+	t.Logf("%+v", r)
+	if r.OS != "windows" || r.Arch != "amd64" || r.Shell != "windows" {
+		t.Errorf("system: os %q arch %q shell %q (ver %q)", r.OS, r.Arch, r.Shell, r.Uname)
+	}
+	if len(r.GPUs) != 1 || r.GPUs[0].Name != "NVIDIA GeForce RTX 3060 Laptop GPU" || r.GPUs[0].FreeMiB != 5606 || r.NvidiaQuery != probe.QueryRich {
+		t.Errorf("GPUs %+v (query %q)", r.GPUs, r.NvidiaQuery)
+	}
+	if !r.EncoderPresent || !r.FilesInPlace || len(r.ModelFiles) != 2 {
+		t.Errorf("files: encoder %+v, models %+v, in place %v", r.Encoder, r.ModelFiles, r.FilesInPlace)
+	}
+	if len(r.RTTSamples) != 5 || r.RTT <= 0 {
+		t.Errorf("RTT %v from %v", r.RTT, r.RTTSamples)
+	}
+	if r.UpBytesPerSec <= 0 || r.DownBytesPerSec <= 0 {
+		t.Errorf("throughput up %v down %v: %+v", r.UpBytesPerSec, r.DownBytesPerSec, r.Findings)
+	}
+	ents, _ := os.ReadDir(pc.ProfileDir)
+	for _, e := range ents {
+		if filepath.Ext(e.Name()) == ".tmp" {
+			t.Errorf("the probe left %s behind", e.Name())
+		}
+	}
+
+	// A missing encoder and a folder that does not exist.
+	os.Remove(filepath.Join(remote, "strata-vision.exe"))
+	r = Run(context.Background(), c, "pc2", Options{RemoteDir: `Strata Vision`, NoLink: true})
+	if r.EncoderPresent || r.FilesInPlace || len(r.ModelFiles) != 2 {
+		t.Errorf("without the encoder: %+v %+v", r.Encoder, r.ModelFiles)
+	}
+	r = Run(context.Background(), c, "pc2", Options{RemoteDir: `C:\nowhere`, NoLink: true})
+	if r.EncoderPresent || len(r.ModelFiles) != 0 {
+		t.Errorf("a missing folder: %+v %+v", r.Encoder, r.ModelFiles)
+	}
+}
