@@ -209,9 +209,11 @@ func TestRealTrayUnderXvfb(t *testing.T) {
 	if c := choice(m, "Vision: CPU"); c.enabled {
 		t.Errorf("the choices stay clickable while switching:\n%s", dumpMenu(m))
 	}
+	// A dry run first (does the switch restart Strata?), then the switch.
 	posts := api.Posts()
-	if len(posts) != 1 || posts[0].Vision == nil || posts[0].Vision.Placement != "cpu" {
-		t.Fatalf("the service received %+v, want one POST /v1/vision for cpu", posts)
+	if len(posts) != 2 || posts[0].Vision == nil || !posts[0].Vision.DryRun || posts[0].Vision.Placement != "cpu" ||
+		posts[1].Vision == nil || posts[1].Vision.DryRun || posts[1].Vision.Placement != "cpu" {
+		t.Fatalf("the service received %+v, want a dry run and then one POST /v1/vision for cpu", posts)
 	}
 	if q, _ := os.ReadFile(asked); !bytes.Contains(q, []byte("--question")) || !bytes.Contains(q, []byte("Switching vision to the CPU restarts Strata")) {
 		t.Errorf("the confirmation asked: %q", q)
@@ -276,8 +278,8 @@ func TestRealTrayUnderXvfb(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Error("the tray did not quit")
 	}
-	if n := len(api.Posts()); n != 1 {
-		t.Errorf("Quit tray sent %d requests to the service in all, want only the vision one", n)
+	if n := len(api.Posts()); n != 2 {
+		t.Errorf("Quit tray sent %d requests to the service in all, want only the vision ones (dry run and switch)", n)
 	}
 }
 
