@@ -201,21 +201,11 @@ func splitENC(rest string) (img, out string, ok bool) {
 // Encode does one picture and returns the reply line ("OK ..." or "ERR ...").
 func (r *Relay) Encode(ctx context.Context, img, out string) string {
 	t0 := time.Now()
-	st, err := os.Stat(img)
-	if err != nil {
-		return "ERR cannot read the picture " + img + ": " + errText(err)
+	pic, refused := openPicture(img)
+	if refused != "" {
+		return refused
 	}
-	if st.Size() > framing.MaxPicture {
-		return fmt.Sprintf("ERR the picture is %.1f MiB; pictures read on the second PC may be at most %d MiB (send a smaller one)",
-			float64(st.Size())/(1<<20), framing.MaxPicture>>20)
-	}
-	data, err := os.ReadFile(img)
-	if err != nil {
-		return "ERR cannot read the picture " + img + ": " + errText(err)
-	}
-	if len(data) > framing.MaxPicture { // grew between stat and read
-		return fmt.Sprintf("ERR the picture is over %d MiB; send a smaller one", framing.MaxPicture>>20)
-	}
+	defer pic.Close()
 	sess, err := r.session(ctx)
 	if err != nil {
 		return "ERR " + err.Error()
@@ -225,8 +215,10 @@ func (r *Relay) Encode(ctx context.Context, img, out string) string {
 	sess.takeWoke() // a wake reported before this picture is not its wake
 	sess.expect(id, out)
 	defer sess.expect(0, "")
-	if err := sess.fw.Write(framing.Encode, framing.PutID(id), data); err != nil {
+	if refused, err := sendPicture(ctx, sess.fw, id, pic); err != nil {
 		return "ERR " + r.lostReason(sess, err)
+	} else if refused != "" {
+		return refused
 	}
 	timer := time.NewTimer(r.opt.RequestTimeout)
 	defer timer.Stop()
@@ -592,7 +584,7 @@ func (s *agentSession) receiveResult(fr *framing.Reader, n int) (frame, error) {
 		return f, err
 	}
 	f.tmp = tmp.Name()
-	_, werr := io.Copy(tmp, body)
+	_, werr := framing.Copy(tmp, body)
 	cerr := tmp.Close()
 	if werr != nil {
 		os.Remove(f.tmp)
