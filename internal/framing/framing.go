@@ -176,13 +176,37 @@ type plainWriter struct{ w io.Writer }
 
 func (p plainWriter) Write(b []byte) (int, error) { return p.w.Write(b) }
 
-// Copy copies r to w with a pooled 1 MiB buffer (few syscalls per MB, no
-// per-call allocation); it returns the bytes copied and the first error.
-// A *os.File as w writes straight from the buffer.
+// Copy copies r to w through a pooled 1 MiB buffer that it fills before
+// each write: an ssh channel hands over one 32 KiB packet per read, and
+// writing each on its own would cost ~320 write syscalls per 10 MB .sve
+// instead of ~10. It returns the bytes copied and the first error (a read
+// error is returned as such, a write error too: the caller tells them apart
+// by type, as with io.Copy).
 func Copy(w io.Writer, r io.Reader) (int64, error) {
-	buf := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(buf)
-	return io.CopyBuffer(plainWriter{w}, plainReader{r}, *buf)
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
+	var total int64
+	for {
+		n, rerr := io.ReadFull(r, buf)
+		if n > 0 {
+			m, werr := w.Write(buf[:n])
+			total += int64(m)
+			if werr != nil {
+				return total, werr
+			}
+			if m < n {
+				return total, io.ErrShortWrite
+			}
+		}
+		switch rerr {
+		case nil:
+		case io.EOF, io.ErrUnexpectedEOF:
+			return total, nil
+		default:
+			return total, rerr
+		}
+	}
 }
 
 // plainReader hides a reader's WriteTo (an *os.File's would copy through

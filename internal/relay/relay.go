@@ -584,8 +584,13 @@ func (s *agentSession) receiveResult(fr *framing.Reader, n int) (frame, error) {
 		return f, err
 	}
 	f.tmp = tmp.Name()
-	_, werr := framing.Copy(tmp, body)
+	got, werr := framing.Copy(tmp, body)
 	cerr := tmp.Close()
+	if werr == nil && got < int64(n-6-ll) {
+		// The stream ended inside the frame: never hand over a cut .sve.
+		os.Remove(f.tmp)
+		return frame{}, io.ErrUnexpectedEOF
+	}
 	if werr != nil {
 		os.Remove(f.tmp)
 		// Was it the file or the stream? Drain what is left: if that
