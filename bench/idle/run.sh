@@ -36,20 +36,32 @@ if [ "${TRAY:-0}" = 1 ]; then
   [ -n "$before" ] && (cd "$root/before-src" && go build -o "$bin/strata-tray-before" ./app)
 fi
 
-cpu_ns() { # sum of on-CPU ns over all threads of $1
-  local s=0 t
-  for t in /proc/"$1"/task/*/schedstat; do
-    read -r ns _ < "$t" 2>/dev/null && s=$((s + ns))
+# CPU: per thread, the scheduler's own run time (ns) from
+# /proc/PID/task/TID/schedstat; a thread's share counts from the window's
+# start (threads born inside it count whole; one that ends inside it loses
+# its share, which only makes a figure smaller, never negative).
+declare -A tstart
+snap() { # remember every thread's ns of $1
+  local t ns
+  for t in /proc/"$1"/task/*; do
+    read -r ns _ < "$t/schedstat" 2>/dev/null && tstart[$1:${t##*/}]=$ns
+  done
+}
+cpu_delta_ns() { # ns used by $1's threads since snap
+  local s=0 t ns
+  for t in /proc/"$1"/task/*; do
+    read -r ns _ < "$t/schedstat" 2>/dev/null || continue
+    s=$((s + ns - ${tstart[$1:${t##*/}]:-0}))
   done
   echo "$s"
 }
 rss_kib() { awk '/^VmRSS:/ {print $2}' /proc/"$1"/status; }
 
-declare -A start
-measure_start() { for p in "$@"; do start[$p]=$(cpu_ns "$p"); done; }
+measure_start() { for p in "$@"; do snap "$p"; done; }
 report() { # name pid
   local ns
-  ns=$(( $(cpu_ns "$2") - ${start[$2]} ))
+  if [ ! -d /proc/"$2" ]; then echo "  $1: it exited (see its log under the temp folder)"; return; fi
+  ns=$(cpu_delta_ns "$2")
   awk -v n="$1" -v ns="$ns" -v s="$secs" -v r="$(rss_kib "$2")" \
     'BEGIN { printf "  %-26s %8.2f ms CPU per minute   RSS %6.1f MiB\n", n, ns / 1e6 * 60 / s, r / 1024 }'
 }
@@ -86,7 +98,9 @@ if [ "${TRAY:-0}" = 1 ]; then
   for v in "${variants[@]}"; do
     exe=$bin/strata-tray
     [ "$v" = before ] && exe=$bin/strata-tray-before
-    STRATA_COMPANION_HOME=$root/$v/companion "$exe" >"$root/$v/tray.log" 2>&1 &
+    # Its own runtime folder: the tray allows one instance per folder.
+    mkdir -m 700 "$root/$v/xdg"
+    XDG_RUNTIME_DIR=$root/$v/xdg STRATA_COMPANION_HOME=$root/$v/companion "$exe" >"$root/$v/tray.log" 2>&1 &
     tray[$v]=$!
     pids+=($!)
   done
