@@ -145,7 +145,9 @@ func (c *Controller) Run(ctx context.Context) {
 		case f := <-c.work:
 			f()
 		case <-timer.C:
-			if time.Since(lastLocal) >= localEvery {
+			// Half the period is enough: a ready menu's minute redraw then
+			// re-reads the settings too, one wake-up a minute, not two.
+			if time.Since(lastLocal) >= localEvery/2 {
 				c.loadLocal()
 				lastLocal = time.Now()
 			}
