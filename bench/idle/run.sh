@@ -109,8 +109,9 @@ if [ "${TRAY:-0}" = 1 ]; then
   pids+=($baretray)
 fi
 
-# Let everything start and the servers become ready, then measure idle.
-sleep 15
+# Let everything start, the servers become ready and the trays connect (SETTLE
+# seconds, default 30), then measure idle.
+sleep "${SETTLE:-30}"
 for v in "${variants[@]}"; do
   grep -q "ready" "$root/$v/service.log" || echo "warning: the $v service log shows no ready line yet" >&2
 done
