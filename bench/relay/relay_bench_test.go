@@ -308,17 +308,24 @@ func picture(size int) []byte {
 	return p
 }
 
-// cpuMS is a process's user+system CPU so far (all threads), in ms.
+// cpuMS is a process's CPU so far in ms: the scheduler's run time (ns)
+// summed over its threads (/proc/PID/task/*/schedstat). The relay's and the
+// agent's threads live as long as they do, so a difference is exact to the
+// microsecond (utime/stime ticks would be 10 ms).
 func cpuMS(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	var ns float64
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			v, _ := strconv.ParseFloat(f[0], 64)
+			ns += v
+		}
 	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	u, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (u + st) * 10 // USER_HZ 100
+	return ns / 1e6
 }
 
 // rssMiB is a process's resident set and its high-water mark.
