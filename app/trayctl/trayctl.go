@@ -64,9 +64,13 @@ type Controller struct {
 	Quit func()
 	Now  func() time.Time
 	Logf func(format string, args ...any)
-	// Refresh redraws the menu this often so durations move (default 5 s;
-	// the settings and the autostart entry are re-read every sixth time).
-	Refresh time.Duration
+	// Refresh is how often the menu is redrawn while something in it moves
+	// by the second (a server starting, an action pending; default 5 s). A
+	// ready menu is redrawn when its uptime's minute changes, an idle one
+	// not at all; the settings and the autostart entry are re-read every
+	// LocalEvery (default 60 s).
+	Refresh    time.Duration
+	LocalEvery time.Duration
 
 	work chan func()
 	stop chan struct{} // closed when Run returns
@@ -121,28 +125,46 @@ func (c *Controller) Run(ctx context.Context) {
 	c.in.Problem = "  connecting to the Strata Companion service..."
 	c.loadLocal()
 	c.show()
-	every := c.Refresh
-	if every <= 0 {
-		// Often enough that "for 40 s" while starting moves; Show only
-		// passes on what changed, so a ready menu is left alone.
-		every = 5 * time.Second
+	fast := c.Refresh
+	if fast <= 0 {
+		fast = 5 * time.Second
 	}
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	ticks := 0
+	localEvery := c.LocalEvery
+	if localEvery <= 0 {
+		localEvery = time.Minute
+	}
+	lastLocal := time.Now()
+	// One timer, set after every piece of work to the next moment anything
+	// on screen can change: an idle tray sleeps.
+	timer := time.NewTimer(localEvery)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case f := <-c.work:
 			f()
-		case <-tick.C:
-			if ticks++; ticks%6 == 0 {
+		case <-timer.C:
+			// Half the period is enough: a ready menu's minute redraw then
+			// re-reads the settings too, one wake-up a minute, not two.
+			if time.Since(lastLocal) >= localEvery/2 {
 				c.loadLocal()
+				lastLocal = time.Now()
 			}
 			c.resolvePending()
 			c.show()
 		}
+		next := localEvery - time.Since(lastLocal)
+		if d := traymodel.NextChange(c.in, c.now(), fast); d > 0 && d < next {
+			next = d
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(max(next, 10*time.Millisecond))
 	}
 }
 

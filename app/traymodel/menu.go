@@ -311,7 +311,7 @@ func serverLine(st *controlapi.State, now time.Time) string {
 	switch s.Phase {
 	case controlapi.PhaseReady:
 		if !s.Since.IsZero() {
-			parts = append(parts, "up "+Duration(now.Sub(s.Since)))
+			parts = append(parts, "up "+Uptime(now.Sub(s.Since)))
 		}
 	case controlapi.PhaseStarting, controlapi.PhaseRestarting:
 		if !s.Since.IsZero() {
@@ -512,6 +512,41 @@ func Duration(d time.Duration) string {
 		return fmt.Sprintf("%d h %02d min", int(d.Hours()), int(d.Minutes())%60)
 	}
 	return fmt.Sprintf("%d d %d h", int(d.Hours())/24, int(d.Hours())%24)
+}
+
+// Uptime is a ready server's uptime in words, in whole minutes ("under a
+// minute", "12 min", "2 h 05 min"): the text changes at most once a minute,
+// so an idle tray redraws at most once a minute.
+func Uptime(d time.Duration) string {
+	if d < time.Minute {
+		return "under a minute"
+	}
+	return Duration(d)
+}
+
+// NextChange is how long until the menu's time-dependent text can change
+// for in at now, or 0 when nothing in it moves with time (no redraw needed).
+// A starting server's "for 40 s" and a pending action move every few
+// seconds (fast); a ready server's uptime at the next whole minute.
+func NextChange(in Input, now time.Time, fast time.Duration) time.Duration {
+	if in.Pending != nil {
+		return fast
+	}
+	st := in.State
+	if st == nil || st.Server.Since.IsZero() {
+		return 0
+	}
+	switch st.Server.Phase {
+	case controlapi.PhaseStarting, controlapi.PhaseRestarting:
+		return fast
+	case controlapi.PhaseReady:
+		up := now.Sub(st.Server.Since)
+		if up < 0 {
+			return time.Minute
+		}
+		return time.Minute - up%time.Minute
+	}
+	return 0
 }
 
 // Clock is a time of day in now's zone, with the date when not today.

@@ -22,6 +22,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/strata-companion/companion/internal/framing"
@@ -118,6 +119,7 @@ type agent struct {
 	// input hit EOF or broke): a picture in flight is abandoned at once and
 	// its encoder killed, so a relay told to QUIT leaves nothing running.
 	inputEnded chan struct{}
+	endOnce    sync.Once
 }
 
 type putState struct {
@@ -150,31 +152,10 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 		return err
 	}
 
-	type frame struct {
-		t   framing.Type
-		p   []byte
-		err error
-	}
-	frames := make(chan frame, 1)
+	frames := make(chan inFrame, 1)
 	stopRead := make(chan struct{})
 	defer close(stopRead)
-	go func() {
-		fr := framing.NewReader(in)
-		for {
-			t, p, err := fr.Next()
-			if err != nil {
-				close(a.inputEnded)
-			}
-			select {
-			case frames <- frame{t, p, err}:
-			case <-stopRead:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+	go a.readFrames(framing.NewReader(in), frames, stopRead)
 
 	if cfg.Encoder != "" && cfg.IdleStop == 0 {
 		a.ensureEncoder(false) // keep-running mode: warm up before the first picture
@@ -198,13 +179,19 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 				a.event(framing.AgentEvent{Kind: "idle_stopped", IdleS: int(a.cfg.IdleStop / time.Second)})
 			}
 		case f := <-frames:
-			if f.err != nil {
+			if f.err != nil && f.t != framing.PictureEnd {
 				if f.err == io.EOF {
 					return nil // the relay closed the session: a clean end
 				}
 				return f.err
 			}
-			if err := a.handle(f.t, f.p); err != nil {
+			var err error
+			if f.t == framing.PictureEnd {
+				err = a.encodeReceived(f.id, f.path, f.err)
+			} else {
+				err = a.handle(f.t, f.p)
+			}
+			if err != nil {
 				if err == io.EOF {
 					return nil // the session ended during a picture
 				}
@@ -325,13 +312,40 @@ func (a *agent) encode(id uint32, img []byte) error {
 	}
 	a.lastUse = time.Now()
 	defer func() { a.lastUse = time.Now() }()
-	base := filepath.Join(a.scratch, strconv.FormatUint(uint64(id), 10))
-	in, out := base+".img", base+".sve"
-	defer os.Remove(in)
-	defer os.Remove(out)
+	in := a.picturePath(id)
 	if err := os.WriteFile(in, img, 0o600); err != nil {
+		os.Remove(in)
 		return a.fail(id, fmt.Sprintf("cannot write the picture on the second PC: %v (is its disk full?)", err))
 	}
+	return a.encodeFile(id, in)
+}
+
+// encodeReceived encodes a picture the reader streamed into the scratch
+// folder (werr: it could not be written there).
+func (a *agent) encodeReceived(id uint32, in string, werr error) error {
+	if werr != nil {
+		os.Remove(in)
+		return a.fail(id, werr.Error())
+	}
+	if a.cfg.Encoder == "" {
+		os.Remove(in)
+		return a.fail(id, "this agent was started without --encoder")
+	}
+	if err := a.ensureEncoder(true); err != nil {
+		os.Remove(in)
+		return a.fail(id, err.Error())
+	}
+	a.lastUse = time.Now()
+	defer func() { a.lastUse = time.Now() }()
+	return a.encodeFile(id, in)
+}
+
+// encodeFile runs the encoder on the picture at in (in the scratch folder)
+// and streams the .sve back; both files are removed afterwards.
+func (a *agent) encodeFile(id uint32, in string) error {
+	out := strings.TrimSuffix(in, ".img") + ".sve"
+	defer os.Remove(in)
+	defer os.Remove(out)
 	line, err := a.enc.request("ENC "+in+" "+out, a.cfg.EncodeTimeout, a.inputEnded)
 	if errors.Is(err, errCancelled) {
 		// The relay is gone or stopping: no one waits for this picture.
@@ -615,3 +629,6 @@ func (a *agent) putEnd() error {
 	st, _ := os.Stat(ps.path)
 	return a.fw.WriteJSON(framing.PutReply, framing.FileInfo{Name: ps.hdr.Name, Exists: true, Size: st.Size(), SHA256: sum, Path: ps.path})
 }
+
+// endInput says the relay's side of the session ended (once).
+func (a *agent) endInput() { a.endOnce.Do(func() { close(a.inputEnded) }) }

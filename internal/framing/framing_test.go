@@ -165,3 +165,38 @@ func TestStreamedFrames(t *testing.T) {
 		t.Fatalf("streamed result: %d %q %d bytes %v", id, line, len(sve), err)
 	}
 }
+
+func TestWriteFramedAndCopy(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	chunk := append(make([]byte, HeaderSize), "chunk\x00\n"...)
+	if err := w.WriteFramed(PictureData, chunk); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteFramed(PictureData, make([]byte, 2)); err == nil {
+		t.Fatal("a buffer shorter than a header was accepted")
+	}
+	big := bytes.Repeat([]byte("0123456789"), CopyBufSize/4) // more than one copy buffer
+	if err := w.WriteStream(Result, ResultHeader(1, "OK"), bytes.NewReader(big), int64(len(big))); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteStream(Result, nil, bytes.NewReader(big[:10]), 11); err == nil {
+		t.Fatal("a body shorter than announced gave no error")
+	}
+	r := NewReader(&buf)
+	typ, p, err := r.Next()
+	if err != nil || typ != PictureData || string(p) != "chunk\x00\n" {
+		t.Fatalf("framed: %q %q %v", typ, p, err)
+	}
+	typ, n, err := r.NextHeader()
+	if err != nil || typ != Result || n != 8+len(big) {
+		t.Fatalf("stream header: %q %d %v", typ, n, err)
+	}
+	var got bytes.Buffer
+	if c, err := Copy(&got, r.Body(n)); err != nil || c != int64(n) {
+		t.Fatalf("Copy: %d %v", c, err)
+	}
+	if !bytes.Equal(got.Bytes()[8:], big) {
+		t.Fatal("streamed body changed on its way")
+	}
+}

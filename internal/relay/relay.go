@@ -295,20 +295,14 @@ func splitENC(rest string) (img, out string, ok bool) {
 // ("OK ..." or "ERR ...").
 func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 	t0 := time.Now()
-	st, err := os.Stat(img)
-	if err != nil {
-		return "ERR cannot read the picture " + img + ": " + errText(err)
+	pic, refused := openPicture(img)
+	if refused != "" {
+		return refused
 	}
-	if st.Size() > framing.MaxPicture {
-		return fmt.Sprintf("ERR the picture is %.1f MiB; pictures read on the second PC may be at most %d MiB (send a smaller one)",
-			float64(st.Size())/(1<<20), framing.MaxPicture>>20)
-	}
-	data, err := os.ReadFile(img)
-	if err != nil {
-		return "ERR cannot read the picture " + img + ": " + errText(err)
-	}
-	if len(data) > framing.MaxPicture { // grew between stat and read
-		return fmt.Sprintf("ERR the picture is over %d MiB; send a smaller one", framing.MaxPicture>>20)
+	defer pic.Close()
+	var picSize int
+	if st, err := pic.Stat(); err == nil {
+		picSize = int(st.Size())
 	}
 	sess, err := r.session(ctx)
 	if err != nil {
@@ -319,10 +313,12 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 	sess.takeWoke() // a wake reported before this picture is not its wake
 	sess.expect(id, out)
 	defer sess.expect(0, "")
-	if err := sess.fw.Write(framing.Encode, framing.PutID(id), data); err != nil {
+	if refused, err := sendPicture(ctx, sess.fw, id, pic); err != nil {
 		return "ERR " + r.lostReason(sess, err)
+	} else if refused != "" {
+		return refused
 	}
-	bound := r.times.bound(len(data), r.opt.RequestTimeout)
+	bound := r.times.bound(picSize, r.opt.RequestTimeout)
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	for {
@@ -353,7 +349,7 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 					os.Remove(f.tmp)
 					return "ERR cannot write the result " + out + ": " + errText(err)
 				}
-				r.times.add(time.Since(t0), len(data)+int(fileSize(out)))
+				r.times.add(time.Since(t0), picSize+int(fileSize(out)))
 				r.reportPicture(sess, f.line, time.Since(t0))
 				return f.line
 			case framing.Error:
@@ -760,8 +756,13 @@ func (s *agentSession) receiveResult(fr *framing.Reader, n int) (frame, error) {
 		return f, err
 	}
 	f.tmp = tmp.Name()
-	_, werr := io.Copy(tmp, body)
+	got, werr := framing.Copy(tmp, body)
 	cerr := tmp.Close()
+	if werr == nil && got < int64(n-6-ll) {
+		// The stream ended inside the frame: never hand over a cut .sve.
+		os.Remove(f.tmp)
+		return frame{}, io.ErrUnexpectedEOF
+	}
 	if werr != nil {
 		os.Remove(f.tmp)
 		// Was it the file or the stream? Drain what is left: if that

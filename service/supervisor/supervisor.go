@@ -79,8 +79,8 @@ type Config struct {
 	ProgressEvery time.Duration
 	// HealthEvery is how often /health and /v1/status are polled (default 10 s).
 	HealthEvery time.Duration
-	// FollowEvery is how often the engine log is checked for new lines
-	// (default 500 ms).
+	// FollowEvery is the backstop poll of the engine log and the Strata
+	// config; changes arrive by notification (default 30 s).
 	FollowEvery time.Duration
 	// KeepLines is how many last output lines are kept for reports (default 40).
 	KeepLines int
@@ -126,7 +126,7 @@ func (c *Config) defaults() {
 		c.HealthEvery = 10 * time.Second
 	}
 	if c.FollowEvery == 0 {
-		c.FollowEvery = 500 * time.Millisecond
+		c.FollowEvery = 30 * time.Second
 	}
 	if c.KeepLines == 0 {
 		c.KeepLines = 40

@@ -7,8 +7,11 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/loglines"
@@ -17,14 +20,66 @@ import (
 
 // followEngineLog reads the lines appended to the config's engine log (the
 // engine's and encoder's stderr, the relay's event lines) from the moment
-// the supervisor starts, and publishes what it recognises. It polls rather
-// than watching: the file may not exist yet, may be truncated by Strata, and
-// lives on whatever file system the Strata root is on.
+// the supervisor starts, and publishes what it recognises. It follows by
+// change notification (fsnotify: inotify, kqueue, ReadDirectoryChangesW) on
+// the folders of the log and of the Strata config, so an idle server costs
+// no wake-ups; folders are watched rather than files because the log may not
+// exist yet or be replaced, and the config is replaced by an atomic rename.
+// A slow backstop poll (FollowEvery, default 30 s) catches file systems that
+// do not notify (network shares); without a watcher at all it polls every
+// 500 ms as before.
 //
 // Run makes the first round itself, before it starts the server, so the
 // lines a fast server writes at once are not mistaken for old ones.
 func (s *Supervisor) followEngineLog(ctx context.Context, f *logFollow) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		s.pollEngineLog(ctx, f, min(s.cfg.FollowEvery, 500*time.Millisecond))
+		return
+	}
+	defer w.Close()
+	watched := map[string]bool{}
+	watch := func() {
+		for _, p := range []string{s.cfg.ConfigPath, f.path} {
+			if p == "" {
+				continue
+			}
+			dir := filepath.Dir(p)
+			if !watched[dir] && w.Add(dir) == nil {
+				watched[dir] = true
+			}
+		}
+	}
+	watch()
 	t := time.NewTicker(s.cfg.FollowEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case ev, ok := <-w.Events:
+			if !ok {
+				s.pollEngineLog(ctx, f, min(s.cfg.FollowEvery, 500*time.Millisecond))
+				return
+			}
+			if n := filepath.Clean(ev.Name); n != filepath.Clean(f.path) && n != filepath.Clean(s.cfg.ConfigPath) {
+				continue // another file in the same folder
+			}
+		case _, ok := <-w.Errors: // e.g. an overflowed queue: the round below catches up
+			if !ok {
+				s.pollEngineLog(ctx, f, min(s.cfg.FollowEvery, 500*time.Millisecond))
+				return
+			}
+		}
+		s.logRound(f)
+		watch() // the log's folder may have appeared, or the config named another log
+	}
+}
+
+// pollEngineLog is the follower without change notification.
+func (s *Supervisor) pollEngineLog(ctx context.Context, f *logFollow, every time.Duration) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -41,16 +96,23 @@ type logFollow struct {
 	path   string
 	offset int64 // -1: start at the current end
 	rest   []byte
+	// The config as last parsed: it is parsed again only when its size or
+	// modification time changed (a vision edit may name another log).
+	cfgSize  int64
+	cfgMTime time.Time
+	cfgRead  bool
 }
 
 func newLogFollow() *logFollow { return &logFollow{offset: -1} }
 
 // logRound reads what was appended since the last round.
 func (s *Supervisor) logRound(f *logFollow) {
-	// The config may change (a vision edit); re-resolve each round.
-	if sc, err := strataconfig.Read(s.cfg.ConfigPath); err == nil {
-		if p := sc.LogPath(); p != f.path {
-			f.path, f.offset, f.rest = p, -1, nil
+	if st, err := os.Stat(s.cfg.ConfigPath); err == nil && (!f.cfgRead || st.Size() != f.cfgSize || !st.ModTime().Equal(f.cfgMTime)) {
+		if sc, err := strataconfig.Read(s.cfg.ConfigPath); err == nil {
+			f.cfgRead, f.cfgSize, f.cfgMTime = true, st.Size(), st.ModTime()
+			if p := sc.LogPath(); p != f.path {
+				f.path, f.offset, f.rest = p, -1, nil
+			}
 		}
 	}
 	if f.path != "" {
@@ -130,6 +192,7 @@ func (s *Supervisor) pollHealth(ctx context.Context, p *process) {
 	hc := &http.Client{Timeout: 5 * time.Second}
 	base := "http://127.0.0.1:" + strconv.Itoa(p.port)
 	var lastVision *statusVision
+	calm := false
 	t := time.NewTicker(s.cfg.HealthEvery)
 	defer t.Stop()
 	for {
@@ -162,6 +225,13 @@ func (s *Supervisor) pollHealth(ctx context.Context, p *process) {
 		}
 		if !ready {
 			continue
+		}
+		if !calm {
+			// Ready: exits come from waitpid and log lines by notification,
+			// so health only watches for a hung server and the encoder's
+			// availability: three times less often.
+			calm = true
+			t.Reset(3 * s.cfg.HealthEvery)
 		}
 		if !p.vision {
 			continue
