@@ -160,6 +160,7 @@ type server struct {
 	encIn      io.WriteCloser
 	encOut     *bufio.Reader
 	encErr     string
+	encStopped bool // the encoder exited during a picture: start it again on the next
 	engine     *exec.Cmd
 	engineIn   io.WriteCloser
 	nEmbd      int
@@ -473,7 +474,15 @@ func (s *server) startEncoder() (string, error) {
 	if v.MMProj == "" || v.Model == "" {
 		return "vision needs mmproj and model", errors.New("incomplete vision block")
 	}
-	args := []string{"--mmproj", v.MMProj, "--model", v.Model}
+	// Relative paths resolve against the config's cwd, else the server's
+	// working directory (the encoder inherits that working directory).
+	abs := func(p string) string {
+		if p != "" && !filepath.IsAbs(p) {
+			return filepath.Join(s.baseDir(), p)
+		}
+		return p
+	}
+	args := []string{"--mmproj", abs(v.MMProj), "--model", abs(v.Model)}
 	if truthy(v.GPU) {
 		args = append(args, "--gpu")
 	}
@@ -595,6 +604,14 @@ func (s *server) handler() http.Handler {
 func (s *server) encode(img []byte) (string, int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.encoder == nil && s.cfg.Vision != nil && s.encStopped {
+		// An encoder that stopped during a picture is started again on the
+		// next one, as Strata does.
+		if line, err := s.startEncoder(); err != nil {
+			return "", 0, fmt.Errorf("the vision encoder did not start: %s", line)
+		}
+		s.encStopped = false
+	}
 	if s.encoder == nil {
 		return "", 0, errors.New("vision is not available")
 	}
@@ -617,6 +634,7 @@ func (s *server) encode(img []byte) (string, int64, error) {
 	if err != nil {
 		s.encoder.Wait()
 		s.encoder = nil
+		s.encStopped = true
 		return "", 0, errors.New("the vision encoder stopped")
 	}
 	line = strings.TrimSpace(line)

@@ -166,7 +166,11 @@ func Run(ctx context.Context, o Options) error {
 			if b == nil {
 				b = newBackend(nil, publish)
 			}
-			return httpError(b.RelayReport(rctx, r))
+			if err := b.RelayReport(rctx, r); err != nil {
+				return httpError(err)
+			}
+			tracker.SetNEmbd(r.NEmbd)
+			return nil
 		},
 		Logs: func(n int) (*controlapi.LogsResponse, error) {
 			lines, err := supervisor.TailFile(locations.ServerLogFile(), n)
