@@ -324,7 +324,7 @@ func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
 	restart := picture("remote").Sub(t0)
 	t.Logf("RESTART of the stand-in server to the next picture read: %v (a real Strata start: 30-90 s)", restart)
 	for place, d := range times {
-		t.Logf("SUMMARY %s: switch %v vs stand-in restart %v (%.0fx)", place, d[1], restart, float64(restart)/float64(d[1]))
+		t.Logf("SUMMARY %s: switch %v vs stand-in restart %v (%.1fx)", place, d[1], restart, float64(restart)/float64(d[1]))
 	}
 	if snap, _ := c.State(ctx); snap != nil && snap.Server.PID == serverPID {
 		t.Errorf("the restart kept pid %d: the check cannot tell a restart from a switch", serverPID)
