@@ -238,6 +238,11 @@ done
 	if code, m := post(); code != 200 || !strings.HasPrefix(m["reply"].(string), "OK 6 ") {
 		t.Fatalf("the next picture (the encoder started again): %d %v", code, m)
 	}
+	// Re-sent: answered from Strata's result cache, not encoded again (the
+	// record below has one ENC per encode).
+	if code, m := post(); code != 200 || !strings.HasPrefix(m["reply"].(string), "OK 6 ") {
+		t.Fatalf("the same picture again: %d %v", code, m)
+	}
 	b, _ := os.ReadFile(rec)
 	got := strings.Split(strings.TrimSpace(string(b)), "\n")
 	wantStart := "start --mmproj " + filepath.Join(dir, "mm.gguf") + " --model " + filepath.Join(dir, "sub/model.gguf") +
