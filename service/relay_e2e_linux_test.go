@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -278,6 +279,125 @@ func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
 			times[place] = [2]time.Duration{post, total}
 		}
 		t.Logf("SWITCH to %s: POST %v, POST to the next picture read there %v", place, post, total)
+	}
+
+	// Now while pictures keep coming: a sender posts one picture after
+	// another (as clients do) while the placement changes under it. Strata
+	// reads pictures one at a time and the relay reports them in order, so
+	// the n-th picture read matches the n-th vision.picture event; each must
+	// have been read where the settings said at some moment between its
+	// request and its reply.
+	type period struct {
+		place      string
+		from, till time.Time // from the POST's start to the end of the next POST
+	}
+	type sent struct {
+		at, replied time.Time
+		reply, err  string
+		code        int
+	}
+	var (
+		periods = []period{{place: "remote", from: time.Now()}}
+		pics    []sent
+		picsMu  sync.Mutex
+		stop    = make(chan struct{})
+		sender  sync.WaitGroup
+	)
+	markSince := since
+	sender.Add(1)
+	go func() {
+		defer sender.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			picsMu.Lock()
+			n++
+			i := n
+			picsMu.Unlock()
+			at := time.Now()
+			reply, code, msg := standinPicture(t, r.Port, i)
+			picsMu.Lock()
+			pics = append(pics, sent{at: at, replied: time.Now(), reply: reply, err: msg, code: code})
+			picsMu.Unlock()
+		}
+	}()
+	done := func() int { picsMu.Lock(); defer picsMu.Unlock(); return len(pics) }
+	for _, place := range []string{"cpu", "off", "remote", "off", "cpu", "remote"} {
+		t0 := time.Now()
+		if _, err := c.SetVision(ctx, controlapi.VisionRequest{Placement: place}); err != nil {
+			t.Fatalf("POST /v1/vision %s while pictures come: %v", place, err)
+		}
+		periods[len(periods)-1].till = time.Now()
+		periods = append(periods, period{place: place, from: t0})
+		for before, deadline := done(), time.Now().Add(60*time.Second); done() < before+3; {
+			if time.Now().After(deadline) {
+				close(stop)
+				t.Fatalf("pictures stopped coming after the switch to %s", place)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	close(stop)
+	sender.Wait()
+	periods[len(periods)-1].till = time.Now()
+	var read []sent
+	for _, p := range pics {
+		switch {
+		case p.code == 200 && strings.HasPrefix(p.reply, "OK "):
+			read = append(read, p)
+		case p.code == 400 && strings.Contains(p.err, "pictures are switched off"):
+		default:
+			t.Fatalf("a picture while switching got %d %q %q", p.code, p.reply, p.err)
+		}
+	}
+	var where []string
+	for deadline := time.Now().Add(20 * time.Second); len(where) < len(read); {
+		res, err := c.Events(ctx, since, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		since = res.Next
+		for _, e := range res.Events {
+			if e.Kind == events.PictureEncoded && e.Seq > markSince {
+				w, _ := e.Details["where"].(string)
+				where = append(where, w)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pictures read but %d vision.picture events", len(read), len(where))
+		}
+	}
+	placeOf := map[string]string{"remote": "remote", "local_cpu": "cpu"}
+	allowed := func(place string, from, till time.Time) bool {
+		for _, pe := range periods {
+			if pe.place == place && !pe.from.After(till) && !pe.till.Before(from) {
+				return true
+			}
+		}
+		return false
+	}
+	counts := map[string]int{}
+	for i, p := range pics {
+		if p.code == 400 && !allowed("off", p.at, p.replied) {
+			t.Errorf("picture %d was refused as off outside any off period", i)
+		}
+	}
+	for i, p := range read {
+		place := placeOf[where[i]]
+		counts[place]++
+		if !allowed(place, p.at, p.replied) {
+			t.Errorf("a picture was read %q (%s) but the settings never said %s between its request and its reply", where[i], place, place)
+		}
+	}
+	counts["off"] = len(pics) - len(read)
+	t.Logf("while switching: %d pictures: %v", len(pics), counts)
+	for _, place := range []string{"remote", "cpu", "off"} {
+		if counts[place] == 0 {
+			t.Errorf("no picture went %s while switching: %v", place, counts)
+		}
 	}
 
 	// Nothing restarted: the same server, the same relay, no start event.
