@@ -143,8 +143,8 @@ func seconds(ms int64) string {
 }
 
 // Seed fills a view that has seen no relay event yet (a tray started after
-// the pictures, or one that reconnected after a gap) from the service's
-// state, which folds the same events (service/state).
+// the pictures) from the service's state, which folds the same events
+// (service/state).
 func (v *RelayView) Seed(st *controlapi.State) {
 	if st == nil || v.LastWhere != "" || v.Wakes != 0 || v.Failovers != 0 {
 		return
