@@ -121,7 +121,6 @@ func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the relay, starts a real sshd and the service")
 	}
-	t.Setenv("TMPDIR", t.TempDir()) // the stand-in's strata-vision-XXXX folders
 	bin := t.TempDir()
 	relayBin, encoderBin := e2eBuild(t, bin)
 	// The service finds the relay beside itself (as the installer puts it).

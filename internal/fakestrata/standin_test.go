@@ -197,7 +197,6 @@ func TestModes(t *testing.T) {
 // an encoder that exits during a picture gives "the vision encoder stopped"
 // and is started again on the next picture.
 func TestStartsTheEncoderLikeStrata(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
 	dir := t.TempDir()
 	rec := filepath.Join(dir, "encoder-record")
 	enc := filepath.Join(dir, "enc.sh")
@@ -220,7 +219,7 @@ done
 		"env":    map[string]string{"MY_WRAPPER_SETTING": "from-config"},
 		"vision": map[string]any{"exe": enc, "mmproj": "mm.gguf", "model": "sub/model.gguf", "gpu": false, "threads": 2, "max_tokens": 300},
 	}})
-	_, lines := start(t, r)
+	cmd, lines := start(t, r)
 	waitLine(t, lines, "ready:")
 	post := func() (int, map[string]any) {
 		resp, err := http.Post("http://127.0.0.1:"+strconv.Itoa(r.Port)+"/standin/encode", "image/png", strings.NewReader("\x89PNG picture"))
@@ -260,5 +259,10 @@ done
 	log, _ := os.ReadFile(filepath.Join(dir, filepath.Base(r.Log))) // the config's relative `log`, against its cwd
 	if n := strings.Count(string(log), "strata-vision: on the CPU, 2 threads, no warm-up"); n != 2 {
 		t.Errorf("the encoder's stderr appears %d times in the engine log, want 2 (one per start):\n%s", n, log)
+	}
+	// Stopped as a service stops it: QUIT to the encoder, which ends.
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the stand-in's exit after SIGTERM: %v", err)
 	}
 }
