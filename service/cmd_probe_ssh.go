@@ -38,6 +38,62 @@ type sshProbeOutput struct {
 	Remote        *linkprobe.Result `json:"remote,omitempty"`
 	// Recommendation compares the second PC with this PC's GPU and CPU.
 	Recommendation *probe.Recommendation `json:"recommendation,omitempty"`
+	// Wake says whether the relay can wake this PC (only for the paired PC).
+	Wake *sshProbeWake `json:"wake,omitempty"`
+}
+
+// sshProbeWake is Wake-on-LAN for the paired second PC, as the settings say.
+type sshProbeWake struct {
+	MAC       string `json:"mac,omitempty"` // recorded at pairing
+	Enabled   bool   `json:"enabled"`
+	Broadcast string `json:"broadcast,omitempty"`
+	Port      int    `json:"port,omitempty"`
+	WaitS     int    `json:"wait_s,omitempty"`
+	// Ready: a MAC is recorded and wake is on, so a picture that finds the
+	// PC asleep sends the magic packet.
+	Ready bool `json:"ready"`
+	// Hint says what to do when it is not ready.
+	Hint string `json:"hint,omitempty"`
+}
+
+// wakeSetup reads the paired PC's wake setup (defaults filled in).
+func wakeSetup(rm *settings.Remote) *sshProbeWake {
+	if rm == nil {
+		return nil
+	}
+	w := &sshProbeWake{MAC: rm.MAC, Broadcast: "255.255.255.255", Port: 9, WaitS: 60}
+	if rm.Wake != nil {
+		w.Enabled = rm.Wake.Enabled
+		if rm.Wake.Broadcast != "" {
+			w.Broadcast = rm.Wake.Broadcast
+		}
+		if rm.Wake.Port > 0 {
+			w.Port = rm.Wake.Port
+		}
+		if rm.Wake.WaitS > 0 {
+			w.WaitS = rm.Wake.WaitS
+		}
+	}
+	w.Ready = w.MAC != "" && w.Enabled
+	switch {
+	case w.MAC == "":
+		w.Hint = "no network card address (MAC) recorded: pair the PC again (strata-service remote pair) or set it with strata-service settings --mac aa:bb:cc:dd:ee:ff"
+	case !w.Enabled:
+		w.Hint = "wake is off: turn it on with strata-service settings --wake on"
+	}
+	return w
+}
+
+// wakeLine is the text output's wake line.
+func wakeLine(w *sshProbeWake) string {
+	if w.Ready {
+		return fmt.Sprintf("  Wake   set up: a magic packet for %s to %s port %d when it does not answer, then up to %d s for ssh", w.MAC, w.Broadcast, w.Port, w.WaitS)
+	}
+	what := "not set up"
+	if w.MAC != "" {
+		what = "not set up (MAC " + w.MAC + " recorded)"
+	}
+	return "  Wake   " + what + ": " + w.Hint
 }
 
 func init() {
@@ -66,8 +122,10 @@ func runSSHProbe(ctx context.Context, env *cliEnv, login *sshLogin, target, remo
 	// The paired PC: its folder, and the companion's own key as one more
 	// way in (so a probe needs no password once paired).
 	var extraKeys []string
+	var wake *sshProbeWake
 	if rm, err := remoteRecorder(ctx).Paired(ctx); err == nil && rm != nil && rm.Host == ep.Host &&
 		(rm.Port == ep.Port || ep.Port == 0) {
+		wake = wakeSetup(rm)
 		if opts.RemoteDir == "" {
 			opts.RemoteDir = rm.RemoteDir
 		}
@@ -79,7 +137,7 @@ func runSSHProbe(ctx context.Context, env *cliEnv, login *sshLogin, target, remo
 		return &exitCode{code: 2, err: err}
 	}
 	ep = l.Endpoint
-	out := sshProbeOutput{Schema: sshProbeJSONSchema, Target: ep.String()}
+	out := sshProbeOutput{Schema: sshProbeJSONSchema, Target: ep.String(), Wake: wake}
 	if !asJSON {
 		fmt.Fprintf(env.stderr, "... connecting to %s and measuring the second PC and the link (a connection gives up after %s)\n", ep, login.timeout)
 	}
@@ -95,6 +153,10 @@ func runSSHProbe(ctx context.Context, env *cliEnv, login *sshLogin, target, remo
 			writeJSON(env.stdout, out)
 		} else {
 			fmt.Fprintf(env.stdout, "Second PC %s: NOT reachable (%s)\n  %s\n", ep, out.Reason, out.Error)
+			if out.Wake != nil {
+				// A sleeping PC is when wake matters.
+				fmt.Fprintln(env.stdout, wakeLine(out.Wake))
+			}
 		}
 		return &exitCode{code: 1}
 	}
@@ -123,6 +185,9 @@ func writeSSHProbeText(w io.Writer, ep sshx.Endpoint, out sshProbeOutput, local 
 		p("  host key %s trusted and pinned", out.HostKeyFingerprint)
 	} else {
 		p("  host key %s (pinned)", out.HostKeyFingerprint)
+	}
+	if out.Wake != nil {
+		p("%s", wakeLine(out.Wake))
 	}
 	osLine := "unknown"
 	if r.OS != "" {

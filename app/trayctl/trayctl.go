@@ -217,6 +217,7 @@ func (c *Controller) update(u watch.Update) {
 	} else {
 		c.in.State = u.State
 		c.in.Reach, c.in.Problem = traymodel.Connected, ""
+		c.in.Relay.Seed(u.State)
 		c.in.Relay.Fold(u.Events)
 		var notices []traymodel.Notice
 		if c.seen {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 )
 
@@ -139,4 +140,27 @@ func seconds(ms int64) string {
 		return fmt.Sprintf("%d s", (ms+500)/1000)
 	}
 	return fmt.Sprintf("%.1f s", float64(ms)/1000)
+}
+
+// Seed fills a view that has seen no relay event yet (a tray started after
+// the pictures) from the service's state, which folds the same events
+// (service/state).
+func (v *RelayView) Seed(st *controlapi.State) {
+	if st == nil || v.LastWhere != "" || v.Wakes != 0 || v.Failovers != 0 {
+		return
+	}
+	vis := st.Vision
+	v.LastWhere, v.LastAt = vis.LastWhere, vis.LastPicture
+	if vis.LastWhere != "" {
+		v.LastMS = int64(vis.LastPictureMS)
+	}
+	v.Wakes, v.Failovers = vis.Wakes, vis.Fallbacks
+	switch vis.LastWake {
+	case "sent":
+		v.LastWake = "waking it"
+	case "woke":
+		v.LastWake = "woke in " + seconds(int64(vis.LastWokeMS))
+	case "no_answer":
+		v.LastWake = "did not wake"
+	}
 }

@@ -74,3 +74,25 @@ func TestFallbackSwitchInTheMenu(t *testing.T) {
 		t.Fatal("the fallback switch is enabled without the service")
 	}
 }
+
+// The tray started after the pictures: the line comes from the service's
+// state, which folded the relay's events.
+func TestRelayViewSeededFromTheServiceState(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	st := &controlapi.State{Vision: controlapi.VisionState{LastWhere: WhereFallbackCPU, LastPictureMS: 15270,
+		LastPicture: now.Add(-time.Minute), Fallbacks: 2, Wakes: 1, LastWake: "no_answer"}}
+	var v RelayView
+	v.Seed(st)
+	l := v.Line(now)
+	for _, want := range []string{"on this CPU (fallback)", "15 s", "did not wake", "fallbacks: 2"} {
+		if !strings.Contains(l, want) {
+			t.Errorf("line %q lacks %q", l, want)
+		}
+	}
+	// Events seen since win over the snapshot.
+	v.Fold([]events.Event{{Kind: events.PictureEncoded, Time: now, Details: map[string]any{"where": WhereRemote, "ms": float64(2830)}}})
+	v.Seed(&controlapi.State{Vision: controlapi.VisionState{LastWhere: WhereLocalCPU}})
+	if l := v.Line(now); !strings.Contains(l, "on the second PC") {
+		t.Fatalf("%q", l)
+	}
+}

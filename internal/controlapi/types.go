@@ -80,6 +80,17 @@ type VisionState struct {
 	LastPictureMS int       `json:"last_picture_ms,omitempty"`
 	LastPicture   time.Time `json:"last_picture,omitempty"`
 	LastWakeMS    int       `json:"last_wake_ms,omitempty"`
+	// What the relay reported (strata-vision-relay through POST /v1/relay):
+	// where the last picture was read (remote, fallback_cpu, local_cpu),
+	// fallbacks to this PC's CPU (one per outage) and Wake-on-LAN attempts.
+	LastWhere    string    `json:"last_where,omitempty"`
+	Fallbacks    int       `json:"fallbacks,omitempty"`
+	LastFallback time.Time `json:"last_fallback,omitempty"`
+	Wakes        int       `json:"wakes,omitempty"`
+	// LastWake is the last wake's outcome: "sent" (waiting for ssh),
+	// "woke" (LastWokeMS after the packet), "no_answer".
+	LastWake   string `json:"last_wake,omitempty"`
+	LastWokeMS int    `json:"last_woke_ms,omitempty"`
 }
 
 // RemoteInfo is the second PC, when vision runs there.
@@ -91,6 +102,10 @@ type RemoteInfo struct {
 	FreeVRAMMiB int       `json:"free_vram_mib,omitempty"`
 	GPU         string    `json:"gpu,omitempty"`
 	Since       time.Time `json:"since"`
+	// NEmbd is the encoder's embedding width the relay last reported
+	// (also recorded in the settings: the relay's READY when the mmproj
+	// cannot be read).
+	NEmbd int `json:"n_embd,omitempty"`
 }
 
 // ConfigInfo names the Strata install and config in use.

@@ -2,8 +2,11 @@
 // for tests and demos on machines with no GPU and no Strata: it takes the
 // same arguments, reads the same config keys, prints Strata's startup lines
 // on a schedule, serves /health and /v1/status, appends to the engine log,
-// starts the config's vision encoder and checks its READY line, and exits at
-// once when its port is taken, all as shared STRATA.md describes. Environment
+// starts the config's vision encoder and checks its READY line (then hands it
+// pictures as ENC lines, under one lock like Strata's request queue, keeps
+// Strata's 64-entry result cache by sha256, and starts an encoder that died
+// during a picture again on the next one), and exits at once when its port is
+// taken, all as shared STRATA.md describes. Environment
 // variables make it misbehave on purpose (see Mode).
 //
 // The binary is internal/fakestrata/cmd/strata-standin; NewRoot lays out a
@@ -215,6 +218,13 @@ func Main(args []string) int {
 	return s.main(args)
 }
 
+type cached struct {
+	reply string
+	size  int64
+}
+
+const cacheEntries = 64
+
 type server struct {
 	out io.Writer
 	mu  sync.Mutex // guards the encoder
@@ -228,6 +238,11 @@ type server struct {
 	encIn      io.WriteCloser
 	encOut     *bufio.Reader
 	encErr     string
+	encStopped bool // the encoder exited during a picture: start it again on the next
+	// cache is Strata's result cache by the picture's sha256 (64 entries):
+	// a re-sent picture is not encoded again.
+	cache      map[string]cached
+	cacheOrder []string
 	engine     *exec.Cmd
 	engineIn   io.WriteCloser
 	nEmbd      int
@@ -575,7 +590,15 @@ func (s *server) startEncoder() (string, error) {
 	if v.MMProj == "" || v.Model == "" {
 		return "vision needs mmproj and model", errors.New("incomplete vision block")
 	}
-	args := []string{"--mmproj", v.MMProj, "--model", v.Model}
+	// Relative paths resolve against the config's cwd, else the server's
+	// working directory (the encoder inherits that working directory).
+	abs := func(p string) string {
+		if p != "" && !filepath.IsAbs(p) {
+			return filepath.Join(s.baseDir(), p)
+		}
+		return p
+	}
+	args := []string{"--mmproj", abs(v.MMProj), "--model", abs(v.Model)}
 	if truthy(v.GPU) {
 		args = append(args, "--gpu")
 	}
@@ -707,6 +730,19 @@ func (s *server) handler() http.Handler {
 func (s *server) encode(img []byte) (string, int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	sum := sha256.Sum256(img)
+	key := hex.EncodeToString(sum[:])
+	if c, ok := s.cache[key]; ok {
+		return c.reply, c.size, nil
+	}
+	if s.encoder == nil && s.cfg.Vision != nil && s.encStopped {
+		// An encoder that stopped during a picture is started again on the
+		// next one, as Strata does.
+		if line, err := s.startEncoder(); err != nil {
+			return "", 0, fmt.Errorf("the vision encoder did not start: %s", line)
+		}
+		s.encStopped = false
+	}
 	if s.encoder == nil {
 		return "", 0, errors.New("vision is not available")
 	}
@@ -715,8 +751,7 @@ func (s *server) encode(img []byte) (string, int64, error) {
 		return "", 0, err
 	}
 	defer os.RemoveAll(dir)
-	sum := sha256.Sum256(img)
-	name := hex.EncodeToString(sum[:])[:32]
+	name := key[:32]
 	in, out := filepath.Join(dir, name+".img"), filepath.Join(dir, name+".sve")
 	if err := os.WriteFile(in, img, 0o644); err != nil {
 		return "", 0, err
@@ -729,6 +764,7 @@ func (s *server) encode(img []byte) (string, int64, error) {
 	if err != nil {
 		s.encoder.Wait()
 		s.encoder = nil
+		s.encStopped = true
 		return "", 0, errors.New("the vision encoder stopped")
 	}
 	line = strings.TrimSpace(line)
@@ -739,6 +775,15 @@ func (s *server) encode(img []byte) (string, int64, error) {
 	if err != nil {
 		return line, 0, fmt.Errorf("the encoder answered %q but wrote no output", line)
 	}
+	if s.cache == nil {
+		s.cache = map[string]cached{}
+	}
+	if len(s.cacheOrder) >= cacheEntries {
+		delete(s.cache, s.cacheOrder[0])
+		s.cacheOrder = s.cacheOrder[1:]
+	}
+	s.cache[key] = cached{line, st.Size()}
+	s.cacheOrder = append(s.cacheOrder, key)
 	return line, st.Size(), nil
 }
 

@@ -302,3 +302,82 @@ func TestNoGPUNoExpertCache(t *testing.T) {
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()
 }
+
+// The stand-in starts the config's vision.exe as Strata's server does (shared
+// STRATA.md, "The encoder process"): [exe, --mmproj M, --model X, --threads N,
+// --max-tokens N] with relative paths resolved against the config's cwd, the
+// server's working directory inherited, CUDA_VISIBLE_DEVICES=-1 and the
+// config's env for a CPU encoder, stderr appended to the config's log; each
+// picture is `ENC <tmp>/strata-vision-XXXX/<sha256[:32]>.img <same>.sve`;
+// an encoder that exits during a picture gives "the vision encoder stopped"
+// and is started again on the next picture.
+func TestStartsTheEncoderLikeStrata(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "encoder-record")
+	enc := filepath.Join(dir, "enc.sh")
+	// Each start records its argv, cwd and env; the first ENC of the first
+	// start exits (a crash), later ones answer OK with a .sve.
+	script := `#!/bin/sh
+echo "start $* cwd=$(pwd) cuda=$CUDA_VISIBLE_DEVICES extra=$MY_WRAPPER_SETTING" >> ` + rec + `
+echo "strata-vision: on the CPU, 2 threads, no warm-up" >&2
+echo READY 64
+while read cmd img out; do
+  [ "$cmd" = QUIT ] && exit 0
+  echo "enc $img $out" >> ` + rec + `
+  if [ ! -e ` + rec + `.crashed ]; then : > ` + rec + `.crashed; exit 1; fi
+  printf 'SVE1' > "$out"; echo "OK 6 2 3 1"
+done
+`
+	os.WriteFile(enc, []byte(script), 0o755)
+	r := NewRoot(t, RootOptions{Extra: map[string]any{
+		"cwd":    dir,
+		"env":    map[string]string{"MY_WRAPPER_SETTING": "from-config"},
+		"vision": map[string]any{"exe": enc, "mmproj": "mm.gguf", "model": "sub/model.gguf", "gpu": false, "threads": 2, "max_tokens": 300},
+	}})
+	cmd, lines := start(t, r)
+	waitLine(t, lines, "ready:")
+	post := func() (int, map[string]any) {
+		resp, err := http.Post("http://127.0.0.1:"+strconv.Itoa(r.Port)+"/standin/encode", "image/png", strings.NewReader("\x89PNG picture"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	if code, m := post(); code != 400 || !strings.Contains(m["error"].(string), "the vision encoder stopped") {
+		t.Fatalf("a picture the encoder died on: %d %v", code, m)
+	}
+	if code, m := post(); code != 200 || !strings.HasPrefix(m["reply"].(string), "OK 6 ") {
+		t.Fatalf("the next picture (the encoder started again): %d %v", code, m)
+	}
+	// Re-sent: answered from Strata's result cache, not encoded again (the
+	// record below has one ENC per encode).
+	if code, m := post(); code != 200 || !strings.HasPrefix(m["reply"].(string), "OK 6 ") {
+		t.Fatalf("the same picture again: %d %v", code, m)
+	}
+	b, _ := os.ReadFile(rec)
+	got := strings.Split(strings.TrimSpace(string(b)), "\n")
+	wantStart := "start --mmproj " + filepath.Join(dir, "mm.gguf") + " --model " + filepath.Join(dir, "sub/model.gguf") +
+		" --threads 2 --max-tokens 300 cwd=" + r.Dir + " cuda=-1 extra=from-config"
+	if len(got) != 4 || got[0] != wantStart || got[2] != wantStart {
+		t.Fatalf("encoder record:\n%s\nwant starts %q", b, wantStart)
+	}
+	for _, l := range []string{got[1], got[3]} {
+		f := strings.Fields(l)
+		if len(f) != 3 || !strings.HasSuffix(f[1], ".img") || strings.TrimSuffix(f[1], ".img")+".sve" != f[2] ||
+			!strings.HasPrefix(filepath.Base(filepath.Dir(f[1])), "strata-vision-") || len(strings.TrimSuffix(filepath.Base(f[1]), ".img")) != 32 {
+			t.Errorf("request line %q is not ENC <tmp>/strata-vision-XXXX/<sha256[:32]>.img <same>.sve", l)
+		}
+	}
+	log, _ := os.ReadFile(filepath.Join(dir, filepath.Base(r.Log))) // the config's relative `log`, against its cwd
+	if n := strings.Count(string(log), "strata-vision: on the CPU, 2 threads, no warm-up"); n != 2 {
+		t.Errorf("the encoder's stderr appears %d times in the engine log, want 2 (one per start):\n%s", n, log)
+	}
+	// Stopped as a service stops it: QUIT to the encoder, which ends.
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the stand-in's exit after SIGTERM: %v", err)
+	}
+}

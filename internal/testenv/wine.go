@@ -44,8 +44,8 @@ const WineEnvNeeded = "STRATA_TEST_WINE"
 var (
 	sharedManaged bool
 	sharedOnce    sync.Once
-	sharedWine *Wine
-	sharedErr  error
+	sharedWine    *Wine
+	sharedErr     error
 )
 
 // NeedWine skips t (or fails it under STRATA_TEST_WINE=1 or strict mode)

@@ -13,6 +13,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,7 +103,7 @@ func Run(ctx context.Context, o Options) error {
 				return // the console already shows the server's own lines
 			}
 		}
-		logf("%s: %s", e.Kind, e.Message)
+		logf("%s: %s", e.Kind, eventWords(e))
 	}
 
 	var sup *supervisor.Supervisor
@@ -166,7 +168,11 @@ func Run(ctx context.Context, o Options) error {
 			return &st, nil
 		},
 		Relay: func(rctx context.Context, r controlapi.RelayReport) error {
-			return httpError(settingsOwner().RelayReport(rctx, r))
+			if err := settingsOwner().RelayReport(rctx, r); err != nil {
+				return httpError(err)
+			}
+			tracker.SetNEmbd(r.NEmbd)
+			return nil
 		},
 		Remote: func(rctx context.Context, rec *controlapi.RemoteRecord) (*settings.Remote, error) {
 			if rec == nil {
@@ -210,6 +216,24 @@ func Run(ctx context.Context, o Options) error {
 	err = srv.Serve(ctx, l)
 	wg.Wait()
 	return err
+}
+
+// eventWords is an event's message for the service's log; the relay's
+// events often carry only details (where, ms, host), written as k=v.
+func eventWords(e events.Event) string {
+	if e.Message != "" || len(e.Details) == 0 {
+		return e.Message
+	}
+	keys := make([]string, 0, len(e.Details))
+	for k := range e.Details {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%v", k, e.Details[k]))
+	}
+	return strings.Join(parts, " ")
 }
 
 // newBackend is the service's owner of the config and the settings (in may

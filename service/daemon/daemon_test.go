@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/strata-companion/companion/internal/backend"
+	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/service/controlserver"
 )
 
@@ -31,5 +32,18 @@ func TestHTTPErrorCodes(t *testing.T) {
 	}
 	if httpError(nil) != nil {
 		t.Error("nil became an error")
+	}
+}
+
+// The relay's events carry details, often no message: the service's log
+// still says something.
+func TestEventWordsForDetailOnlyEvents(t *testing.T) {
+	e := events.Event{Kind: events.PictureEncoded, Details: map[string]any{"where": "remote", "ms": 2830.0}}
+	if got := eventWords(e); got != "ms=2830 where=remote" {
+		t.Errorf("got %q", got)
+	}
+	e.Message = "said"
+	if got := eventWords(e); got != "said" {
+		t.Errorf("got %q", got)
 	}
 }

@@ -73,6 +73,26 @@ func (t *Tracker) Update(f func(*controlapi.State)) {
 	t.mu.Unlock()
 }
 
+// Relay event kinds folded here (sent by strata-vision-relay, see
+// internal/relay and docs/relay.md).
+const (
+	VisionFallback events.Kind = "vision.fallback" // a picture read on this PC's CPU: the second PC is down (once per outage)
+	RemoteWake     events.Kind = "remote.wake"     // Details: ok (absent: packet sent), woke_ms, wait_s
+)
+
+// SetNEmbd records the n_embd the relay reported (not an event).
+func (t *Tracker) SetNEmbd(n int) {
+	if n <= 0 {
+		return
+	}
+	t.Update(func(st *controlapi.State) {
+		if st.Remote == nil {
+			st.Remote = &controlapi.RemoteInfo{}
+		}
+		st.Remote.NEmbd = n
+	})
+}
+
 // Fold applies e to st. It is a pure function of (st, e) so it is tested on
 // its own and a client may use it to keep its own copy current.
 func Fold(st *controlapi.State, e events.Event) {
@@ -194,6 +214,9 @@ func Fold(st *controlapi.State, e events.Event) {
 		if m := num(e.Details["ms"]); m > 0 {
 			vis.LastPictureMS = int(m)
 		}
+		if w, ok := e.Details["where"].(string); ok && w != "" {
+			vis.LastWhere = w
+		}
 		vis.LastPicture = e.Time
 		if vis.Encoder != controlapi.EncoderFailed {
 			vis.Encoder = controlapi.EncoderReady
@@ -221,6 +244,21 @@ func Fold(st *controlapi.State, e events.Event) {
 		}
 		r.Reachable = false
 		r.Reason = e.Message
+	case VisionFallback:
+		vis.Fallbacks++
+		vis.LastFallback = e.Time
+	case RemoteWake:
+		ok, known := e.Details["ok"].(bool)
+		switch {
+		case !known:
+			vis.Wakes++
+			vis.LastWake = "sent"
+		case ok:
+			vis.LastWake = "woke"
+			vis.LastWokeMS = int(num(e.Details["woke_ms"]))
+		default:
+			vis.LastWake = "no_answer"
+		}
 	case events.ConfigChanged:
 		if p, ok := e.Details["placement"].(string); ok && p != "" {
 			vis.Placement = p

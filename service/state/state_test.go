@@ -129,3 +129,48 @@ func TestFoldLogDropped(t *testing.T) {
 		t.Fatalf("after recovery: %+v", st.Server)
 	}
 }
+
+// The relay's events (through POST /v1/relay, as JSON: numbers are float64)
+// fold into what the tray's relay view reads.
+func TestFoldRelayEvents(t *testing.T) {
+	st := controlapi.State{Vision: controlapi.VisionState{Placement: "remote", Encoder: controlapi.EncoderUnknown}}
+	steps := []struct {
+		e     events.Event
+		check func(s controlapi.State) bool
+	}{
+		{ev(events.PictureEncoded, "", "where", "remote", "ms", 2830.0), func(s controlapi.State) bool {
+			return s.Vision.LastWhere == "remote" && s.Vision.LastPictureMS == 2830 && s.Vision.Encoder == controlapi.EncoderReady
+		}},
+		{ev(events.RemoteUnreachable, "did not answer within 5s", "host", "pc2"), func(s controlapi.State) bool {
+			return s.Remote != nil && !s.Remote.Reachable && s.Remote.Host == "pc2" && s.Remote.Reason != ""
+		}},
+		{ev(RemoteWake, "waking", "host", "pc2", "mac", "aa:bb:cc:dd:ee:ff"), func(s controlapi.State) bool {
+			return s.Vision.Wakes == 1 && s.Vision.LastWake == "sent"
+		}},
+		{ev(RemoteWake, "did not answer", "host", "pc2", "ok", false), func(s controlapi.State) bool {
+			return s.Vision.Wakes == 1 && s.Vision.LastWake == "no_answer"
+		}},
+		{ev(VisionFallback, "read on this CPU"), func(s controlapi.State) bool {
+			return s.Vision.Fallbacks == 1 && !s.Vision.LastFallback.IsZero()
+		}},
+		{ev(events.PictureEncoded, "", "where", "fallback_cpu", "ms", 15270.0), func(s controlapi.State) bool {
+			return s.Vision.LastWhere == "fallback_cpu" && s.Vision.LastPictureMS == 15270
+		}},
+		{ev(RemoteWake, "woke", "host", "pc2", "ok", true, "woke_ms", 4200.0), func(s controlapi.State) bool {
+			return s.Vision.LastWake == "woke" && s.Vision.LastWokeMS == 4200
+		}},
+		{ev(events.RemoteReachable, "back", "host", "pc2"), func(s controlapi.State) bool {
+			return s.Remote.Reachable && s.Remote.Reason == ""
+		}},
+		{ev(events.PictureEncoded, "", "where", "local_cpu", "ms", 900.0), func(s controlapi.State) bool {
+			return s.Vision.LastWhere == "local_cpu" && s.Vision.Fallbacks == 1
+		}},
+	}
+	for i, s := range steps {
+		Fold(&st, s.e)
+		if !s.check(st) {
+			b, _ := json.Marshal(st)
+			t.Fatalf("step %d (%s): %s", i, s.e.Kind, b)
+		}
+	}
+}

@@ -555,7 +555,7 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 	}
 	state()
 	u.goAsync(func() { u.do(u.settled) })
-	intro := para("Pictures go to this PC over ssh and come back as the encoder's result (about 10 MB each); text never waits for them. " +
+	intro := para("Pictures go to this PC over ssh and come back as the encoder's result (about 10 MB each). " + setupflow.TextWaits + " " +
 		"The second PC needs an NVIDIA GPU with about 1.5 GB free and an ssh server.")
 	sc := container.NewVScroll(container.NewVBox(intro, form,
 		container.NewHBox(probeB, pairB), probeBar.box, resultsCard, pairBar.box, prepBar.box, whenOff))

@@ -281,7 +281,10 @@ func TestEveryPageSecondPC(t *testing.T) {
 		t.Error("two placements selected at once")
 	}
 	h.next(setupflow.PageSecondPC)
-	h.must("Address", "User", "Sign in with", "[Probe]")
+	h.must("Address", "User", "Sign in with", "[Probe]", setupflow.TextWaits)
+	if strings.Contains(strings.ToLower(h.text()), "text never waits") {
+		t.Error("the second PC page still says that text never waits")
+	}
 	var es []*widget.Entry
 	findEntries(h.win.Content(), &es)
 	if len(es) < 3 {

@@ -213,15 +213,15 @@ func Recommend(local *setupflow.Machine, r *setupflow.RemoteReport) setupflow.Re
 	}
 	cpu := setupflow.Option{Placement: settings.PlacementCPU, Label: "This PC's CPU", Available: true,
 		PictureSeconds: 15.27 * 8 / float64(max(threads, 1)), VRAMMiB: -1383,
-		Note: fmt.Sprintf("No VRAM used; slow pictures with %d threads, and the CPU is busy meanwhile.", threads)}
+		Note: fmt.Sprintf("No VRAM used; slow pictures with %d threads, and the CPU is busy meanwhile. ", threads) + setupflow.TextWaits}
 	rem := setupflow.Option{Placement: settings.PlacementRemote, Label: "A second PC", Available: true, VRAMMiB: -1383,
-		Note: "Frees the VRAM for Strata's expert cache; pictures travel over the network. Text is never slowed down."}
+		Note: "Frees the VRAM for Strata's expert cache; pictures travel over the network. " + setupflow.TextWaits}
 	if r != nil {
 		// ~10 MB back for a 1024-token result, ~0.3 MB there.
 		link := 0.3/max(r.UpMBps, 1) + 10.0/max(r.DownMBps, 1) + 4*r.RTTms/1000
 		rem.PictureSeconds = 1.63 + 0.35 + link
-		rem.Note = fmt.Sprintf("%s with %.1f GB free, %.0f ms away: frees 1.4 GB of VRAM here for about %s more per picture.",
-			r.GPUName(), float64(r.FreeVRAMMiB())/1024, r.RTTms, setupflow.FormatSeconds(rem.PictureSeconds-1.63))
+		rem.Note = fmt.Sprintf("%s with %.1f GB free, %.0f ms away: frees 1.4 GB of VRAM here for about %s more per picture. %s",
+			r.GPUName(), float64(r.FreeVRAMMiB())/1024, r.RTTms, setupflow.FormatSeconds(rem.PictureSeconds-1.63), setupflow.TextWaits)
 	} else {
 		rem.PictureSeconds = 2.83
 		rem.Note += " Probe it to see its own figures."

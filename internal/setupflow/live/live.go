@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -172,6 +173,18 @@ func (p *Prober) Recommend(local *setupflow.Machine, r *setupflow.RemoteReport) 
 	return ConvertRecommendation(rec, facts != nil)
 }
 
+// joinNote adds a sentence to an option's note.
+func joinNote(note, more string) string {
+	note = strings.TrimSpace(note)
+	if note == "" {
+		return more
+	}
+	if !strings.HasSuffix(note, ".") {
+		note += "."
+	}
+	return note + " " + more
+}
+
 // ConvertRecommendation turns the probe's recommendation into the flow's.
 func ConvertRecommendation(rec probe.Recommendation, remoteKnown bool) setupflow.Recommendation {
 	out := setupflow.Recommendation{Best: rec.Placement, BestDevice: rec.Device, Reason: upperFirst(rec.Reason),
@@ -188,8 +201,10 @@ func ConvertRecommendation(rec probe.Recommendation, remoteKnown bool) setupflow
 			}
 		case settings.PlacementCPU:
 			o.Label, o.VRAMMiB = "This PC's CPU", -e.FreesMiB
+			o.Note = joinNote(o.Note, setupflow.TextWaits)
 		case settings.PlacementRemote:
 			o.Label, o.VRAMMiB = "A second PC", -e.FreesMiB
+			o.Note = joinNote(o.Note, setupflow.TextWaits)
 			haveRemote = true
 			// Without a probed second PC it is still a choice: the next
 			// page probes it.
@@ -206,7 +221,7 @@ func ConvertRecommendation(rec probe.Recommendation, remoteKnown bool) setupflow
 	}
 	if !haveRemote {
 		out.Options = append(out.Options, setupflow.Option{Placement: settings.PlacementRemote, Label: "A second PC", Available: true,
-			Note: "Reads pictures on another PC's NVIDIA GPU over ssh and frees this GPU's VRAM for Strata; the next page measures it."})
+			Note: "Reads pictures on another PC's NVIDIA GPU over ssh and frees this GPU's VRAM for Strata; the next page measures it. " + setupflow.TextWaits})
 	}
 	hasOff := false
 	for _, o := range out.Options {
