@@ -56,9 +56,10 @@ vet: deps
 # with a TMPDIR of their own: whatever a test leaves there is listed after the
 # run (a failure in CI, STRATA_TEST_STRICT=1) and removed. Lock files that
 # coordinate the test binaries of one run (*.lock) do not count.
-# (A short name: unix socket paths under t.TempDir() stay within 108 bytes.)
+# (A short name: unix socket paths under t.TempDir() stay within 108 bytes.
+# Mode 1777 like /tmp: some tests run a program as another account.)
 test: vet
-	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/st-XXXXXX"); \
+	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/st-XXXXXX"); chmod 1777 "$$tmp"; \
 	TMPDIR=$$tmp go test -race -count=1 -timeout 20m ./...; rc=$$?; \
 	left=$$(find "$$tmp" -mindepth 1 -maxdepth 1 ! -name '*.lock' ! -name 'go-build*' -printf '  %f\n'); \
 	rm -rf "$$tmp"; \
