@@ -115,7 +115,7 @@ func TestScriptDeclaresTheContract(t *testing.T) {
 		`${GetOptions} $R0 "/KEEPSETTINGS=" $R1`,
 		`${GetOptions} $R0 "/RESTOREVISION=" $R1`,
 		`install --strata-root "$StrataRoot"`,
-		`!insertmacro un.ServiceCmd "vision restore"`,
+		`!insertmacro un.ServiceCmd "vision restore --yes"`,
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the script lacks %s", want)

@@ -530,7 +530,7 @@ Section "Uninstall"
 
   ${If} $RestoreVision == 1
   ${AndIf} ${FileExists} "$INSTDIR\strata-service.exe"
-    !insertmacro un.ServiceCmd "vision restore"
+    !insertmacro un.ServiceCmd "vision restore --yes"
     ${If} $0 != 0
       MessageBox MB_ICONEXCLAMATION|MB_OK "Strata's earlier vision settings could not be put back (exit code $0). Strata keeps its current settings; the uninstall goes on." /SD IDOK
     ${EndIf}

@@ -136,7 +136,7 @@ func NewWine(dir string) (*Wine, error) { return NewWineEnv(dir, nil) }
 func NewWineEnv(dir string, base []string) (*Wine, error) {
 	w := &Wine{Dir: dir, Prefix: filepath.Join(dir, "prefix"), Home: filepath.Join(dir, "home"), built: map[string]string{}}
 	for _, d := range []string{w.Prefix, w.Home, filepath.Join(w.Home, ".cache"), filepath.Join(w.Home, ".config"),
-		filepath.Join(w.Home, ".local", "share"), filepath.Join(dir, "run"), filepath.Join(dir, "bin")} {
+		filepath.Join(w.Home, ".local", "share"), filepath.Join(dir, "run"), filepath.Join(dir, "bin"), filepath.Join(dir, "tmp")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
 		}
@@ -149,7 +149,7 @@ func NewWineEnv(dir string, base []string) (*Wine, error) {
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
-		case k == "HOME", strings.HasPrefix(k, "WINE"), k == "XDG_CONFIG_HOME", k == "XDG_DATA_HOME", k == "XDG_CACHE_HOME":
+		case k == "HOME", k == "TMPDIR", strings.HasPrefix(k, "WINE"), k == "XDG_CONFIG_HOME", k == "XDG_DATA_HOME", k == "XDG_CACHE_HOME":
 			continue
 		case own && (k == "DISPLAY" || k == "WAYLAND_DISPLAY" || strings.HasPrefix(k, "XDG_")):
 			continue
@@ -165,6 +165,9 @@ func NewWineEnv(dir string, base []string) (*Wine, error) {
 		// associations written into a home.
 		"WINEDLLOVERRIDES=mscoree,mshtml=;winemenubuilder.exe=d",
 		"HOME="+w.Home,
+		// Debian's wine keeps wineserver's socket folder in
+		// $TMPDIR/wine-XXXXXX: inside Dir, so Close takes it away.
+		"TMPDIR="+filepath.Join(dir, "tmp"),
 		"XDG_CONFIG_HOME="+filepath.Join(w.Home, ".config"),
 		"XDG_DATA_HOME="+filepath.Join(w.Home, ".local", "share"),
 		"XDG_CACHE_HOME="+filepath.Join(w.Home, ".cache"),
