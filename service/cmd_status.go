@@ -13,6 +13,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
@@ -26,14 +27,18 @@ type strataStatus struct {
 	InstallError string                 `json:"install_error,omitempty"`
 	Config       string                 `json:"config,omitempty"`
 	ConfigReason string                 `json:"config_reason,omitempty"`
-	// Placement is where the config runs the image encoder.
+	// Placement is where pictures are read now: the config's encoder, or,
+	// when the config names strata-vision-relay, what the settings say
+	// (second PC, CPU, off: the relay follows them without a restart).
 	Placement settings.Placement `json:"placement,omitempty"`
-	Valid     bool               `json:"valid"`
-	Problems  []string           `json:"problems,omitempty"`
-	Port      int                `json:"port,omitempty"`
-	Host      string             `json:"host,omitempty"`
-	EngineLog string             `json:"engine_log,omitempty"`
-	Backups   []string           `json:"backups,omitempty"`
+	// Relay: the config names strata-vision-relay as Strata's encoder.
+	Relay     bool     `json:"relay,omitempty"`
+	Valid     bool     `json:"valid"`
+	Problems  []string `json:"problems,omitempty"`
+	Port      int      `json:"port,omitempty"`
+	Host      string   `json:"host,omitempty"`
+	EngineLog string   `json:"engine_log,omitempty"`
+	Backups   []string `json:"backups,omitempty"`
 	// Settings is the companion's settings file; SettingsPlacement what it
 	// says, which should match Placement.
 	Settings          string             `json:"settings"`
@@ -71,7 +76,8 @@ func collectStrataStatus(ctx context.Context, env *cliEnv) *strataStatus {
 		st.Problems = []string{err.Error()}
 		return st
 	}
-	st.Placement, st.Port, st.Host, st.EngineLog = c.Placement(), c.Port(), c.Host(), c.LogPath()
+	st.Placement, st.Port, st.Host, st.EngineLog = backend.Placement(c, s), c.Port(), c.Host(), c.LogPath()
+	st.Relay = c.NamesRelay()
 	for _, p := range c.Problems {
 		st.Problems = append(st.Problems, p.String())
 	}
@@ -132,6 +138,9 @@ func printStrataStatus(w io.Writer, st *strataStatus) {
 	fmt.Fprintf(w, "Config:     %s (%s)\n", st.Config, st.ConfigReason)
 	if st.Placement != "" {
 		fmt.Fprintf(w, "Vision:     %s\n", placementText(st.Placement))
+		if st.Relay {
+			fmt.Fprintf(w, "            through strata-vision-relay: moves among the second PC, the CPU and off need no restart\n")
+		}
 		fmt.Fprintf(w, "Address:    http://%s:%d/v1\n", st.Host, st.Port)
 	}
 	if st.SettingsPlacement != "" && st.Placement != "" && st.SettingsPlacement != st.Placement {
@@ -158,7 +167,7 @@ func placementText(p settings.Placement) string {
 	case settings.PlacementCPU:
 		return "on this PC's CPU"
 	case settings.PlacementRemote:
-		return "on the second PC (through strata-vision-relay)"
+		return "on the second PC"
 	case settings.PlacementOff:
 		return "off (text only)"
 	}
