@@ -176,3 +176,30 @@ func TestStatusJSON(t *testing.T) {
 		t.Fatalf("no install: %d %s", code, out)
 	}
 }
+
+// Once the config names the relay, status says where pictures are read from
+// the settings (the relay follows them), with no "settings disagree" line:
+// after `vision cpu`, then `vision off` (a settings-only move), it says off.
+func TestStatusFollowsTheSettingsThroughTheRelay(t *testing.T) {
+	in := visionFixture(t)
+	for _, args := range [][]string{
+		{"vision", "cpu", "--strata-root", in.Root, "--no-probe", "--relay", in.Relay},
+		{"vision", "off", "--strata-root", in.Root},
+	} {
+		if code, out, errs := cli(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s %s", args, code, out, errs)
+		}
+		want := settings.Placement(args[1])
+		code, out, errs := cli(t, "status", "--json", "--strata-root", in.Root)
+		var st strataStatus
+		if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 {
+			t.Fatalf("status: %d %v %s %s", code, err, out, errs)
+		}
+		if st.Placement != want || !st.Relay || st.SettingsPlacement != want {
+			t.Errorf("after %v: status placement %q (relay %v, settings %q), want %q", args[:2], st.Placement, st.Relay, st.SettingsPlacement, want)
+		}
+		if _, text, _ := cli(t, "status", "--strata-root", in.Root); strings.Contains(text, "Settings:   say") {
+			t.Errorf("after %v: status says the settings disagree:\n%s", args[:2], text)
+		}
+	}
+}
