@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -48,15 +47,15 @@ type cliEnv struct {
 
 var commands = map[string]*command{}
 
-// orderAdded is the order commands were registered in.
-var orderAdded []string
+// order is the help order: the order commands were registered in (tree's).
+var order []string
 
 func register(c *command) {
 	if _, dup := commands[c.name]; dup {
 		panic("strata-service: command registered twice: " + c.name)
 	}
 	commands[c.name] = c
-	orderAdded = append(orderAdded, c.name)
+	order = append(order, c.name)
 }
 
 // exitCode is an error that carries its own exit code (e.g. `status` on a
@@ -74,7 +73,6 @@ func (e *exitCode) Error() string {
 }
 func (e *exitCode) Unwrap() error { return e.err }
 
-
 // StopSignals end the program cleanly (Strata stopped, the control files
 // removed): Ctrl-C, the service manager's SIGTERM, and SIGHUP (the terminal
 // of a foreground `run` closed). SIGHUP is a stop, not a reload: the config
@@ -82,32 +80,15 @@ func (e *exitCode) Unwrap() error { return e.err }
 var StopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 
 // tree is the command tree, explicit and in the order help lists it. Each
-// entry adds its commands (register); the remote commands' files still
-// register from init() (they hold their own sub-commands).
-var tree = []func(){registerRun, registerServiceCommands, registerStatus, registerVision, registerSettings, registerProbe, registerSetup}
+// entry adds its commands (register); remote adds its subcommands from
+// remoteTree (cmd_remote.go).
+var tree = []func(){registerRun, registerServiceCommands, registerStatus, registerVision, registerSettings, registerProbe, registerSetup, registerRemote}
 
-// order is the help order: the tree's, then what init() registered.
-var order []string
-
+// buildTree registers the tree once (Main and printUsage call it).
 var buildTree = sync.OnceFunc(func() {
-	registered := map[string]bool{}
-	for n := range commands { // from init(): remote
-		registered[n] = true
-	}
 	for _, add := range tree {
 		add()
 	}
-	for _, n := range orderAdded {
-		if !registered[n] {
-			order = append(order, n)
-		}
-	}
-	var rest []string
-	for n := range registered {
-		rest = append(rest, n)
-	}
-	sort.Strings(rest)
-	order = append(order, rest...)
 })
 
 // Main runs the command line for args (without the program name) and

@@ -13,12 +13,6 @@ import (
 	"github.com/strata-companion/companion/internal/settings"
 )
 
-// Set by cmd_probe_ssh.go (the second-PC probe). nil until that lands.
-var sshProbe struct {
-	setFlags func(fs *flag.FlagSet)                                                   // extra flags (--identity, --accept-host-key...)
-	run      func(ctx context.Context, env *cliEnv, target string, asJSON bool) error // probes target over ssh and prints
-}
-
 // probeJSONSchema is the version of the --json structure (docs/probe.md).
 // Adding fields keeps it; renaming or removing one bumps it.
 const probeJSONSchema = 1
@@ -36,6 +30,10 @@ func registerProbe() {
 		sshTarget string
 		smiPath   string
 		timeout   time.Duration
+		// --ssh: the second PC (cmd_probe_ssh.go)
+		login     sshLogin
+		remoteDir string
+		transfer  int
 	)
 	register(&command{
 		name:    "probe",
@@ -46,19 +44,16 @@ func registerProbe() {
 			fs.StringVar(&sshTarget, "ssh", "", "probe a second PC over ssh instead: [user@]host[:port]")
 			fs.StringVar(&smiPath, "nvidia-smi", "", "use this nvidia-smi instead of searching PATH and the driver's folders")
 			fs.DurationVar(&timeout, "timeout", probe.DefaultTimeout, "how long nvidia-smi may take before it is stopped")
-			if sshProbe.setFlags != nil {
-				sshProbe.setFlags(fs)
-			}
+			login.addFlags(fs)
+			fs.StringVar(&remoteDir, "remote-dir", "", "with --ssh: the folder on the second PC to look for strata-vision and the model files in (default: the paired PC's, from the settings)")
+			fs.IntVar(&transfer, "transfer-mb", 4, "with --ssh: megabytes sent each way to measure the link")
 		},
 		run: func(ctx context.Context, env *cliEnv, args []string) error {
 			if len(args) > 0 {
 				return fmt.Errorf("unexpected argument %q (to probe a second PC, use --ssh %s)", args[0], args[0])
 			}
 			if sshTarget != "" {
-				if sshProbe.run == nil {
-					return fmt.Errorf("probing a second PC is not yet available in this build")
-				}
-				return sshProbe.run(ctx, env, sshTarget, asJSON)
+				return runSSHProbe(ctx, env, &login, sshTarget, remoteDir, transfer, asJSON)
 			}
 			r := probe.Probe(ctx, probe.Options{NvidiaSMIPath: smiPath, Timeout: timeout})
 			rec := probe.Recommend(r, nil)

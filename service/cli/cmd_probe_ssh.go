@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -94,22 +93,6 @@ func wakeLine(w *sshProbeWake) string {
 		what = "not set up (MAC " + w.MAC + " recorded)"
 	}
 	return "  Wake   " + what + ": " + w.Hint
-}
-
-func init() {
-	var (
-		login     sshLogin
-		remoteDir string
-		transfer  int
-	)
-	sshProbe.setFlags = func(fs *flag.FlagSet) {
-		login.addFlags(fs)
-		fs.StringVar(&remoteDir, "remote-dir", "", "with --ssh: the folder on the second PC to look for strata-vision and the model files in (default: the paired PC's, from the settings)")
-		fs.IntVar(&transfer, "transfer-mb", 4, "with --ssh: megabytes sent each way to measure the link")
-	}
-	sshProbe.run = func(ctx context.Context, env *cliEnv, target string, asJSON bool) error {
-		return runSSHProbe(ctx, env, &login, target, remoteDir, transfer, asJSON)
-	}
 }
 
 func runSSHProbe(ctx context.Context, env *cliEnv, login *sshLogin, target, remoteDir string, transferMB int, asJSON bool) error {

@@ -138,10 +138,17 @@ exit 9
 	}
 }
 
-// `probe --ssh` is built in (the old "not yet available" answer is gone);
-// its behaviour against a real sshd is in cmd_remote_test.go.
+// `probe --ssh` is built in (the old "not yet available" answer is gone):
+// its flags are in probe's help; its behaviour against a real sshd is in
+// cmd_remote_test.go.
 func TestProbeCLISSHIsBuiltIn(t *testing.T) {
-	if sshProbe.run == nil {
-		t.Fatal("probe --ssh is not wired to the second-PC probe")
+	var out, errb strings.Builder
+	if code := Main(context.Background(), []string{"probe", "--help"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("probe --help: exit %d\n%s", code, errb.String())
+	}
+	for _, f := range []string{"-ssh ", "-identity ", "-accept-host-key ", "-remote-dir ", "-transfer-mb "} {
+		if !strings.Contains(out.String(), "  "+f) {
+			t.Errorf("probe --help lacks %s (the second-PC probe is not wired):\n%s", f, out.String())
+		}
 	}
 }

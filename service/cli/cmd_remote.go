@@ -22,8 +22,13 @@ import (
 	"github.com/strata-companion/companion/internal/sshx"
 )
 
-// remoteSubcommands is filled by init() functions (pair, unpair here; prepare in cmd_remote_prepare.go).
+// remoteSubcommands is filled by registerRemote from remoteTree.
 var remoteSubcommands = map[string]remoteSubcommand{}
+
+// remoteTree is the remote command's subcommands, explicit like tree: each
+// entry adds its own (pair and unpair here, prepare in cmd_remote_prepare.go,
+// idle-stop in cmd_remote_idle.go).
+var remoteTree = []func(){addRemotePairing, addRemotePrepare, addRemoteIdleStop}
 
 // remoteSubcommand is one "strata-service remote <name>" action. setFlags
 // adds its own flags to the remote command's flag set (all subcommands share
@@ -38,7 +43,10 @@ type remoteSubcommand struct {
 	run      func(ctx context.Context, env *cliEnv, args []string) error
 }
 
-func init() {
+func registerRemote() {
+	for _, add := range remoteTree {
+		add()
+	}
 	register(&command{
 		name:    "remote",
 		summary: "pair, unpair or prepare the second PC that reads pictures",
@@ -260,7 +268,8 @@ func isTerminal(r io.Reader) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-func init() {
+// addRemotePairing adds "remote pair" and "remote unpair".
+func addRemotePairing() {
 	var (
 		login         sshLogin
 		forced        string

@@ -15,7 +15,7 @@ import (
 // control API (POST /v1/settings), so the service stays the one writer of
 // the settings; with no service this process hosts the same backend, under
 // the same cross-process lock.
-func init() {
+func addRemoteIdleStop() {
 	remoteSubcommands["idle-stop"] = remoteSubcommand{
 		summary: "stop the second PC's encoder after this long without a picture (off: keep it running)",
 		usage:   "strata-service remote idle-stop <seconds>|<duration like 10m>|off",

@@ -19,7 +19,7 @@ import (
 // this PC's build fits) and start the encoder there once to see READY. The
 // work is in internal/secondpc (the wizard calls the same); this file only
 // has the flags and prints the answer.
-func init() {
+func addRemotePrepare() {
 	var (
 		mmproj, model, encoder, localEncoder, agentBin, remoteDir string
 		gpu                                                       bool

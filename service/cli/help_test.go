@@ -9,6 +9,7 @@ import (
 // --help prints the usage once, on stdout, and exits 0; a bad flag says so
 // on stderr and exits 2; every flag the help names exists.
 func TestHelpOnceOnStdout(t *testing.T) {
+	buildTree()
 	var runs [][]string
 	for name := range commands {
 		runs = append(runs, []string{name})
