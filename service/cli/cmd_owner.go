@@ -1,0 +1,47 @@
+package cli
+
+// Every command that changes the settings or Strata's config asks their one
+// owner (internal/backend): the running service through its control API, or,
+// only when no service answers, the same backend hosted in this process
+// under the same cross-process lock.
+
+import (
+	"context"
+
+	"github.com/strata-companion/companion/internal/backend"
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/secondpc"
+)
+
+// runningService is a client of the service when one answers, else nil
+// (then the command hosts the backend itself).
+func runningService(ctx context.Context) *controlapi.Client {
+	c, err := controlapi.NewClient()
+	if err != nil {
+		return nil
+	}
+	if _, err := c.State(ctx); err != nil {
+		return nil // a stale address file: the service is not running
+	}
+	return c
+}
+
+// onLocalOwner runs when this process hosts the backend itself (no service
+// answered). Tests set it to prove a running service did the writing.
+var onLocalOwner = func() {}
+
+// localOwner is the backend in this process, for the settings alone.
+func localOwner() *backend.Backend {
+	onLocalOwner()
+	return backend.New(backend.Options{SettingsPath: locations.SettingsFile()})
+}
+
+// remoteRecorder records the second PC through its owner: the service's
+// API when it runs, else the in-process backend.
+func remoteRecorder(ctx context.Context) secondpc.Recorder {
+	if c := runningService(ctx); c != nil {
+		return secondpc.APIRecorder{Client: c}
+	}
+	return localOwner()
+}

@@ -1,0 +1,371 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/term"
+
+	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/secondpc"
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/sshx"
+)
+
+// remoteSubcommands is filled by registerRemote from remoteTree.
+var remoteSubcommands = map[string]remoteSubcommand{}
+
+// remoteTree is the remote command's subcommands, explicit like tree: each
+// entry adds its own (pair and unpair here, prepare in cmd_remote_prepare.go,
+// idle-stop in cmd_remote_idle.go).
+var remoteTree = []func(){addRemotePairing, addRemotePrepare, addRemoteIdleStop}
+
+// remoteSubcommand is one "strata-service remote <name>" action. setFlags
+// adds its own flags to the remote command's flag set (all subcommands share
+// one set, so flag names must not clash); run gets the positional arguments
+// after the subcommand's name.
+type remoteSubcommand struct {
+	summary string
+	// usage is the subcommand's own line ("strata-service remote pair
+	// [user@]host[:port] [flags]"), printed by `remote <name> --help`.
+	usage    string
+	setFlags func(fs *flag.FlagSet)
+	run      func(ctx context.Context, env *cliEnv, args []string) error
+}
+
+func registerRemote() {
+	for _, add := range remoteTree {
+		add()
+	}
+	register(&command{
+		name:    "remote",
+		summary: "pair, unpair or prepare the second PC that reads pictures",
+		usage:   "strata-service remote <subcommand> [arguments] [flags]",
+		// The command's flag set is parsed before the subcommand is known, so
+		// it accepts every subcommand's flags (a name two subcommands share is
+		// added once); runRemote then hands the ones given to the chosen
+		// subcommand's own flag set, which rejects flags that are not its.
+		setFlags: func(fs *flag.FlagSet) {
+			remoteFlags = fs
+			// --help is the remote command's own flag, so that
+			// "remote <name> --help" reaches runRemote and prints that
+			// subcommand's usage (not the union of every subcommand's flags).
+			remoteHelp = false
+			fs.BoolVar(&remoteHelp, "help", false, "show the usage of remote or of one subcommand")
+			fs.BoolVar(&remoteHelp, "h", false, "the same as --help")
+			for _, name := range remoteNames() {
+				sc := remoteSubcommands[name]
+				if sc.setFlags == nil {
+					continue
+				}
+				tmp := flag.NewFlagSet(name, flag.ContinueOnError)
+				sc.setFlags(tmp)
+				tmp.VisitAll(func(f *flag.Flag) {
+					if fs.Lookup(f.Name) == nil {
+						fs.Var(f.Value, f.Name, f.Usage)
+					}
+				})
+			}
+		},
+		run: runRemote,
+	})
+}
+
+func remoteNames() []string {
+	names := make([]string, 0, len(remoteSubcommands))
+	for n := range remoteSubcommands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// remoteHelp is the remote command's --help (see setFlags).
+var remoteHelp bool
+
+func printRemoteUsage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: strata-service remote <subcommand> [arguments] [flags]")
+	fmt.Fprintln(w, "\nSubcommands:")
+	for _, n := range remoteNames() {
+		fmt.Fprintf(w, "  %-9s %s\n            %s\n", n, remoteSubcommands[n].summary, remoteSubcommands[n].usage)
+	}
+	fmt.Fprintln(w, "\nRun \"strata-service remote <subcommand> --help\" for its flags.")
+}
+
+// printSubcommandUsage prints one subcommand's usage and only its own flags.
+func printSubcommandUsage(w io.Writer, name string, sc remoteSubcommand) {
+	fmt.Fprintf(w, "%s\n\nUsage: %s\n", sc.summary, sc.usage)
+	fs := flag.NewFlagSet("strata-service remote "+name, flag.ContinueOnError)
+	if sc.setFlags != nil {
+		sc.setFlags(fs)
+	}
+	fs.StringVar(new(string), "strata-root", "", "the Strata install folder (the one holding serve/ and engine/)")
+	fs.StringVar(new(string), "config", "", "the Strata config file (strata-<tag>.json) to use")
+	fmt.Fprintln(w, "\nFlags:")
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
+func runRemote(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) == 0 {
+		if remoteHelp {
+			printRemoteUsage(env.stdout)
+			return nil
+		}
+		printRemoteUsage(env.stderr)
+		return &exitCode{code: 2}
+	}
+	sc, ok := remoteSubcommands[args[0]]
+	if ok && remoteHelp {
+		printSubcommandUsage(env.stdout, args[0], sc)
+		return nil
+	}
+	if !ok {
+		printRemoteUsage(env.stderr)
+		return &exitCode{code: 2, err: fmt.Errorf("unknown subcommand %q (one of: %s)", args[0], strings.Join(remoteNames(), ", "))}
+	}
+	// Re-apply the flags given to the chosen subcommand's own set. Their
+	// values are read first: setFlags below resets the variables behind them.
+	type given struct{ name, value string }
+	var set []given
+	if remoteFlags != nil {
+		remoteFlags.Visit(func(f *flag.Flag) {
+			if f.Name != "strata-root" && f.Name != "config" && f.Name != "help" && f.Name != "h" {
+				set = append(set, given{f.Name, f.Value.String()})
+			}
+		})
+	}
+	sub := flag.NewFlagSet("strata-service remote "+args[0], flag.ContinueOnError)
+	sub.SetOutput(io.Discard)
+	if sc.setFlags != nil {
+		sc.setFlags(sub)
+	}
+	for _, g := range set {
+		if sub.Lookup(g.name) == nil {
+			return &exitCode{code: 2, err: fmt.Errorf("--%s does not apply to \"remote %s\"", g.name, args[0])}
+		}
+		if err := sub.Set(g.name, g.value); err != nil {
+			return &exitCode{code: 2, err: fmt.Errorf("--%s: %v", g.name, err)}
+		}
+	}
+	return sc.run(ctx, env, args[1:])
+}
+
+// remoteFlags is the remote command's parsed flag set (set by setFlags, which
+// Main calls once per invocation before run).
+var remoteFlags *flag.FlagSet
+
+// sshLogin is how the CLI logs in to a second PC with the user's own
+// credentials: flags, ~/.ssh/config prefill, prompts on a terminal.
+type sshLogin struct {
+	identity      string
+	acceptHostKey string
+	passwordStdin bool
+	timeout       time.Duration
+}
+
+func (l *sshLogin) addFlags(fs *flag.FlagSet) {
+	fs.StringVar(&l.identity, "identity", "", "log in with this private key file (else: your ssh-agent, the IdentityFile of ~/.ssh/config, ~/.ssh/id_*)")
+	fs.StringVar(&l.acceptHostKey, "accept-host-key", "", "trust the second PC's host key if its fingerprint is exactly this (SHA256:...), after checking it on that PC")
+	fs.BoolVar(&l.passwordStdin, "password-stdin", false, "read your password on that PC from the first line of stdin (for scripts)")
+	fs.DurationVar(&l.timeout, "connect-timeout", sshx.DefaultTimeout, "give up when the connection and ssh handshake take longer than this")
+}
+
+// login is the second-PC login these flags describe: the target completed
+// from ~/.ssh/config, the user's credentials, and the terminal's question
+// for an unknown host key. extraKeys (the companion's own key, when probing
+// the paired PC) are offered too.
+func (l *sshLogin) login(env *cliEnv, target string, extraKeys ...string) (*secondpc.Login, error) {
+	ep, hc, err := secondpc.Endpoint(target, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	return &secondpc.Login{Endpoint: ep, HostConfig: hc, Creds: l.credentials(env, ep, extraKeys...),
+		KnownHosts: &sshx.KnownHosts{File: locations.KnownHostsFile(), Accept: l.acceptHostKey},
+		Confirm:    terminalHostKeyQuestion(env), Timeout: l.timeout}, nil
+}
+
+// credentials are the user's: --identity (else ssh-agent, ~/.ssh/config,
+// ~/.ssh/id_*), a password from --password-stdin or the terminal.
+func (l *sshLogin) credentials(env *cliEnv, ep sshx.Endpoint, extraKeys ...string) secondpc.Credentials {
+	c := secondpc.Credentials{Passphrase: terminalPassphrase(env), ExtraKeys: extraKeys,
+		NoWayHint: "pass --identity FILE or --password-stdin, start ssh-agent, or run this in a terminal to type a password"}
+	if l.identity != "" {
+		c.IdentityFiles = []string{l.identity}
+	}
+	switch {
+	case l.passwordStdin:
+		var once sync.Once
+		var pw string
+		var perr error
+		c.Password = func() (string, error) {
+			once.Do(func() {
+				line, err := bufio.NewReader(env.stdin).ReadString('\n')
+				if err != nil && line == "" {
+					perr = errors.New("--password-stdin: no password on stdin")
+				}
+				pw = strings.TrimRight(line, "\r\n")
+			})
+			return pw, perr
+		}
+	case isTerminal(env.stdin):
+		c.Password = func() (string, error) {
+			fmt.Fprintf(env.stderr, "Password for %s: ", ep)
+			b, err := term.ReadPassword(int(env.stdin.(*os.File).Fd()))
+			fmt.Fprintln(env.stderr)
+			return string(b), err
+		}
+	}
+	return c
+}
+
+// terminalHostKeyQuestion asks on a terminal whether to trust an unknown
+// host key; elsewhere it is nil, and the error says how (--accept-host-key).
+func terminalHostKeyQuestion(env *cliEnv) secondpc.ConfirmHostKey {
+	if !isTerminal(env.stdin) {
+		return nil
+	}
+	return func(_ context.Context, hk *sshx.HostKeyError) bool {
+		fmt.Fprintf(env.stderr, "%s\nTrust this host key (%s)? Type yes to trust it: ", hk.Error(), hk.Fingerprint)
+		line, _ := bufio.NewReader(env.stdin).ReadString('\n')
+		return strings.TrimSpace(strings.ToLower(line)) == "yes"
+	}
+}
+
+// hostKeyHint is what to add to an unknown-host error on the command line.
+func hostKeyHint(err error) string {
+	var hk *sshx.HostKeyError
+	if errors.As(err, &hk) && !hk.Changed() && hk.Rejected == "" {
+		return fmt.Sprintf("; if it matches, run again with --accept-host-key %s", hk.Fingerprint)
+	}
+	return ""
+}
+
+func terminalPassphrase(env *cliEnv) sshx.Passphrase {
+	if !isTerminal(env.stdin) {
+		return nil
+	}
+	return func(path string) ([]byte, error) {
+		fmt.Fprintf(env.stderr, "Passphrase for %s: ", path)
+		b, err := term.ReadPassword(int(env.stdin.(*os.File).Fd()))
+		fmt.Fprintln(env.stderr)
+		return b, err
+	}
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// addRemotePairing adds "remote pair" and "remote unpair".
+func addRemotePairing() {
+	var (
+		login         sshLogin
+		forced        string
+		authorizedKey string
+	)
+	remoteSubcommands["pair"] = remoteSubcommand{
+		summary: "give the companion its own key on the second PC (asks for your credentials once)",
+		usage:   "strata-service remote pair [user@]host[:port] [flags]",
+		setFlags: func(fs *flag.FlagSet) {
+			login.addFlags(fs)
+			fs.StringVar(&forced, "forced-command", "", "pin the companion's key to this one command on the second PC (see docs/second-pc.md)")
+			fs.StringVar(&authorizedKey, "authorized-keys", "", "install the key in this file on the second PC (when its sshd's AuthorizedKeysFile is not ~/.ssh/authorized_keys)")
+		},
+		run: func(ctx context.Context, env *cliEnv, args []string) error {
+			if len(args) != 1 {
+				return &exitCode{code: 2, err: errors.New("usage: strata-service remote pair [user@]host[:port]")}
+			}
+			l, err := login.login(env, args[0])
+			if err != nil {
+				return err
+			}
+			ep := l.Endpoint
+			res, err := secondpc.Pair(ctx, l, secondpc.PairOptions{ForcedCommand: forced, AuthorizedKeysFile: authorizedKey,
+				Progress: func(s string) { fmt.Fprintln(env.stderr, "... "+s) }}, remoteRecorder(ctx))
+			if err != nil {
+				return fmt.Errorf("%v%s", err, hostKeyHint(err))
+			}
+			hostKey, _, _, _, _ := ssh.ParseAuthorizedKey([]byte(res.Remote.HostKey))
+			fmt.Fprintf(env.stdout, "Paired with %s (%s/%s).\n", ep, res.OS, res.Arch)
+			if res.KeyCreated {
+				fmt.Fprintf(env.stdout, "  The companion's own key: %s (new)\n", res.Remote.KeyFile)
+			} else {
+				fmt.Fprintf(env.stdout, "  The companion's own key: %s (kept)\n", res.Remote.KeyFile)
+			}
+			fmt.Fprintf(env.stdout, "  Installed in %s on that PC, restricted (no forwarding, no terminal)\n", res.Installed)
+			if hostKey != nil {
+				fmt.Fprintf(env.stdout, "  Host key pinned: %s\n", sshx.Fingerprint(hostKey))
+			}
+			fmt.Fprintln(env.stdout, "  Checked: the companion's key logs in on its own.")
+			if res.Remote.MAC != "" {
+				fmt.Fprintf(env.stdout, "  Network card %s recorded (for waking that PC)\n", res.Remote.MAC)
+			}
+			fmt.Fprintf(env.stdout, "Next: strata-service probe --ssh %s, then strata-service remote prepare\n", ep)
+			return nil
+		},
+	}
+
+	var (
+		unLogin sshLogin
+		force   bool
+		unAK    string
+	)
+	remoteSubcommands["unpair"] = remoteSubcommand{
+		summary: "remove the companion's key from the second PC, and its pin and key here",
+		usage:   "strata-service remote unpair [[user@]host[:port]] [--force] [flags]",
+		setFlags: func(fs *flag.FlagSet) {
+			unLogin.addFlags(fs)
+			fs.BoolVar(&force, "force", false, "forget the second PC here even when it cannot be reached (its authorized_keys line then stays)")
+			fs.StringVar(&unAK, "authorized-keys", "", "the file on the second PC the key was installed in, if not the default")
+		},
+		run: func(ctx context.Context, env *cliEnv, args []string) error {
+			rec := remoteRecorder(ctx)
+			rm, err := rec.Paired(ctx)
+			if err != nil {
+				return err
+			}
+			if rm == nil || rm.Host == "" {
+				return errors.New("no second PC is paired; nothing to do")
+			}
+			paired := sshx.Endpoint{User: rm.User, Host: rm.Host, Port: rm.Port}
+			if len(args) > 1 {
+				return &exitCode{code: 2, err: errors.New("usage: strata-service remote unpair [[user@]host[:port]]")}
+			}
+			if len(args) == 1 {
+				ep, err := sshx.ParseEndpoint(args[0])
+				if err != nil {
+					return err
+				}
+				if ep.Host != paired.Host || (ep.Port != 0 && ep.Port != paired.Port) {
+					return fmt.Errorf("the paired second PC is %s, not %s", paired, args[0])
+				}
+			}
+			// The user's own credentials are only a fallback: the
+			// companion's key normally removes itself.
+			r, err := secondpc.Unpair(ctx, secondpc.UnpairOptions{Creds: unLogin.credentials(env, paired), Force: force,
+				AuthorizedKeysFile: unAK, Timeout: unLogin.timeout,
+				Progress: func(s string) { fmt.Fprintln(env.stderr, "... "+s) }}, rec)
+			if r == nil {
+				return err
+			}
+			st, _ := settings.LoadDefault()
+			fmt.Fprintf(env.stdout, "Unpaired %s: its host key pin, the companion's key and the settings entry are gone here.\n", paired)
+			if st != nil && st.Vision == settings.PlacementRemote {
+				fmt.Fprintln(env.stdout, "  Vision is still set to the second PC: pictures fail until you pair again or run \"strata-service vision gpu|cpu|off\".")
+			}
+			return err
+		},
+	}
+}

@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/settings"
+)
+
+// `strata-service remote idle-stop <seconds>|off`: how long the second PC's
+// encoder may sit without a picture before the relay stops it (giving that
+// PC its VRAM back). With the service running the change goes through its
+// control API (POST /v1/settings), so the service stays the one writer of
+// the settings; with no service this process hosts the same backend, under
+// the same cross-process lock.
+func addRemoteIdleStop() {
+	remoteSubcommands["idle-stop"] = remoteSubcommand{
+		summary: "stop the second PC's encoder after this long without a picture (off: keep it running)",
+		usage:   "strata-service remote idle-stop <seconds>|<duration like 10m>|off",
+		run: func(ctx context.Context, env *cliEnv, args []string) error {
+			if len(args) != 1 {
+				return &exitCode{code: 2, err: errors.New("usage: strata-service remote idle-stop <seconds>|off (e.g. 600, 10m, off)")}
+			}
+			secs, err := settings.ParseIdleStop(args[0])
+			if err != nil {
+				return &exitCode{code: 2, err: err}
+			}
+			how, err := setIdleStop(ctx, secs)
+			if err != nil {
+				return err
+			}
+			if secs == 0 {
+				fmt.Fprintf(env.stdout, "The second PC's encoder now keeps running between pictures (%s).\n", how)
+			} else {
+				fmt.Fprintf(env.stdout, "The second PC's encoder now stops after %s without a picture (%s).\n", settings.FormatIdleStop(secs), how)
+			}
+			return nil
+		},
+	}
+}
+
+// setIdleStop changes the setting through its owner (the running service,
+// else the backend in this process); it says which.
+func setIdleStop(ctx context.Context, secs int) (string, error) {
+	p := controlapi.SettingsPatch{IdleStopS: &secs}
+	if c := runningService(ctx); c != nil {
+		_, err := c.PatchSettings(ctx, p)
+		var se *controlapi.StatusError
+		switch {
+		case err == nil:
+			return "set through the running service", nil
+		case errors.As(err, &se) && se.Code == 404:
+			return "", errors.New("the running service is older than this program and cannot change settings: restart it after updating (strata-service stop, then strata-service start), then run this again")
+		case errors.As(err, &se) && se.Code < 500:
+			return "", errors.New(se.Message)
+		default:
+			return "", fmt.Errorf("the service could not change it: %w; try again, or stop the service and run this again", err)
+		}
+	}
+	b := localOwner()
+	if _, err := b.PatchSettings(ctx, p); err != nil {
+		return "", err
+	}
+	return "saved in " + b.SettingsPath() + "; the relay uses it from its next connection to the second PC, at the latest when Strata restarts", nil
+}

@@ -1,0 +1,98 @@
+package cli
+
+// `vision` through the running service: when strata-service runs, the
+// change goes through POST /v1/vision, so the service is the one writer of
+// the config and the settings and restarts Strata itself; otherwise
+// cmd_vision.go hosts the same backend in this process.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/strata-companion/companion/internal/controlapi"
+)
+
+// visionThroughService sends the change to the running service. handled is
+// false when no service answers (then the caller hosts the backend).
+func visionThroughService(ctx context.Context, env *cliEnv, req controlapi.VisionRequest, o visionOptions) (handled bool, err error) {
+	c := runningService(ctx)
+	if c == nil {
+		return false, nil
+	}
+	st, err := c.State(ctx)
+	if err != nil {
+		return false, nil // it stopped a moment ago
+	}
+	// The service owns the settings of this machine: changing another
+	// install's config here would leave them disagreeing.
+	if !samePath(env.configPath, st.Config.Path) || !samePath(env.strataRoot, st.Config.StrataRoot) {
+		return true, &exitCode{code: 1, err: fmt.Errorf("the running service manages %s; to change another install, stop the service first (strata-service stop)", st.Config.Path)}
+	}
+	if o.relay != "" {
+		return true, &exitCode{code: 2, err: errors.New("--relay works only while no service runs (the service uses the relay installed beside it): drop --relay, or stop the service first")}
+	}
+	// Say what the change means (restart or not) before it is made.
+	dry := req
+	dry.DryRun = true
+	resp, err := c.SetVision(ctx, dry)
+	if err == nil && !req.DryRun {
+		printVision(env, resp.Diff, resp.Notes, resp.Message, false)
+		if resp.RestartNeeded && !o.yes {
+			if err := confirmRestart(env); err != nil {
+				return true, err
+			}
+		}
+		resp, err = c.SetVision(ctx, req)
+	}
+	if err != nil {
+		var se *controlapi.StatusError
+		if errors.As(err, &se) && se.Code == 400 {
+			return true, &exitCode{code: 1, err: errors.New(se.Message)}
+		}
+		if errors.As(err, &se) && se.Code == 409 {
+			return true, &exitCode{code: 1, err: fmt.Errorf("%s (nothing was changed)", se.Message)}
+		}
+		return true, fmt.Errorf("the service could not change vision: %w", err)
+	}
+	switch {
+	case req.DryRun:
+		printVision(env, resp.Diff, resp.Notes, resp.Message, true)
+	case resp.Written:
+		fmt.Fprintf(env.stdout, "The service saved the config (the old one is in %s).\n", resp.Backup)
+		if resp.Restarted {
+			fmt.Fprintln(env.stdout, "The service is restarting the Strata server; follow it with `strata-service status`.")
+		} else {
+			fmt.Fprintln(env.stdout, restartHint)
+		}
+	}
+	return true, nil
+}
+
+// confirmRestart asks on a terminal whether to go on with a change that
+// restarts Strata; elsewhere it refuses (exit 2): a script that changes
+// vision must say --yes to interrupt text generation.
+func confirmRestart(env *cliEnv) error {
+	if !isTerminal(env.stdin) {
+		return &exitCode{code: 2, err: errors.New("this change restarts Strata (text stops for a while) and no one is at a terminal to confirm it: nothing was changed; run it again with --yes")}
+	}
+	fmt.Fprint(env.stderr, "Restart Strata now? Type yes to go on: ")
+	line, _ := bufio.NewReader(env.stdin).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "yes" && a != "y" {
+		return &exitCode{code: 1, err: errors.New("nothing was changed")}
+	}
+	return nil
+}
+
+// samePath: an unset flag matches anything; a set one must name the same file.
+func samePath(flag, service string) bool {
+	if flag == "" {
+		return true
+	}
+	a, err1 := filepath.Abs(flag)
+	b, err2 := filepath.Abs(service)
+	return err1 == nil && err2 == nil && filepath.Clean(a) == filepath.Clean(b)
+}
