@@ -81,6 +81,21 @@ func winProcsOf(w *testenv.Wine, exe string) []int {
 	return out
 }
 
+// prefixProcs lists every process that runs in w's prefix (its
+// WINEPREFIX), wineserver included.
+func prefixProcs(w *testenv.Wine) []string {
+	var out []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		env, _ := os.ReadFile(d + "/environ")
+		if bytes.Contains(env, []byte("WINEPREFIX="+w.Prefix+"\x00")) {
+			cl, _ := os.ReadFile(d + "/cmdline")
+			out = append(out, filepath.Base(d)+" "+strings.ReplaceAll(string(cl), "\x00", " "))
+		}
+	}
+	return out
+}
+
 func waitWinProcs(t *testing.T, w *testenv.Wine, what, exe string, want bool) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
@@ -164,16 +179,40 @@ func (e *lineEncoder) quit() {
 // stub through it, the Windows stand-in encoder found there and READY),
 // pictures through the built relay as Strata drives it (each .sve
 // byte-identical to the stand-in's run here), the PC off (ERR) and back
-// (OK), `remote idle-stop` (taken at the next connection: the encoder stops,
-// the next picture wakes it), `remote unpair` (our line gone, the rest of
+// (OK), `remote idle-stop` (the relay hands it to its agent: the encoder
+// stops, the next picture wakes it), `remote unpair` (our line gone, the rest of
 // the file byte-identical, CRLF included).
 func TestWindowsSecondPCThroughTheCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sets up wine")
 	}
 	t0 := time.Now()
+	// Nothing may be left in the temp folder or run on once the test and
+	// its cleanups are done (registered first: this runs last). The temp
+	// folder is this test's own, so other tests' files do not count.
+	tmp, err := os.MkdirTemp("", "strata-winpc-cli-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w *testenv.Wine
+	t.Cleanup(func() {
+		if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+			var names []string
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			t.Errorf("left in the temp folder: %v", names)
+		}
+		os.RemoveAll(tmp)
+		if w != nil {
+			if left := prefixProcs(w); len(left) != 0 {
+				t.Errorf("processes of the wine prefix still running: %v", left)
+			}
+		}
+	})
+	t.Setenv("TMPDIR", tmp)
 	isolate(t)
-	w := testenv.WineFor(t, nil)
+	w = testenv.WineFor(t, nil)
 	pc := testenv.StartWindowsPC(t, testenv.WindowsPCOptions{Wine: w})
 	winRelay := w.Build(t, "github.com/strata-companion/companion/relay")
 	winStandin := w.Build(t, "github.com/strata-companion/companion/internal/fakeencoder/cmd/strata-vision-standin")
@@ -270,7 +309,8 @@ func TestWindowsSecondPCThroughTheCLI(t *testing.T) {
 	strataTmp := filepath.Join(t.TempDir(), "strata-vision-x1y2")
 	os.MkdirAll(strataTmp, 0o700)
 	n := 0
-	picture := func(wantOK bool) string {
+	const mustOK, mustERR, either = 0, 1, 2
+	picture := func(mode int) string {
 		t.Helper()
 		n++
 		data := append([]byte("\xff\xd8\xff\xe0JFIF"), bytes.Repeat([]byte{byte(n)}, 3000+n*20000)...)
@@ -280,7 +320,10 @@ func TestWindowsSecondPCThroughTheCLI(t *testing.T) {
 		os.WriteFile(img, data, 0o600)
 		defer os.Remove(img) // Strata deletes the .img once the reply came
 		reply := rl.enc(img, sve)
-		if !wantOK {
+		if mode == either && strings.HasPrefix(reply, "ERR ") {
+			return reply
+		}
+		if mode == mustERR {
 			if !strings.HasPrefix(reply, "ERR ") {
 				t.Fatalf("picture %d: %q, want ERR\n%s", n, reply, rl.stderr.String())
 			}
@@ -301,26 +344,38 @@ func TestWindowsSecondPCThroughTheCLI(t *testing.T) {
 	}
 	tp = time.Now()
 	for i := 0; i < 3; i++ {
-		picture(true)
+		picture(mustOK)
 	}
 	t.Logf("3 pictures through the relay (the first with connect and encoder start) in %v", time.Since(tp))
 	waitWinProcs(t, w, "while reading pictures", "strata-vision.exe", true)
 
-	// 4. The second PC off: ERR at once-ish; the idle stop is set meanwhile
-	//    (the relay hands it to the agent at its next connection); back: OK.
+	// 4. The second PC off: ERR at once; the idle stop is set meanwhile
+	//    (the relay reads the settings per picture and hands a change to
+	//    the agent it runs); back: OK.
 	pc.SSHD.Stop()
 	tp = time.Now()
-	t.Logf("with the PC off: %s (after %v)", picture(false), time.Since(tp))
+	t.Logf("with the PC off: %s (after %v)", picture(mustERR), time.Since(tp))
+	tp = time.Now()
+	t.Logf("with the PC still off: %s (after %v)", picture(mustERR), time.Since(tp))
 	if out, errOut, code := remoteCLI(t, "", "remote", "idle-stop", "3"); code != 0 {
 		t.Fatalf("idle-stop: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if st, _ := settings.LoadDefault(); st.Remote == nil || st.Remote.IdleStopS != 3 {
 		t.Fatalf("settings after idle-stop: %+v", st.Remote)
 	}
+	// Back: the relay, which knows the PC is down, answers at once until its
+	// background retry (every 2 s) reaches the PC again; then the next
+	// picture is read, as a user sending pictures meets it.
 	pc.SSHD.Start()
 	tp = time.Now()
-	picture(true)
-	t.Logf("the first picture with the PC back took %v", time.Since(tp))
+	errs := 0
+	for reply := picture(either); strings.HasPrefix(reply, "ERR "); reply = picture(either) {
+		if errs++; time.Since(tp) > 60*time.Second {
+			t.Fatalf("the PC has been back for a minute and pictures still fail: %s\n%s", reply, rl.stderr.String())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("with the PC back, a picture was read after %v (%d answered ERR before the relay's retry reached it)", time.Since(tp), errs)
 
 	// 5. The idle stop: the encoder ends after 3 s without pictures, the
 	//    agent stays; the next picture wakes it.
@@ -329,8 +384,9 @@ func TestWindowsSecondPCThroughTheCLI(t *testing.T) {
 		t.Fatal("the agent ended with the encoder's idle stop")
 	}
 	tp = time.Now()
-	picture(true)
+	picture(mustOK)
 	t.Logf("a picture that woke the encoder took %v", time.Since(tp))
+	waitWinProcs(t, w, "after the picture that woke it", "strata-vision.exe", true)
 
 	// 6. Strata stops its encoder: the agent and the encoder end there.
 	rl.quit()
