@@ -56,54 +56,14 @@ func TestProbeSSHCLIAgainstAWindowsPC(t *testing.T) {
 	}
 }
 
-// winProcsOf lists the pids of this wine prefix's processes whose program
-// (argv[0], the Windows path wine shows) ends in exe: other tests' wine
-// processes on this machine are not counted.
-func winProcsOf(w *testenv.Wine, exe string) []int {
-	var out []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		b, err := os.ReadFile(d + "/cmdline")
-		if err != nil {
-			continue
-		}
-		argv0, _, _ := strings.Cut(string(b), "\x00")
-		if !strings.HasSuffix(strings.ToLower(argv0), strings.ToLower(exe)) {
-			continue
-		}
-		env, _ := os.ReadFile(d + "/environ")
-		if !bytes.Contains(env, []byte("\x00WINEPREFIX="+w.Prefix+"\x00")) && !bytes.HasPrefix(env, []byte("WINEPREFIX="+w.Prefix+"\x00")) {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(d))
-		out = append(out, pid)
-	}
-	return out
-}
-
-// prefixProcs lists every process that runs in w's prefix (its
-// WINEPREFIX), wineserver included.
-func prefixProcs(w *testenv.Wine) []string {
-	var out []string
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		env, _ := os.ReadFile(d + "/environ")
-		if bytes.Contains(env, []byte("WINEPREFIX="+w.Prefix+"\x00")) {
-			cl, _ := os.ReadFile(d + "/cmdline")
-			out = append(out, filepath.Base(d)+" "+strings.ReplaceAll(string(cl), "\x00", " "))
-		}
-	}
-	return out
-}
-
 func waitWinProcs(t *testing.T, w *testenv.Wine, what, exe string, want bool) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if (len(winProcsOf(w, exe)) > 0) == want {
+		if (len(w.Procs(exe)) > 0) == want {
 			return
 		}
 	}
-	t.Fatalf("%s: %s running %v, want running=%v", what, exe, winProcsOf(w, exe), want)
+	t.Fatalf("%s: %s running %v, want running=%v", what, exe, w.Procs(exe), want)
 }
 
 // lineEncoder is an encoder process driven as Strata drives one: the first
@@ -205,7 +165,7 @@ func TestWindowsSecondPCThroughTheCLI(t *testing.T) {
 		}
 		os.RemoveAll(tmp)
 		if w != nil {
-			if left := prefixProcs(w); len(left) != 0 {
+			if left := w.Procs(""); len(left) != 0 {
 				t.Errorf("processes of the wine prefix still running: %v", left)
 			}
 		}
@@ -380,7 +340,7 @@ func TestWindowsSecondPCThroughTheCLI(t *testing.T) {
 	// 5. The idle stop: the encoder ends after 3 s without pictures, the
 	//    agent stays; the next picture wakes it.
 	waitWinProcs(t, w, "after the idle stop", "strata-vision.exe", false)
-	if len(winProcsOf(w, relay.AgentName("windows"))) == 0 {
+	if len(w.Procs(relay.AgentName("windows"))) == 0 {
 		t.Fatal("the agent ended with the encoder's idle stop")
 	}
 	tp = time.Now()
