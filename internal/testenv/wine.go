@@ -3,6 +3,7 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -343,3 +344,25 @@ func CopyFile(src, dst string, mode os.FileMode) error {
 }
 
 func runtimeArch() string { return runtime.GOARCH }
+
+// Procs lists the processes that run in this prefix (their WINEPREFIX),
+// wineserver included, as "pid command line"; with exe set, only those
+// whose program (argv[0], the Windows path wine shows) ends in exe, letter
+// case ignored. Other tests' wine processes on the machine are not counted.
+func (w *Wine) Procs(exe string) []string {
+	var out []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		env, err := os.ReadFile(d + "/environ")
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), []byte("\x00WINEPREFIX="+w.Prefix+"\x00")) {
+			continue
+		}
+		cl, _ := os.ReadFile(d + "/cmdline")
+		argv0, _, _ := strings.Cut(string(cl), "\x00")
+		if exe != "" && !strings.HasSuffix(strings.ToLower(argv0), strings.ToLower(exe)) {
+			continue
+		}
+		out = append(out, filepath.Base(d)+" "+strings.TrimSpace(strings.ReplaceAll(string(cl), "\x00", " ")))
+	}
+	return out
+}

@@ -38,7 +38,7 @@ type WindowsPCOptions struct {
 	Wine *Wine
 }
 
-var hostBuilds sync.Map // package -> Linux binary path under the shared wine's Dir
+var hostBuilds sync.Map // prefix folder + package -> Linux binary path under that wine's Dir
 
 // StartWindowsPC starts a Windows second PC on this test binary's shared wine
 // prefix (SharedWine: TestMain must call testenv.Main), or on opts.Wine. Its sshd stops when
@@ -93,14 +93,17 @@ func StartWindowsPC(t testing.TB, opts WindowsPCOptions) *WindowsPC {
 // hostBuild builds a Linux program of this module once per test binary.
 func (w *Wine) hostBuild(t testing.TB, pkg string) string {
 	t.Helper()
-	if p, ok := hostBuilds.Load(pkg); ok {
+	// Keyed by the prefix too: a WineFor prefix (and the build in it) is
+	// gone when its test ends, and the next test's PC needs one of its own.
+	key := w.Dir + "\x00" + pkg
+	if p, ok := hostBuilds.Load(key); ok {
 		return p.(string)
 	}
 	out := filepath.Join(w.Dir, "bin", filepath.Base(pkg))
 	if err := BuildGo(out, pkg, "linux", runtimeArch()); err != nil {
 		t.Fatal(err)
 	}
-	hostBuilds.Store(pkg, out)
+	hostBuilds.Store(key, out)
 	return out
 }
 

@@ -268,12 +268,19 @@ func isTerminal(r io.Reader) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// agentBinaryUsage is --agent-binary's help on pair, unpair and prepare: a
+// Windows second PC gets the companion's agent, which installs and removes
+// the key there (and prepare runs it); by default the build for that PC's
+// OS and architecture is found beside this program (docs/second-pc.md).
+const agentBinaryUsage = "the strata-vision-relay build for the second PC (default: found beside this program, in <os>-<arch>/ or bin/<os>-<arch>/)"
+
 // addRemotePairing adds "remote pair" and "remote unpair".
 func addRemotePairing() {
 	var (
 		login         sshLogin
 		forced        string
 		authorizedKey string
+		pairAgent     string
 	)
 	remoteSubcommands["pair"] = remoteSubcommand{
 		summary: "give the companion its own key on the second PC (asks for your credentials once)",
@@ -282,6 +289,7 @@ func addRemotePairing() {
 			login.addFlags(fs)
 			fs.StringVar(&forced, "forced-command", "", "pin the companion's key to this one command on the second PC (see docs/second-pc.md)")
 			fs.StringVar(&authorizedKey, "authorized-keys", "", "install the key in this file on the second PC (when its sshd's AuthorizedKeysFile is not ~/.ssh/authorized_keys)")
+			fs.StringVar(&pairAgent, "agent-binary", "", agentBinaryUsage)
 		},
 		run: func(ctx context.Context, env *cliEnv, args []string) error {
 			if len(args) != 1 {
@@ -293,6 +301,7 @@ func addRemotePairing() {
 			}
 			ep := l.Endpoint
 			res, err := secondpc.Pair(ctx, l, secondpc.PairOptions{ForcedCommand: forced, AuthorizedKeysFile: authorizedKey,
+				Agent:    secondpc.AgentFinder{Path: pairAgent},
 				Progress: func(s string) { fmt.Fprintln(env.stderr, "... "+s) }}, remoteRecorder(ctx))
 			if err != nil {
 				return fmt.Errorf("%v%s", err, hostKeyHint(err))
@@ -321,6 +330,7 @@ func addRemotePairing() {
 		unLogin sshLogin
 		force   bool
 		unAK    string
+		unAgent string
 	)
 	remoteSubcommands["unpair"] = remoteSubcommand{
 		summary: "remove the companion's key from the second PC, and its pin and key here",
@@ -329,6 +339,7 @@ func addRemotePairing() {
 			unLogin.addFlags(fs)
 			fs.BoolVar(&force, "force", false, "forget the second PC here even when it cannot be reached (its authorized_keys line then stays)")
 			fs.StringVar(&unAK, "authorized-keys", "", "the file on the second PC the key was installed in, if not the default")
+			fs.StringVar(&unAgent, "agent-binary", "", agentBinaryUsage)
 		},
 		run: func(ctx context.Context, env *cliEnv, args []string) error {
 			rec := remoteRecorder(ctx)
@@ -355,7 +366,7 @@ func addRemotePairing() {
 			// The user's own credentials are only a fallback: the
 			// companion's key normally removes itself.
 			r, err := secondpc.Unpair(ctx, secondpc.UnpairOptions{Creds: unLogin.credentials(env, paired), Force: force,
-				AuthorizedKeysFile: unAK, Timeout: unLogin.timeout,
+				AuthorizedKeysFile: unAK, Timeout: unLogin.timeout, Agent: secondpc.AgentFinder{Path: unAgent},
 				Progress: func(s string) { fmt.Fprintln(env.stderr, "... "+s) }}, rec)
 			if r == nil {
 				return err

@@ -33,7 +33,7 @@ func addRemotePrepare() {
 			fs.StringVar(&model, "model", "", "the text model's shard 1 here (default: the Strata config's vision.model)")
 			fs.StringVar(&encoder, "encoder", "", "strata-vision already on the second PC (absolute, or relative to the remote folder)")
 			fs.StringVar(&localEncoder, "local-encoder", "", "a strata-vision here to copy when the second PC has this PC's OS and architecture (default: ROOT/engine/strata-vision)")
-			fs.StringVar(&agentBin, "agent-binary", "", "the strata-vision-relay build for the second PC (default: found beside this program)")
+			fs.StringVar(&agentBin, "agent-binary", "", agentBinaryUsage)
 			fs.StringVar(&remoteDir, "remote-dir", "", "the folder on the second PC (default: the settings', else ~/"+relay.DefaultRemoteDir+")")
 			fs.BoolVar(&gpu, "gpu", false, "check the encoder on the second PC's GPU (default: as the Strata config says)")
 			fs.IntVar(&threads, "threads", 0, "CPU encoder threads on the second PC")
