@@ -185,7 +185,7 @@ func (b *Backend) SetVision(ctx context.Context, req controlapi.VisionRequest) (
 	settingsChange := string(sText) != string(before)
 	switch {
 	case res.RestartNeeded:
-		verb := "move the image encoder " + describe(pl)
+		verb := "read pictures " + describe(pl)
 		if pl == settings.PlacementOff {
 			verb = "turn pictures off"
 		}
