@@ -191,6 +191,9 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	cfg.IdleStop = time.Duration(*idle) * time.Second
 	cfg.Log = stderr
+	if stdout == io.Writer(os.Stdout) {
+		widenPipes()
+	}
 	if sig := hangupSignal(); sig != nil {
 		var stop context.CancelFunc
 		ctx, stop = signal.NotifyContext(ctx, sig)
