@@ -214,7 +214,7 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	cfg.IdleStop = time.Duration(*idle) * time.Second
 	cfg.Log = stderr
 	if stdout == io.Writer(os.Stdout) {
-		widenPipes()
+		widenPipes(os.Stdin, os.Stdout)
 	}
 	if sig := hangupSignal(); sig != nil {
 		var stop context.CancelFunc

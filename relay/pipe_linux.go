@@ -11,8 +11,8 @@ import (
 // then goes in one piece instead of sixteen hand-offs to sshd, and sshd can
 // put a whole picture chunk in before the agent wakes. Best effort: 1 MiB is
 // the default fs.pipe-max-size; a refusal leaves the pipe as it was.
-func widenPipes() {
-	for _, f := range []*os.File{os.Stdin, os.Stdout} {
+func widenPipes(files ...*os.File) {
+	for _, f := range files {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeNamedPipe != 0 {
 			unix.FcntlInt(f.Fd(), unix.F_SETPIPE_SZ, 1<<20)
 		}

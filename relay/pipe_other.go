@@ -2,5 +2,7 @@
 
 package main
 
+import "os"
+
 // widenPipes is Linux-only (F_SETPIPE_SZ).
-func widenPipes() {}
+func widenPipes(...*os.File) {}
