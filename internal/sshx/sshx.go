@@ -5,7 +5,6 @@
 package sshx
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -172,7 +171,7 @@ func Dial(ctx context.Context, cfg Config) (*ssh.Client, error) {
 			}
 		})...)
 	}
-	c, chans, reqs, err := ssh.NewClientConn(readBuffered(conn), addr, &ssh.ClientConfig{
+	c, chans, reqs, err := ssh.NewClientConn(conn, addr, &ssh.ClientConfig{
 		User:              cfg.Endpoint.User,
 		Auth:              auth,
 		HostKeyCallback:   cfg.HostKeyCallback,
@@ -191,18 +190,3 @@ func Dial(ctx context.Context, cfg Config) (*ssh.Client, error) {
 	conn.SetDeadline(time.Time{})
 	return ssh.NewClient(c, chans, reqs), nil
 }
-
-// readBuffered puts a 256 KiB read buffer under x/crypto/ssh, which reads
-// each packet with a read of its own (a 4 KiB bufio under it): a stream of
-// 32 KiB packets then costs one read system call per socket's worth of data
-// that has arrived, not one or more per packet.
-func readBuffered(c net.Conn) net.Conn {
-	return &bufConn{Conn: c, r: bufio.NewReaderSize(c, 256<<10)}
-}
-
-type bufConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (b *bufConn) Read(p []byte) (int, error) { return b.r.Read(p) }
