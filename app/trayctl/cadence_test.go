@@ -64,9 +64,24 @@ func TestRedrawOnlyWhenSomethingMoves(t *testing.T) {
 }
 
 // A change to the settings file reaches the menu by change notification,
-// with the timed re-read an hour away.
+// with the timed re-read an hour away; also when the settings folder does
+// not exist yet when the tray starts (setup has not run).
 func TestSettingsFollowedByNotification(t *testing.T) {
-	home := t.TempDir()
+	for _, tt := range []struct {
+		name   string
+		exists bool
+	}{{"folder there", true}, {"folder made later", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			if !tt.exists {
+				home = filepath.Join(home, "companion")
+			}
+			settingsFollowed(t, home)
+		})
+	}
+}
+
+func settingsFollowed(t *testing.T, home string) {
 	t.Setenv(locations.EnvHome, home)
 	view := newRecView()
 	ctl := New()

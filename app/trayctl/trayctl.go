@@ -198,8 +198,9 @@ func (c *Controller) Run(ctx context.Context) {
 
 // watchSettingsFiles calls changed when a settings file (svcpaths.
 // SettingsFiles) is written, replaced or removed. It watches the folders
-// that exist (settings are replaced by an atomic rename, and the file may
-// not exist yet), so an idle tray costs no wake-ups.
+// (settings are replaced by an atomic rename, and the file may not exist
+// yet); a folder that does not exist yet (before setup ran) is waited for in
+// its parent. An idle tray costs no wake-ups.
 func watchSettingsFiles(ctx context.Context, changed func()) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -207,15 +208,21 @@ func watchSettingsFiles(ctx context.Context, changed func()) error {
 	}
 	defer w.Close()
 	files := map[string]bool{}
+	pending := map[string]bool{} // settings folders not there yet
 	var added int
 	for _, f := range svcpaths.SettingsFiles() {
-		files[filepath.Clean(f)] = true
-		if w.Add(filepath.Dir(f)) == nil {
+		f = filepath.Clean(f)
+		files[f] = true
+		dir := filepath.Dir(f)
+		if w.Add(dir) == nil {
+			added++
+		} else if w.Add(filepath.Dir(dir)) == nil {
+			pending[dir] = true
 			added++
 		}
 	}
 	if added == 0 {
-		return errors.New("none of the settings folders exists yet")
+		return errors.New("neither the settings folders nor their parents exist")
 	}
 	for {
 		select {
@@ -225,16 +232,23 @@ func watchSettingsFiles(ctx context.Context, changed func()) error {
 			if !ok {
 				return errors.New("the change notification stopped")
 			}
-			if files[filepath.Clean(ev.Name)] && ev.Op != fsnotify.Chmod {
+			name := filepath.Clean(ev.Name)
+			switch {
+			case pending[name] && ev.Has(fsnotify.Create):
+				// The settings folder appeared: follow it, and read at once
+				// in case the file was written before the watch.
+				if w.Add(name) == nil {
+					delete(pending, name)
+				}
+				changed()
+			case files[name] && ev.Op != fsnotify.Chmod:
 				changed()
 			}
-		case err, ok := <-w.Errors:
+		case _, ok := <-w.Errors:
 			if !ok {
 				return errors.New("the change notification stopped")
 			}
-			// An overflowed queue: read once to catch up.
-			_ = err
-			changed()
+			changed() // an overflowed queue: read once to catch up
 		}
 	}
 }
