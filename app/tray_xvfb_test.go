@@ -129,7 +129,7 @@ func TestRealTrayUnderXvfb(t *testing.T) {
 	}
 
 	// 1. The status lines and choices for the realistic state.
-	m := waitMenu("the ready state", func(m []menuItem) bool { return hasLabel(m, "Strata: ready · Qwen3.6-35B-A3B IQ2_XS · up 2 h") })
+	m := waitMenu("the ready state", func(m []menuItem) bool { return hasLabel(m, "Strata: ready · Qwen3.6-35B-A3B IQ2_XS · since ") })
 	for _, want := range []string{
 		"Vision: second PC · encoder ready · last picture",
 		"Second PC gpu-laptop: reachable · 1.3 ms · 5.7 GiB VRAM free",

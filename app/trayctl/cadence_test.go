@@ -2,12 +2,16 @@ package trayctl
 
 import (
 	"context"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/strata-companion/companion/app/traymodel"
 	"github.com/strata-companion/companion/app/watch"
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -57,4 +61,63 @@ func TestRedrawOnlyWhenSomethingMoves(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// A change to the settings file reaches the menu by change notification,
+// with the timed re-read an hour away; also when the settings folder does
+// not exist yet when the tray starts (setup has not run).
+func TestSettingsFollowedByNotification(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		exists bool
+	}{{"folder there", true}, {"folder made later", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			if !tt.exists {
+				home = filepath.Join(home, "companion")
+			}
+			settingsFollowed(t, home)
+		})
+	}
+}
+
+func settingsFollowed(t *testing.T, home string) {
+	t.Setenv(locations.EnvHome, home)
+	view := newRecView()
+	ctl := New()
+	ctl.View = view
+	ctl.LocalEvery = time.Hour
+	ctl.Logf = t.Logf
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); ctl.Run(ctx) }()
+	defer func() { cancel(); wg.Wait() }()
+
+	ready := controlapi.State{Server: controlapi.ServerState{Phase: controlapi.PhaseReady, Since: time.Now()}}
+	ctl.Update(watch.Update{State: &ready})
+	remote := func(m traymodel.Menu) bool {
+		return strings.Contains(m.Items[traymodel.ItemVisionRemote].Title, "pc-a")
+	}
+	if remote(view.waitFor(t, "the ready state", func(m traymodel.Menu) bool { return m.Items[traymodel.ItemServer].Title != "" })) {
+		t.Fatal("the menu names a second PC before one was paired")
+	}
+	// The watcher may start a moment after Run: write until the menu follows.
+	done := make(chan struct{})
+	go func() {
+		for i := 0; ; i++ {
+			s := &settings.Settings{Remote: &settings.Remote{Host: "pc-a", Port: 22 + i%2}}
+			if err := s.Save(filepath.Join(home, "settings.json")); err != nil {
+				t.Error(err)
+				return
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	defer close(done)
+	view.waitFor(t, "the second PC from the new settings", remote)
 }

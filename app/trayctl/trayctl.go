@@ -12,7 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"sync"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 
 	"github.com/strata-companion/companion/app/internal/svcpaths"
 	"github.com/strata-companion/companion/app/traymodel"
@@ -66,11 +70,17 @@ type Controller struct {
 	Logf func(format string, args ...any)
 	// Refresh is how often the menu is redrawn while something in it moves
 	// by the second (a server starting, an action pending; default 5 s). A
-	// ready menu is redrawn when its uptime's minute changes, an idle one
-	// not at all; the settings and the autostart entry are re-read every
-	// LocalEvery (default 60 s).
+	// ready or idle menu shows times of day, redrawn at midnight at most.
+	// The settings are re-read when WatchSettings says they changed, and
+	// they and the autostart entry every LocalEvery as a backstop (default
+	// 10 min).
 	Refresh    time.Duration
 	LocalEvery time.Duration
+	// WatchSettings calls changed (from any goroutine) whenever the settings
+	// may have changed, until ctx ends; an error means the backstop alone.
+	// Default with the default LoadSettings: watchSettingsFiles (change
+	// notification on the settings files' folders); none with a custom one.
+	WatchSettings func(ctx context.Context, changed func()) error
 
 	work chan func()
 	stop chan struct{} // closed when Run returns
@@ -83,6 +93,7 @@ type Controller struct {
 	prev       *controlapi.State
 	busy       bool // a click is being carried out (a dialog is open, a request runs)
 	remoteAddr string
+	lastLocal  time.Time // when loadLocal last ran
 }
 
 // New returns a controller with its work queue; fill in the fields before Run.
@@ -120,6 +131,8 @@ func (c *Controller) Click(id traymodel.ItemID) { c.post(func() { c.click(id) })
 // Run processes updates and clicks until ctx ends.
 func (c *Controller) Run(ctx context.Context) {
 	c.ctx = ctx
+	var wg sync.WaitGroup
+	defer wg.Wait() // after close(c.stop): a watcher blocked in post gives up
 	defer close(c.stop)
 	c.in.Reach = traymodel.Unreachable
 	c.in.Problem = "  connecting to the Strata Companion service..."
@@ -131,9 +144,27 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 	localEvery := c.LocalEvery
 	if localEvery <= 0 {
-		localEvery = time.Minute
+		localEvery = 10 * time.Minute
 	}
-	lastLocal := time.Now()
+	watchSettings := c.WatchSettings
+	if watchSettings == nil && c.LoadSettings == nil {
+		watchSettings = watchSettingsFiles
+	}
+	if watchSettings != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := watchSettings(ctx, func() {
+				c.post(func() {
+					c.loadLocal()
+					c.show()
+				})
+			})
+			if err != nil && ctx.Err() == nil {
+				c.logf("not following the settings file (%v); re-reading it every %v", err, localEvery)
+			}
+		}()
+	}
 	// One timer, set after every piece of work to the next moment anything
 	// on screen can change: an idle tray sleeps.
 	timer := time.NewTimer(localEvery)
@@ -145,16 +176,13 @@ func (c *Controller) Run(ctx context.Context) {
 		case f := <-c.work:
 			f()
 		case <-timer.C:
-			// Half the period is enough: a ready menu's minute redraw then
-			// re-reads the settings too, one wake-up a minute, not two.
-			if time.Since(lastLocal) >= localEvery/2 {
+			if time.Since(c.lastLocal) >= localEvery/2 {
 				c.loadLocal()
-				lastLocal = time.Now()
 			}
 			c.resolvePending()
 			c.show()
 		}
-		next := localEvery - time.Since(lastLocal)
+		next := localEvery - time.Since(c.lastLocal)
 		if d := traymodel.NextChange(c.in, c.now(), fast); d > 0 && d < next {
 			next = d
 		}
@@ -168,6 +196,63 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
+// watchSettingsFiles calls changed when a settings file (svcpaths.
+// SettingsFiles) is written, replaced or removed. It watches the folders
+// (settings are replaced by an atomic rename, and the file may not exist
+// yet); a folder that does not exist yet (before setup ran) is waited for in
+// its parent. An idle tray costs no wake-ups.
+func watchSettingsFiles(ctx context.Context, changed func()) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	files := map[string]bool{}
+	pending := map[string]bool{} // settings folders not there yet
+	var added int
+	for _, f := range svcpaths.SettingsFiles() {
+		f = filepath.Clean(f)
+		files[f] = true
+		dir := filepath.Dir(f)
+		if w.Add(dir) == nil {
+			added++
+		} else if w.Add(filepath.Dir(dir)) == nil {
+			pending[dir] = true
+			added++
+		}
+	}
+	if added == 0 {
+		return errors.New("neither the settings folders nor their parents exist")
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.Events:
+			if !ok {
+				return errors.New("the change notification stopped")
+			}
+			name := filepath.Clean(ev.Name)
+			switch {
+			case pending[name] && ev.Has(fsnotify.Create):
+				// The settings folder appeared: follow it, and read at once
+				// in case the file was written before the watch.
+				if w.Add(name) == nil {
+					delete(pending, name)
+				}
+				changed()
+			case files[name] && ev.Op != fsnotify.Chmod:
+				changed()
+			}
+		case _, ok := <-w.Errors:
+			if !ok {
+				return errors.New("the change notification stopped")
+			}
+			changed() // an overflowed queue: read once to catch up
+		}
+	}
+}
+
 // loadLocal re-reads what the tray knows besides the service: the paired
 // second PC, the notification setting, the autostart switch.
 func (c *Controller) loadLocal() {
@@ -175,6 +260,7 @@ func (c *Controller) loadLocal() {
 	if load == nil {
 		load = loadSettings
 	}
+	c.lastLocal = time.Now()
 	s, err := load()
 	if err != nil {
 		c.logf("%v", err)

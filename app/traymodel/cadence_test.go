@@ -7,26 +7,28 @@ import (
 	"github.com/strata-companion/companion/internal/controlapi"
 )
 
-func TestUptimeMovesByTheMinute(t *testing.T) {
-	for _, tt := range []struct {
-		d    time.Duration
-		want string
-	}{{0, "under a minute"}, {59 * time.Second, "under a minute"}, {61 * time.Second, "1 min"}, {125 * time.Minute, "2 h 05 min"}} {
-		if got := Uptime(tt.d); got != tt.want {
-			t.Errorf("Uptime(%v) = %q, want %q", tt.d, got, tt.want)
-		}
+// A ready menu says since when the server is up, as a time of day: no label
+// moves while the day lasts, so an idle tray has nothing to redraw.
+func TestReadyMenuStandsStill(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 9, 14, 30, 0, time.UTC)
+	st := &controlapi.State{Server: controlapi.ServerState{Phase: controlapi.PhaseReady, Since: t0, Model: "m"},
+		Vision: controlapi.VisionState{Placement: "gpu", Encoder: controlapi.EncoderReady, LastPicture: t0.Add(time.Minute)}}
+	first := Build(Input{State: st, Reach: Connected, Now: t0.Add(2 * time.Minute)})
+	if got, want := first.Items[ItemServer].Title, "Strata: ready · m · since 09:14"; got != want {
+		t.Errorf("server line = %q, want %q", got, want)
 	}
-	// Every label of a ready menu stays the same within a minute of uptime.
-	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	st := &controlapi.State{Server: controlapi.ServerState{Phase: controlapi.PhaseReady, Since: t0, Model: "m"}}
-	first := Build(Input{State: st, Reach: Connected, Now: t0.Add(2*time.Minute + time.Second)})
-	for s := 2; s < 60; s += 7 {
-		m := Build(Input{State: st, Reach: Connected, Now: t0.Add(2*time.Minute + time.Duration(s)*time.Second)})
+	for d := 3 * time.Minute; d < 14*time.Hour; d += 37 * time.Minute {
+		m := Build(Input{State: st, Reach: Connected, Now: t0.Add(d)})
 		for id, it := range first.Items {
 			if m.Items[id].Title != it.Title {
-				t.Fatalf("label %v moved within a minute: %q -> %q", id, it.Title, m.Items[id].Title)
+				t.Fatalf("label %v moved %v later: %q -> %q", id, d, it.Title, m.Items[id].Title)
 			}
 		}
+	}
+	// The next day the time gains its date.
+	next := Build(Input{State: st, Reach: Connected, Now: t0.Add(15 * time.Hour)})
+	if got, want := next.Items[ItemServer].Title, "Strata: ready · m · since Dec 1 09:14"; got != want {
+		t.Errorf("server line the next day = %q, want %q", got, want)
 	}
 }
 
@@ -43,11 +45,13 @@ func TestNextChange(t *testing.T) {
 		want time.Duration
 	}{
 		{"no service", Input{}, t0, 0},
-		{"stopped", Input{State: state(controlapi.PhaseStopped)}, t0, 0},
+		{"stopped: at midnight", Input{State: state(controlapi.PhaseStopped)}, t0, 14 * time.Hour},
 		{"starting", Input{State: state(controlapi.PhaseStarting)}, t0.Add(3 * time.Second), fast},
+		{"restarting", Input{State: state(controlapi.PhaseRestarting)}, t0.Add(3 * time.Second), fast},
 		{"pending", Input{State: state(controlapi.PhaseReady), Pending: &Pending{Action: "restart"}}, t0, fast},
-		{"ready, 90 s up", Input{State: state(controlapi.PhaseReady)}, t0.Add(90 * time.Second), 30 * time.Second},
-		{"ready, on the minute", Input{State: state(controlapi.PhaseReady)}, t0.Add(2 * time.Minute), time.Minute},
+		{"ready: at midnight", Input{State: state(controlapi.PhaseReady)}, t0.Add(90 * time.Second), 14*time.Hour - 90*time.Second},
+		{"ready, one second to midnight", Input{State: state(controlapi.PhaseReady)}, t0.Add(14*time.Hour - time.Second), time.Second},
+		{"ready, at midnight", Input{State: state(controlapi.PhaseReady)}, t0.Add(14 * time.Hour), 24 * time.Hour},
 	} {
 		if got := NextChange(tt.in, tt.now, fast); got != tt.want {
 			t.Errorf("%s: NextChange = %v, want %v", tt.name, got, tt.want)

@@ -311,7 +311,7 @@ func serverLine(st *controlapi.State, now time.Time) string {
 	switch s.Phase {
 	case controlapi.PhaseReady:
 		if !s.Since.IsZero() {
-			parts = append(parts, "up "+Uptime(now.Sub(s.Since)))
+			parts = append(parts, "since "+Clock(s.Since, now))
 		}
 	case controlapi.PhaseStarting, controlapi.PhaseRestarting:
 		if !s.Since.IsZero() {
@@ -514,39 +514,32 @@ func Duration(d time.Duration) string {
 	return fmt.Sprintf("%d d %d h", int(d.Hours())/24, int(d.Hours())%24)
 }
 
-// Uptime is a ready server's uptime in words, in whole minutes ("under a
-// minute", "12 min", "2 h 05 min"): the text changes at most once a minute,
-// so an idle tray redraws at most once a minute.
-func Uptime(d time.Duration) string {
-	if d < time.Minute {
-		return "under a minute"
-	}
-	return Duration(d)
-}
-
 // NextChange is how long until the menu's time-dependent text can change
 // for in at now, or 0 when nothing in it moves with time (no redraw needed).
 // A starting server's "for 40 s" and a pending action move every few
-// seconds (fast); a ready server's uptime at the next whole minute.
+// seconds (fast). Everything else is a time of day ("since 09:14", "last
+// picture 10:02"), which moves only at midnight, when it gains its date.
 func NextChange(in Input, now time.Time, fast time.Duration) time.Duration {
 	if in.Pending != nil {
 		return fast
 	}
 	st := in.State
-	if st == nil || st.Server.Since.IsZero() {
+	if st == nil {
 		return 0
 	}
 	switch st.Server.Phase {
 	case controlapi.PhaseStarting, controlapi.PhaseRestarting:
-		return fast
-	case controlapi.PhaseReady:
-		up := now.Sub(st.Server.Since)
-		if up < 0 {
-			return time.Minute
+		if !st.Server.Since.IsZero() {
+			return fast
 		}
-		return time.Minute - up%time.Minute
 	}
-	return 0
+	return untilMidnight(now)
+}
+
+// untilMidnight is the time from now to the next midnight in now's zone.
+func untilMidnight(now time.Time) time.Duration {
+	y, m, d := now.Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, now.Location()).Sub(now)
 }
 
 // Clock is a time of day in now's zone, with the date when not today.

@@ -52,7 +52,7 @@ func TestBuild(t *testing.T) {
 		{"ready on the second PC", Input{State: ready(), RemoteName: "gpu-laptop"}, want{
 			icon: assets.TrayReady,
 			lines: map[ItemID]string{
-				ItemServer:       "Strata: ready · Qwen3.6-35B-A3B IQ2_XS · up 2 h 05 min",
+				ItemServer:       "Strata: ready · Qwen3.6-35B-A3B IQ2_XS · since 11:55",
 				ItemServerDetail: "",
 				ItemVision:       "Vision: second PC · encoder ready · last picture 13:57 (2.8 s)",
 				ItemRemote:       "Second PC gpu-laptop: reachable · 1.4 ms · 5.0 GiB VRAM free",

@@ -33,7 +33,10 @@ type Watcher struct {
 	// service writes a new address and token each time it starts.
 	// Default: Connect.
 	Connect func() (*controlapi.Client, error)
-	// Wait is the long-poll duration (default 25 s).
+	// Wait is the long-poll duration (default 5 min: the service is on this
+	// machine, so a poll that is answered only when something happens costs
+	// the idle tray one request per Wait; a service that dies or restarts
+	// closes the connection, which ends the poll at once).
 	Wait time.Duration
 	// MinBackoff and MaxBackoff bound the wait between reconnects
 	// (default 500 ms and 10 s).
@@ -41,6 +44,9 @@ type Watcher struct {
 	// Logf logs reconnects (default: nothing).
 	Logf func(format string, args ...any)
 }
+
+// DefaultWait is the long-poll duration when Watcher.Wait is not set.
+const DefaultWait = 5 * time.Minute
 
 // Run follows the service until ctx ends, calling out for every update. out
 // runs on Run's goroutine; a slow out delays the next poll, nothing more.
@@ -51,7 +57,7 @@ func (w *Watcher) Run(ctx context.Context, out func(Update)) error {
 	}
 	wait := w.Wait
 	if wait <= 0 {
-		wait = 25 * time.Second
+		wait = DefaultWait
 	}
 	minB, maxB := w.MinBackoff, w.MaxBackoff
 	if minB <= 0 {

@@ -118,7 +118,18 @@ done
 all=("${svc[@]}" "$bare")
 [ "${TRAY:-0}" = 1 ] && all+=("${tray[@]}" "$baretray")
 measure_start "${all[@]}"
+# STRACE=1: count the trays' system calls over the window too (strace -c -f;
+# tracing slows each call, so the CPU figures of a traced run are higher).
+traced=()
+if [ "${STRACE:-0}" = 1 ] && [ "${TRAY:-0}" = 1 ]; then
+  for v in "${variants[@]}" bare; do
+    p=${tray[$v]:-$baretray}
+    strace -c -f -o "$root/strace-$v.txt" -p "$p" 2>/dev/null &
+    traced+=($!)
+  done
+fi
 sleep "$secs"
+for p in "${traced[@]}"; do kill -INT "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
 echo "Idle for ${secs} s ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)):"
 for v in "${variants[@]}"; do report "strata-service ($v)" "${svc[$v]}"; done
 report "bare Go HTTP server" "$bare"
@@ -126,3 +137,7 @@ if [ "${TRAY:-0}" = 1 ]; then
   for v in "${variants[@]}"; do report "strata-tray ($v)" "${tray[$v]}"; done
   report "bare systray, 3 items" "$baretray"
 fi
+for f in "$root"/strace-*.txt; do
+  [ -f "$f" ] || continue
+  echo "system calls of strata-tray (${f##*/strace-}):"; head -n 14 "$f"
+done

@@ -512,8 +512,10 @@ func (e *env) naive(b *testing.B) func(img string) float64 {
 	}
 }
 
-// floor: one kept raw TCP connection carrying the same bytes.
-func (e *env) floor(b *testing.B) func(size int) {
+// floor: one kept raw TCP connection carrying the same bytes. With out set,
+// the reply goes into that file in 1 MiB writes, as the relay must write the
+// .sve for Strata (the "floor+file" column); with out "", it is discarded.
+func (e *env) floor(b *testing.B) func(size int, out string) {
 	c, err := net.Dial("tcp", e.sinkAddr)
 	if err != nil {
 		b.Fatal(err)
@@ -521,7 +523,7 @@ func (e *env) floor(b *testing.B) func(size int) {
 	b.Cleanup(func() { c.Close() })
 	pic := picture(bigSize)
 	reply := make([]byte, 1<<20)
-	return func(size int) {
+	return func(size int, out string) {
 		var hd [8]byte
 		binary.BigEndian.PutUint32(hd[:], uint32(size))
 		binary.BigEndian.PutUint32(hd[4:], sveSize)
@@ -529,8 +531,26 @@ func (e *env) floor(b *testing.B) func(size int) {
 		if _, err := c.Write(pic[:size]); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := io.CopyBuffer(io.Discard, io.LimitReader(c, sveSize), reply); err != nil {
+		if out == "" {
+			if _, err := io.CopyBuffer(io.Discard, io.LimitReader(c, sveSize), reply); err != nil {
+				b.Fatal(err)
+			}
+			return
+		}
+		f, err := os.Create(out)
+		if err != nil {
 			b.Fatal(err)
+		}
+		defer f.Close()
+		for left := sveSize; left > 0; {
+			n, err := io.ReadFull(c, reply[:min(left, len(reply))])
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := f.Write(reply[:n]); err != nil {
+				b.Fatal(err)
+			}
+			left -= n
 		}
 	}
 }
@@ -552,7 +572,7 @@ func BenchmarkRelay(b *testing.B) {
 			}
 			floor := e.floor(b)
 			fair0, fairWarm, naive := e.fair(b, "enc-0"), e.fair(b, "enc-warm"), e.naive(b)
-			floor(picSize)
+			floor(picSize, "")
 			fair0(img)
 			type acc struct{ ms, enc, cpuR, cpuA float64 }
 			sums := map[string]*acc{}
@@ -575,8 +595,11 @@ func BenchmarkRelay(b *testing.B) {
 					add("relay-"+v, time.Since(t0), enc)
 				}
 				t0 := time.Now()
-				floor(picSize)
+				floor(picSize, "")
 				add("floor", time.Since(t0), 0)
+				t0 = time.Now()
+				floor(picSize, filepath.Join(e.work, "floor.sve"))
+				add("floor-file", time.Since(t0), 0)
 				t0 = time.Now()
 				enc := fair0(img)
 				add("fair", time.Since(t0), enc)
@@ -599,6 +622,7 @@ func BenchmarkRelay(b *testing.B) {
 				b.ReportMetric(r, v+"-relay-ms")
 				b.ReportMetric(rEnc, v+"-encode-ms")
 				b.ReportMetric((r-rEnc)/fl, v+"-relay/floor")
+				b.ReportMetric((r-rEnc)/ms("floor-file"), v+"-relay/floorfile")
 				b.ReportMetric(ms("fair")/r, v+"-fair/relay")
 				b.ReportMetric(ms("fair-warm")/r, v+"-fairwarm/relay")
 				b.ReportMetric(ms("naive")/r, v+"-naive/relay")
@@ -606,6 +630,7 @@ func BenchmarkRelay(b *testing.B) {
 				b.ReportMetric((cpuMS(p.agentPID)-cpu0[v][1])/n, v+"-agent-cpu-ms")
 			}
 			b.ReportMetric(fl, "floor-ms")
+			b.ReportMetric(ms("floor-file"), "floorfile-ms")
 			b.ReportMetric(ms("fair"), "fair-ms")
 			b.ReportMetric(ms("fair-warm"), "fairwarm-ms")
 			b.ReportMetric(ms("naive"), "naive-ms")

@@ -22,12 +22,12 @@ awk -v before="$RELAYBENCH_BEFORE" '
   name=$1; sub(/-[0-9]+$/, "", name); sub(/^BenchmarkRelay\//, "", name)
   delete m
   for (i = 3; i < NF; i += 2) m[$(i+1)] = $i
-  printf "%s (ms per picture: floor %.1f, fair %.1f, fair+warm-up %.1f, naive %.1f)\n", name, m["floor-ms"], m["fair-ms"], m["fairwarm-ms"], m["naive-ms"]
+  printf "%s (ms per picture: floor %.1f, floor+file %.1f, fair %.1f, fair+warm-up %.1f, naive %.1f)\n", name, m["floor-ms"], m["floorfile-ms"], m["fair-ms"], m["fairwarm-ms"], m["naive-ms"]
   for (k = 0; k < 2; k++) {
     v = (k == 0) ? "after" : "before"
     if (!((v "-relay-ms") in m)) continue
-    printf "  %-6s relay %7.1f ms (encode %5.1f)  relay-encode vs floor %5.3fx  fair/relay %5.2fx  fair+warm-up/relay %5.2fx  naive/relay %5.2fx  CPU/picture relay %5.1f ms agent %5.1f ms\n",
-      v, m[v "-relay-ms"], m[v "-encode-ms"], m[v "-relay/floor"], m[v "-fair/relay"], m[v "-fairwarm/relay"], m[v "-naive/relay"], m[v "-relay-cpu-ms"], m[v "-agent-cpu-ms"]
+    printf "  %-6s relay %7.1f ms (encode %5.1f)  relay-encode vs floor %5.3fx (floor+file %5.3fx)  fair/relay %5.2fx  fair+warm-up/relay %5.2fx  naive/relay %5.2fx  CPU/picture relay %5.1f ms agent %5.1f ms\n",
+      v, m[v "-relay-ms"], m[v "-encode-ms"], m[v "-relay/floor"], m[v "-relay/floorfile"], m[v "-fair/relay"], m[v "-fairwarm/relay"], m[v "-naive/relay"], m[v "-relay-cpu-ms"], m[v "-agent-cpu-ms"]
   }
 }
 /^BenchmarkRelayRSS/ {

@@ -72,7 +72,8 @@ func (e *RequestError) Unwrap() error { return e.Err }
 type Server struct {
 	b     Backend
 	token string
-	// MaxWait caps /v1/events?wait= (default 60 s).
+	// MaxWait caps /v1/events?wait= (default 10 min: a loopback client that
+	// asks again only when something happens costs the idle tray nothing).
 	MaxWait time.Duration
 	// Timeouts bound what a connection may hold without sending a whole,
 	// authorised request (defaults: DefaultTimeouts). Set before Serve.
@@ -104,7 +105,7 @@ func New(b Backend) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{b: b, token: tok, MaxWait: 60 * time.Second, Timeouts: DefaultTimeouts}, nil
+	return &Server{b: b, token: tok, MaxWait: 10 * time.Minute, Timeouts: DefaultTimeouts}, nil
 }
 
 // NewToken is 32 random bytes in hex.
