@@ -697,10 +697,39 @@ func TestUnreadableKeyNamesFileAccountAndService(t *testing.T) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
 	img := filepath.Join(dir, "a.img")
 	os.WriteFile(img, []byte("\x89PNG\r\n\x1a\nxxxx"), 0o644)
-	cmd.Stdin = strings.NewReader("ENC " + img + " " + filepath.Join(dir, "a.sve") + "\nQUIT\n")
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%v: %s", err, out)
+	// As Strata does: one request, its reply, then QUIT (a QUIT sent with
+	// the request would stop the picture before its answer).
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	lines := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	next := func() string {
+		select {
+		case l := <-lines:
+			return l
+		case <-time.After(30 * time.Second):
+			t.Fatal("the relay gave no line within 30 s")
+			return ""
+		}
+	}
+	if l := next(); !strings.HasPrefix(l, "READY ") {
+		t.Fatalf("first line %q", l)
+	}
+	fmt.Fprintf(stdin, "ENC %s %s\n", img, filepath.Join(dir, "a.sve"))
+	out := next()
+	io.WriteString(stdin, "QUIT\n")
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("the relay's exit: %v", err)
 	}
 	for _, want := range []string{key, u.Name, "cannot read", "Strata Companion service"} {
 		if !strings.Contains(string(out), want) {

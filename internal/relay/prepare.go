@@ -407,6 +407,9 @@ type client struct {
 	info framing.Info
 	p    io.Writer
 	tail *tailWriter
+	// stderrDone is closed when the agent's stderr is copied to its end:
+	// close waits for it, so nothing writes to p after Prepare returned.
+	stderrDone chan struct{}
 }
 
 type tailWriter struct {
@@ -455,8 +458,12 @@ func startClient(ctx context.Context, conn Conn, cmd string, p io.Writer) (*clie
 	if err != nil {
 		return nil, err
 	}
-	c := &client{proc: proc, fw: framing.NewWriter(proc.Stdin), fr: framing.NewReader(proc.Stdout), p: p, tail: &tailWriter{}}
-	go io.Copy(io.MultiWriter(c.tail, prefixed(p, "  second PC: ")), proc.Stderr)
+	c := &client{proc: proc, fw: framing.NewWriter(proc.Stdin), fr: framing.NewReader(proc.Stdout), p: p, tail: &tailWriter{},
+		stderrDone: make(chan struct{})}
+	go func() {
+		defer close(c.stderrDone)
+		io.Copy(io.MultiWriter(c.tail, prefixed(p, "  second PC: ")), proc.Stderr)
+	}()
 	t, b, err := c.next(ctx, 15*time.Second, framing.Hello)
 	if err != nil || t != framing.Hello || json.Unmarshal(b, &c.info) != nil {
 		c.close()
@@ -513,6 +520,10 @@ func (c *client) next(ctx context.Context, within time.Duration, want ...framing
 func (c *client) close() {
 	c.proc.Stdin.Close()
 	c.proc.Close()
+	select { // the session's end ends its stderr; bounded all the same
+	case <-c.stderrDone:
+	case <-time.After(2 * time.Second):
+	}
 }
 
 func (c *client) stat(name string) (framing.FileInfo, error) {
