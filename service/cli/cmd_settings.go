@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strconv"
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/locations"
@@ -32,12 +33,12 @@ func registerSettings() {
 		setFlags: func(fs *flag.FlagSet) {
 			o = settingsOptions{idleStop: -1, wakePort: -1, wakeWait: -1}
 			fs.StringVar(&o.fallbackCPU, "fallback-cpu", "", "on: read a picture on this PC's CPU when the second PC cannot be reached; off: answer with the reason")
-			fs.IntVar(&o.idleStop, "idle-stop-s", -1, "stop the second PC's encoder after N seconds without a picture (0: never)")
+			fs.Var((*unsetInt)(&o.idleStop), "idle-stop-s", "stop the second PC's encoder after `N` seconds without a picture (0: never)")
 			fs.StringVar(&o.mac, "mac", "", "the second PC's network card, aa:bb:cc:dd:ee:ff (for Wake-on-LAN)")
 			fs.StringVar(&o.wake, "wake", "", "on: wake the second PC with Wake-on-LAN when it does not answer; off: do not")
 			fs.StringVar(&o.wakeBroadcast, "wake-broadcast", "", "with --wake on: where the magic packet goes (default 255.255.255.255)")
-			fs.IntVar(&o.wakePort, "wake-port", -1, "with --wake on: the UDP port (default 9)")
-			fs.IntVar(&o.wakeWait, "wake-wait-s", -1, "with --wake on: how long a picture waits for the woken PC (default 60)")
+			fs.Var((*unsetInt)(&o.wakePort), "wake-port", "with --wake on: the UDP `port` (default 9)")
+			fs.Var((*unsetInt)(&o.wakeWait), "wake-wait-s", "with --wake on: how many `seconds` a picture waits for the woken PC (default 60)")
 			fs.StringVar(&o.notifications, "notifications", "", "on|off: the tray's notifications")
 		},
 		run: func(ctx context.Context, env *cliEnv, args []string) error {
@@ -129,5 +130,25 @@ func patchSettings(ctx context.Context, env *cliEnv, p controlapi.SettingsPatch)
 		return err
 	}
 	fmt.Fprintln(env.stdout, "Saved "+locations.SettingsFile()+"; it applies from the next picture on (no restart).")
+	return nil
+}
+
+// unsetInt is an int flag whose -1 means "not given" (left as it is); its
+// help shows no default, so -1 never reaches a person.
+type unsetInt int
+
+func (u *unsetInt) String() string {
+	if u == nil || *u <= 0 { // -1: not given; 0 prints as nothing too, as flag compares with the zero value
+		return ""
+	}
+	return strconv.Itoa(int(*u))
+}
+
+func (u *unsetInt) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q is not a whole number of 0 or more", s)
+	}
+	*u = unsetInt(n)
 	return nil
 }
