@@ -655,6 +655,8 @@ func (o SecondPCOptions) describe() string {
 // Describe says it for a person: whether the second PC can be woken.
 func (w WakeState) Describe() string {
 	switch {
+	case !w.Paired && w.MAC == "":
+		return "Not set up yet: pairing records that PC's network card, so it can be woken when it sleeps."
 	case w.MAC == "":
 		return "Not set up: pairing found no network card address to wake that PC with (pair again over its wired network to record one)."
 	case w.Enabled:
@@ -689,6 +691,8 @@ func (f *Flow) SetSecondPCOptions(o SecondPCOptions) error {
 // recorded ("" when none could be found, or nothing is paired) and whether
 // Wake-on-LAN is switched on in the settings.
 type WakeState struct {
+	// Paired: a second PC is paired (before that there is nothing to wake).
+	Paired  bool
 	MAC     string
 	Enabled bool
 }
@@ -700,7 +704,7 @@ func (f *Flow) Wake() WakeState {
 	if f.remote == nil {
 		return WakeState{}
 	}
-	return WakeState{MAC: f.remote.MAC, Enabled: f.remote.Wake != nil && f.remote.Wake.Enabled}
+	return WakeState{Paired: f.remote.Host != "", MAC: f.remote.MAC, Enabled: f.remote.Wake != nil && f.remote.Wake.Enabled}
 }
 
 // ---- Review ----

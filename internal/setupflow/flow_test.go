@@ -642,8 +642,12 @@ func TestSecondPCOptionsAreApplied(t *testing.T) {
 	if o := f.SecondPCOptions(); o.IdleStopS != setupflow.DefaultIdleStopS || o.FallbackCPU {
 		t.Errorf("a new machine starts with %+v", o)
 	}
-	if wk := f.Wake(); wk.MAC != "" || !strings.Contains(wk.Describe(), "Not set up") {
+	if wk := f.Wake(); wk.MAC != "" || wk.Paired || !strings.Contains(wk.Describe(), "Not set up yet: pairing records") {
 		t.Errorf("wake before pairing: %+v %q", wk, wk.Describe())
+	}
+	// Paired, but no card found: says so and how to record one.
+	if d := (setupflow.WakeState{Paired: true}).Describe(); !strings.Contains(d, "pairing found no network card") {
+		t.Errorf("paired without a MAC: %q", d)
 	}
 	driveTo(t, f, setupflow.PageReview, settings.PlacementRemote)
 	if wk := f.Wake(); wk.MAC != demo.DemoMAC || wk.Enabled || !strings.Contains(wk.Describe(), demo.DemoMAC) {
