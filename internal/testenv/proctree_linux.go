@@ -19,6 +19,25 @@ func KillTree(pid int) {
 
 // Descendants lists the processes below pid.
 func Descendants(pid int) []int {
+	parent := children()
+	var out []int
+	var walk func(int)
+	walk = func(p int) {
+		for _, c := range parent[p] {
+			out = append(out, c)
+			walk(c)
+		}
+	}
+	walk(pid)
+	return out
+}
+
+// Children lists the processes whose parent is ppid.
+func Children(ppid int) []int { return children()[ppid] }
+
+// children maps each parent pid to its children, from /proc/*/stat (the
+// fields after the command's closing parenthesis: state, ppid, ...).
+func children() map[int][]int {
 	parent := map[int][]int{}
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
@@ -39,14 +58,5 @@ func Descendants(pid int) []int {
 		me, _ := strconv.Atoi(filepath.Base(d))
 		parent[pp] = append(parent[pp], me)
 	}
-	var out []int
-	var walk func(int)
-	walk = func(p int) {
-		for _, c := range parent[p] {
-			out = append(out, c)
-			walk(c)
-		}
-	}
-	walk(pid)
-	return out
+	return parent
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -42,34 +41,11 @@ func e2eBuild(t *testing.T, dir string) (relayBin, encoderBin string) {
 	return relayBin, encoderBin
 }
 
-// procChildren lists the pids whose parent is ppid.
-func procChildren(ppid int) []int {
-	var out []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		b, err := os.ReadFile(d + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) > 1 && f[1] == strconv.Itoa(ppid) {
-			pid, _ := strconv.Atoi(filepath.Base(d))
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
 // relayOf finds the relay the server started (its child running relayExe).
 func relayOf(t *testing.T, serverPID int, relayExe string) int {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		for _, p := range procChildren(serverPID) {
+		for _, p := range testenv.Children(serverPID) {
 			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", p)); exe == relayExe {
 				return p
 			}
