@@ -105,6 +105,11 @@ func runSink(addr string) {
 	}
 }
 
+// relayOnly (RELAYBENCH_RELAY_ONLY=1) runs only the relay pictures: for
+// profiling the relay and its agent (perf, strace) without the baselines'
+// processes in the way. The ratios need the full run.
+var relayOnly = os.Getenv("RELAYBENCH_RELAY_ONLY") != ""
+
 var (
 	buildMu  sync.Mutex
 	built    = map[string][2]string{}
@@ -326,6 +331,27 @@ func cpuMS(pid int) float64 {
 		}
 	}
 	return ns / 1e6
+}
+
+// switches is a process's context switches so far (voluntary and not),
+// summed over its threads: each is a sleep and a wake-up, which is where a
+// relay that takes its bytes in small bites spends its CPU.
+func switches(pid int) float64 {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	var n float64
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && strings.HasSuffix(f[0], "ctxt_switches:") {
+				v, _ := strconv.ParseFloat(f[1], 64)
+				n += v
+			}
+		}
+	}
+	return n
 }
 
 // rssMiB is a process's resident set and its high-water mark.
@@ -583,9 +609,9 @@ func BenchmarkRelay(b *testing.B) {
 				sums[name].ms += float64(d.Microseconds()) / 1000
 				sums[name].enc += enc
 			}
-			cpu0 := map[string][2]float64{}
+			cpu0 := map[string][4]float64{}
 			for v, p := range relays {
-				cpu0[v] = [2]float64{cpuMS(p.cmd.Process.Pid), cpuMS(p.agentPID)}
+				cpu0[v] = [4]float64{cpuMS(p.cmd.Process.Pid), cpuMS(p.agentPID), switches(p.cmd.Process.Pid), switches(p.agentPID)}
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -593,6 +619,9 @@ func BenchmarkRelay(b *testing.B) {
 					t0 := time.Now()
 					enc := relays[v].encode(b, img, filepath.Join(e.work, v+".sve"))
 					add("relay-"+v, time.Since(t0), enc)
+				}
+				if relayOnly {
+					continue
 				}
 				t0 := time.Now()
 				floor(picSize, "")
@@ -614,6 +643,17 @@ func BenchmarkRelay(b *testing.B) {
 			n := float64(b.N)
 			ms := func(name string) float64 { return sums[name].ms / n }
 			enc := func(name string) float64 { return sums[name].enc / n }
+			if relayOnly {
+				for _, v := range variants {
+					b.ReportMetric(ms("relay-"+v), v+"-relay-ms")
+					b.ReportMetric(enc("relay-"+v), v+"-encode-ms")
+					b.ReportMetric((cpuMS(relays[v].cmd.Process.Pid)-cpu0[v][0])/n, v+"-relay-cpu-ms")
+					b.ReportMetric((cpuMS(relays[v].agentPID)-cpu0[v][1])/n, v+"-agent-cpu-ms")
+					b.ReportMetric((switches(relays[v].cmd.Process.Pid)-cpu0[v][2])/n, v+"-relay-switches")
+					b.ReportMetric((switches(relays[v].agentPID)-cpu0[v][3])/n, v+"-agent-switches")
+				}
+				return
+			}
 			fl := ms("floor")
 			for _, v := range variants {
 				p := relays[v]
@@ -628,6 +668,8 @@ func BenchmarkRelay(b *testing.B) {
 				b.ReportMetric(ms("naive")/r, v+"-naive/relay")
 				b.ReportMetric((cpuMS(p.cmd.Process.Pid)-cpu0[v][0])/n, v+"-relay-cpu-ms")
 				b.ReportMetric((cpuMS(p.agentPID)-cpu0[v][1])/n, v+"-agent-cpu-ms")
+				b.ReportMetric((switches(p.cmd.Process.Pid)-cpu0[v][2])/n, v+"-relay-switches")
+				b.ReportMetric((switches(p.agentPID)-cpu0[v][3])/n, v+"-agent-switches")
 			}
 			b.ReportMetric(fl, "floor-ms")
 			b.ReportMetric(ms("floor-file"), "floorfile-ms")
