@@ -154,6 +154,7 @@ func Dial(ctx context.Context, cfg Config) (*ssh.Client, error) {
 	if err != nil {
 		return nil, derr("connect", err)
 	}
+	pc, conn := newPacketConn(conn)
 	// The handshake gets its own full budget (a deadline on the socket), which
 	// is lifted while a password prompt waits for a person; ctx still ends it.
 	conn.SetDeadline(time.Now().Add(timeout))
@@ -188,5 +189,8 @@ func Dial(ctx context.Context, cfg Config) (*ssh.Client, error) {
 		return nil, derr("handshake", err)
 	}
 	conn.SetDeadline(time.Time{})
+	if pc != nil {
+		pc.start()
+	}
 	return ssh.NewClient(c, chans, reqs), nil
 }

@@ -1,0 +1,172 @@
+package sshx
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// x/crypto/ssh reads a packet as its 4-byte length (through a 4 KiB
+// bufio.Reader) and then the rest of it with one io.ReadFull of exactly the
+// bytes it still needs. While a large packet trickles in, every arriving
+// segment would wake the reading thread to take a few KiB and sleep again:
+// at 1 Gbit/s that was ~560 sleeps and wake-ups per 10.5 MB .sve, a third of
+// the relay's CPU (bench/relay). packetConn sets SO_RCVLOWAT to the bytes
+// such a read still needs before it waits, so the thread sleeps until the
+// rest of the packet is there and wakes once.
+//
+// It is safe because a read larger than the bufio buffer asks only for the
+// remainder of a packet the peer has begun: those bytes are on their way
+// and nothing else can be delivered before them. Reads of the bufio size or
+// less (the next packet's length, whose size is unknown) wait for 1 byte as
+// usual. Should a future x/crypto read ahead past a packet's end, the guard
+// below turns the low-water mark off after lowatGuard instead of waiting
+// for bytes that may never come.
+const (
+	bufioSize  = 4096    // x/crypto/ssh's bufio.NewReader default
+	maxLowat   = 1 << 18 // the most one wait asks for (x/crypto's packets are at most 256 KiB)
+	lowatGuard = 250 * time.Millisecond
+)
+
+type packetConn struct {
+	*net.TCPConn
+	raw   syscall.RawConn
+	on    atomic.Bool // after the handshake (which has its own deadlines)
+	lowat int         // the socket's SO_RCVLOWAT; only the reading goroutine touches it
+}
+
+// newPacketConn wraps c when it is a TCP connection; on returns nil, c for
+// anything else.
+func newPacketConn(c net.Conn) (*packetConn, net.Conn) {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return nil, c
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return nil, c
+	}
+	pc := &packetConn{TCPConn: tc, raw: raw, lowat: 1}
+	return pc, pc
+}
+
+func (c *packetConn) start() { c.on.Store(true) }
+
+func (c *packetConn) setLowat(fd int, want int) {
+	if want == c.lowat {
+		return
+	}
+	// Raw, like the reads (see rawRead): it does not block.
+	v := int32(want)
+	_, _, e := unix.RawSyscall6(unix.SYS_SETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT, uintptr(unsafe.Pointer(&v)), 4, 0)
+	if e == 0 {
+		c.lowat = want
+	}
+}
+
+// rawRead reads the non-blocking socket without telling the scheduler: such
+// a read never blocks, and entersyscall would wake the runtime's sysmon
+// thread from its idle sleep each time (bench/relay at 1 Gbit/s: sysmon's
+// sleeps and wake-ups were ~340 context switches and ~6 ms of CPU per .sve).
+func rawRead(fd uintptr, p []byte) (int, error) {
+	for {
+		r, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return 0, e
+		}
+		return int(r), nil
+	}
+}
+
+// rawWrite is rawRead's counterpart for x/crypto's small writes (window
+// adjustments, requests); a full socket buffer answers EAGAIN.
+func rawWrite(fd uintptr, p []byte) (int, error) {
+	for {
+		r, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return 0, e
+		}
+		return int(r), nil
+	}
+}
+
+func (c *packetConn) Write(p []byte) (int, error) {
+	written := 0
+	var werr error
+	err := c.raw.Write(func(fd uintptr) bool {
+		for written < len(p) {
+			n, e := rawWrite(fd, p[written:])
+			if e == unix.EAGAIN {
+				return false
+			}
+			if e != nil {
+				werr = e
+				return true
+			}
+			written += n
+		}
+		return true
+	})
+	if err == nil && werr != nil {
+		err = &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("write", werr)}
+	}
+	return written, err
+}
+
+func (c *packetConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		var n int
+		var rerr error
+		armed := false
+		err := c.raw.Read(func(fd uintptr) bool {
+			n, rerr = rawRead(fd, p)
+			if rerr != unix.EAGAIN {
+				return true
+			}
+			want := 1
+			if len(p) > bufioSize && c.on.Load() {
+				want = min(len(p), maxLowat)
+			}
+			c.setLowat(int(fd), want)
+			if want > 1 && !armed {
+				armed = true
+				c.TCPConn.SetReadDeadline(time.Now().Add(lowatGuard))
+			}
+			return false
+		})
+		if armed {
+			c.TCPConn.SetReadDeadline(time.Time{})
+		}
+		if err != nil {
+			if armed && errors.Is(err, os.ErrDeadlineExceeded) {
+				// The rest did not come in time: wait for any byte again.
+				c.raw.Control(func(fd uintptr) { c.setLowat(int(fd), 1) })
+				continue
+			}
+			return 0, err
+		}
+		if rerr != nil {
+			return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("read", rerr)}
+		}
+		if n == 0 {
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
