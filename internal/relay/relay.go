@@ -756,7 +756,7 @@ func (s *agentSession) receiveResult(fr *framing.Reader, n int) (frame, error) {
 		return f, err
 	}
 	f.tmp = tmp.Name()
-	got, werr := framing.Copy(tmp, body)
+	got, werr := framing.Copy(resultWriter(tmp), body)
 	cerr := tmp.Close()
 	if werr == nil && got < int64(n-6-ll) {
 		// The stream ended inside the frame: never hand over a cut .sve.
