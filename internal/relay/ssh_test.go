@@ -311,6 +311,26 @@ func TestPicturesThroughARealSSHDAreByteIdentical(t *testing.T) {
 	if got, _ := os.ReadFile(sve); !bytes.Equal(got, fakeencoder.SVE(data, pc.nTokens, pc.nEmbd)) {
 		t.Fatal("the .sve after an unwritable output differs")
 	}
+	// A result whose name exists already (the same picture again, after
+	// Strata's cache let it go) replaces the old file whole.
+	img, sve, data = picture(t, work, 7, 900)
+	os.WriteFile(sve, bytes.Repeat([]byte("stale "), 50000), 0o644)
+	if l := s.enc(img, sve); !strings.HasPrefix(l, "OK ") {
+		t.Fatalf("over an old result: %q", l)
+	}
+	if got, _ := os.ReadFile(sve); !bytes.Equal(got, fakeencoder.SVE(data, pc.nTokens, pc.nEmbd)) {
+		t.Fatal("the .sve written over an old one differs from the encoder's")
+	}
+	// An output name that is a folder is refused, and the folder stays.
+	img, _, _ = picture(t, work, 8, 900)
+	folder := filepath.Join(work, "folder.sve")
+	os.Mkdir(folder, 0o755)
+	if l := s.enc(img, folder); !strings.HasPrefix(l, "ERR cannot write the result") {
+		t.Fatalf("a folder as the output: %q", l)
+	}
+	if st, err := os.Stat(folder); err != nil || !st.IsDir() {
+		t.Fatalf("the folder named as output is gone: %v", err)
+	}
 	if ents, _ := filepath.Glob(filepath.Join(work, ".*tmp*")); len(ents) != 0 {
 		t.Fatalf("temporary files left beside the results: %v", ents)
 	}
@@ -320,7 +340,7 @@ func TestPicturesThroughARealSSHDAreByteIdentical(t *testing.T) {
 	for _, e := range pc.stderr.events() {
 		kinds[e.Kind]++
 	}
-	if kinds[events.RemoteConnected] != 1 || kinds[events.PictureEncoded] != 4 || kinds[events.EncoderReady] != 1 {
+	if kinds[events.RemoteConnected] != 1 || kinds[events.PictureEncoded] != 5 || kinds[events.EncoderReady] != 1 {
 		t.Fatalf("events %v (one connection for every picture, one picture event each)\n%s", kinds, pc.stderr)
 	}
 	if ents, _ := os.ReadDir(pc.scratch); len(ents) != 0 {
