@@ -722,3 +722,37 @@ func BenchmarkRelayRSS(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRelayIdle: the relay's and the agent's CPU per minute while a
+// connection is kept and no picture comes (loopback; after one picture, so
+// the agent and its encoder run). The relay checks the connection every
+// keepaliveEvery; the agent checks its idle stop every second.
+func BenchmarkRelayIdle(b *testing.B) {
+	e := setup(b, link{name: "loopback"})
+	img := filepath.Join(e.work, "p.img")
+	writeFile(b, img, picture(picSize), 0o644)
+	window := 20 * time.Second
+	if s := os.Getenv("RELAYBENCH_IDLE_S"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			window = time.Duration(n) * time.Second
+		}
+	}
+	for i := 0; i < b.N; i++ {
+		relays := map[string]*relayProc{}
+		for _, v := range variants {
+			relays[v] = e.startRelay(b, v)
+			relays[v].encode(b, img, filepath.Join(e.work, v+"-idle.sve"))
+		}
+		time.Sleep(2 * time.Second) // settle
+		c0 := map[string][2]float64{}
+		for v, p := range relays {
+			c0[v] = [2]float64{cpuMS(p.cmd.Process.Pid), cpuMS(p.agentPID)}
+		}
+		time.Sleep(window)
+		for v, p := range relays {
+			perMin := 60 / window.Seconds()
+			b.ReportMetric((cpuMS(p.cmd.Process.Pid)-c0[v][0])*perMin, v+"-relay-idle-ms/min")
+			b.ReportMetric((cpuMS(p.agentPID)-c0[v][1])*perMin, v+"-agent-idle-ms/min")
+		}
+	}
+}
