@@ -77,10 +77,16 @@ type Config struct {
 	// ProgressEvery is how often a start that is still going is reported
 	// (default 15 s).
 	ProgressEvery time.Duration
-	// HealthEvery is how often /health and /v1/status are polled (default 10 s).
+	// HealthEvery is how often /health and /v1/status are polled while the
+	// server starts (default 10 s); once it is ready, every CalmHealthEvery.
 	HealthEvery time.Duration
+	// CalmHealthEvery is the health poll of a ready server (default 60 s):
+	// exits come from waitpid and log lines by notification, so it only
+	// follows the encoder's availability in /v1/status.
+	CalmHealthEvery time.Duration
 	// FollowEvery is the backstop poll of the engine log and the Strata
-	// config; changes arrive by notification (default 30 s).
+	// config; changes arrive by notification (default 60 s). While a ready
+	// server is polled, the backstop round goes with each health poll.
 	FollowEvery time.Duration
 	// KeepLines is how many last output lines are kept for reports (default 40).
 	KeepLines int
@@ -125,8 +131,11 @@ func (c *Config) defaults() {
 	if c.HealthEvery == 0 {
 		c.HealthEvery = 10 * time.Second
 	}
+	if c.CalmHealthEvery == 0 {
+		c.CalmHealthEvery = max(60*time.Second, c.HealthEvery)
+	}
 	if c.FollowEvery == 0 {
-		c.FollowEvery = 30 * time.Second
+		c.FollowEvery = 60 * time.Second
 	}
 	if c.KeepLines == 0 {
 		c.KeepLines = 40
@@ -156,6 +165,10 @@ type Supervisor struct {
 
 	ready   chan readyMsg
 	started chan struct{} // closed when Run begins
+	// healthRound is a calm health poll's nudge to the engine-log
+	// follower: its backstop round rides on the same wake-up instead of a
+	// timer of its own (an idle service wakes once a minute, bench/idle).
+	healthRound chan struct{}
 }
 
 type command struct {
@@ -177,7 +190,8 @@ func New(cfg Config) (*Supervisor, error) {
 		return nil, errors.New("the supervisor needs an event publisher")
 	}
 	cfg.defaults()
-	s := &Supervisor{cfg: cfg, cmds: make(chan command), ready: make(chan readyMsg, 4), started: make(chan struct{})}
+	s := &Supervisor{cfg: cfg, cmds: make(chan command), ready: make(chan readyMsg, 4), started: make(chan struct{}),
+		healthRound: make(chan struct{}, 1)}
 	if cfg.LogFile != "" {
 		s.log = &lumberjack.Logger{Filename: cfg.LogFile, MaxSize: 20, MaxBackups: 5}
 	}

@@ -25,9 +25,9 @@ import (
 // the folders of the log and of the Strata config, so an idle server costs
 // no wake-ups; folders are watched rather than files because the log may not
 // exist yet or be replaced, and the config is replaced by an atomic rename.
-// A slow backstop poll (FollowEvery, default 30 s) catches file systems that
-// do not notify (network shares); without a watcher at all it polls every
-// 500 ms as before.
+// A slow backstop poll (FollowEvery, default 60 s, or with each calm health
+// poll while a ready server runs) catches file systems that do not notify
+// (network shares); without a watcher at all it polls every 500 ms as before.
 //
 // Run makes the first round itself, before it starts the server, so the
 // lines a fast server writes at once are not mistaken for old ones.
@@ -58,6 +58,12 @@ func (s *Supervisor) followEngineLog(ctx context.Context, f *logFollow) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			t.Reset(s.cfg.FollowEvery) // after nudges stopped, the plain period again
+		case <-s.healthRound:
+			// The ticker fires only if these nudges stop (the server
+			// stopped): FollowEvery after the last one, with slack so the
+			// two do not wake the service twice.
+			t.Reset(s.cfg.FollowEvery + s.cfg.CalmHealthEvery)
 		case ev, ok := <-w.Events:
 			if !ok {
 				s.pollEngineLog(ctx, f, min(s.cfg.FollowEvery, 500*time.Millisecond))
@@ -228,10 +234,13 @@ func (s *Supervisor) pollHealth(ctx context.Context, p *process) {
 		}
 		if !calm {
 			// Ready: exits come from waitpid and log lines by notification,
-			// so health only watches for a hung server and the encoder's
-			// availability: three times less often.
+			// so health only follows the encoder's availability.
 			calm = true
-			t.Reset(3 * s.cfg.HealthEvery)
+			t.Reset(s.cfg.CalmHealthEvery)
+		}
+		select {
+		case s.healthRound <- struct{}{}: // the log backstop rides along
+		default:
 		}
 		if !p.vision {
 			continue
