@@ -162,8 +162,19 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	}
 	silence := time.NewTimer(cfg.Silence)
 	defer silence.Stop()
-	idle := time.NewTicker(time.Second)
+	// The idle stop is a timer armed for the moment it is due (not a
+	// ticker checking every second): an idle agent wakes only for the
+	// relay's pings.
+	idle := time.NewTimer(time.Hour)
 	defer idle.Stop()
+	armIdle := func() {
+		if a.enc != nil && a.cfg.IdleStop > 0 {
+			idle.Reset(max(time.Until(a.lastUse.Add(a.cfg.IdleStop)), 0))
+		} else {
+			idle.Stop()
+		}
+	}
+	armIdle()
 	for {
 		select {
 		case <-ctx.Done():
@@ -178,6 +189,7 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 				fmt.Fprintf(cfg.Log, "strata-vision-relay agent: encoder stopped after %s without pictures\n", a.cfg.IdleStop)
 				a.event(framing.AgentEvent{Kind: "idle_stopped", IdleS: int(a.cfg.IdleStop / time.Second)})
 			}
+			armIdle()
 		case f := <-frames:
 			if f.err != nil && f.t != framing.PictureEnd {
 				if f.err == io.EOF {
@@ -198,6 +210,7 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 				return err
 			}
 			silence.Reset(cfg.Silence)
+			armIdle() // a picture, a wake or a new idle stop moves it
 		}
 	}
 }

@@ -18,6 +18,9 @@ import (
 // starts after Strata is found.
 type ServiceReporter struct {
 	find func() (*controlapi.Client, error)
+	// firstRetry is the first pause after a failed attempt (2 s; tests
+	// make it long to see that a new event does not wait for it).
+	firstRetry time.Duration
 
 	mu      sync.Mutex
 	queue   []events.Event
@@ -37,7 +40,11 @@ func NewServiceReporter(find func() (*controlapi.Client, error)) *ServiceReporte
 	if find == nil {
 		find = controlapi.NewClient
 	}
-	s := &ServiceReporter{find: find, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	return startReporter(&ServiceReporter{find: find, firstRetry: 2 * time.Second})
+}
+
+func startReporter(s *ServiceReporter) *ServiceReporter {
+	s.wake, s.stop, s.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 	go s.loop()
 	return s
 }
@@ -95,6 +102,10 @@ func (s *ServiceReporter) putBack(r controlapi.RelayReport) {
 func (s *ServiceReporter) loop() {
 	defer close(s.done)
 	var c *controlapi.Client
+	// A service that is not running is asked again after 2 s, then 4, 8,
+	// ... up to a minute (an idle relay without a service should not wake
+	// every 2 s for ever); a new event asks at once.
+	retry := s.firstRetry
 	for {
 		stopping := false
 		select {
@@ -129,6 +140,7 @@ func (s *ServiceReporter) loop() {
 				s.mu.Lock()
 				s.sent += len(r.Events)
 				s.mu.Unlock()
+				retry = s.firstRetry
 				continue
 			}
 			c = nil
@@ -138,7 +150,9 @@ func (s *ServiceReporter) loop() {
 			}
 			// Try again after a pause, or when new events come.
 			select {
-			case <-time.After(2 * time.Second):
+			case <-time.After(retry):
+				retry = min(2*retry, time.Minute)
+			case <-s.wake:
 			case <-s.stop:
 				stopping = true
 			}

@@ -3,12 +3,16 @@ package relay
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,6 +190,40 @@ func TestServiceReporterDeliversAndSurvivesNoService(t *testing.T) {
 		t.Fatal("the service was never looked for")
 	}
 	_ = sent
+}
+
+// A service that starts while the reporter waits between attempts (2 s,
+// growing to a minute) gets the queued events with the next new one, not
+// after the pause.
+func TestServiceReporterSendsAtOnceWhenAServiceAppears(t *testing.T) {
+	got := make(chan controlapi.RelayReport, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var rep controlapi.RelayReport
+		json.NewDecoder(r.Body).Decode(&rep)
+		got <- rep
+		w.Write([]byte("{}"))
+	}))
+	defer srv.Close()
+	var up atomic.Bool
+	rep := startReporter(&ServiceReporter{firstRetry: time.Hour, find: func() (*controlapi.Client, error) {
+		if !up.Load() {
+			return nil, controlapi.ErrNotRunning
+		}
+		return &controlapi.Client{BaseURL: srv.URL, HTTP: srv.Client()}, nil
+	}})
+	defer rep.Close(time.Second)
+	rep.Event(events.Event{Kind: events.RemoteUnreachable})
+	time.Sleep(100 * time.Millisecond) // the first attempt failed: it waits
+	up.Store(true)
+	rep.Event(events.Event{Kind: events.RemoteConnected})
+	select {
+	case r := <-got:
+		if len(r.Events) != 2 || r.Events[0].Kind != events.RemoteUnreachable || r.Events[1].Kind != events.RemoteConnected {
+			t.Fatalf("delivered %+v, want both events in order", r.Events)
+		}
+	case <-time.After(30 * time.Second): // the pause is an hour
+		t.Fatal("the new event waited for the pause after the failed attempt")
+	}
 }
 
 // TestDevicesAndFIFOsAreRefusedAtOnce: a device reads without end and a
