@@ -9,6 +9,12 @@
 // tray knows and to which everything else posts work), desktop
 // (notifications, dialogs, autostart, the single-instance lock, per
 // platform), and this package, which copies menus onto getlantern/systray.
+//
+// The Go runtime's 10 s re-read of the cgroup CPU limit (to adjust
+// GOMAXPROCS) was most of an idle tray's wake-ups; a tray needs no such
+// adjustment (bench/idle).
+//
+//go:debug updatemaxprocs=0
 package main
 
 import (

@@ -217,8 +217,14 @@ func watchSettingsFiles(ctx context.Context, changed func()) error {
 		if w.Add(dir) == nil {
 			added++
 		} else if w.Add(filepath.Dir(dir)) == nil {
-			pending[dir] = true
 			added++
+			if w.Add(dir) == nil {
+				// It appeared between the two Adds, its Create event
+				// before the parent was watched: follow it now.
+				changed()
+			} else {
+				pending[dir] = true
+			}
 		}
 	}
 	if added == 0 {
