@@ -16,6 +16,7 @@ raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 go test -run '^$' -bench 'BenchmarkRelay$' -benchtime "${n}x" -timeout 60m ./bench/relay/ | tee "$raw" >&2
 go test -run '^$' -bench 'BenchmarkRelayRSS$' -benchtime 1x -timeout 30m ./bench/relay/ | tee -a "$raw" >&2
+go test -run '^$' -bench 'BenchmarkRelayIdle$' -benchtime 1x -timeout 30m ./bench/relay/ | tee -a "$raw" >&2
 echo
 awk -v before="$RELAYBENCH_BEFORE" '
 /^BenchmarkRelay\// {
@@ -26,8 +27,8 @@ awk -v before="$RELAYBENCH_BEFORE" '
   for (k = 0; k < 2; k++) {
     v = (k == 0) ? "after" : "before"
     if (!((v "-relay-ms") in m)) continue
-    printf "  %-6s relay %7.1f ms (encode %5.1f)  relay-encode vs floor %5.3fx (floor+file %5.3fx)  fair/relay %5.2fx  fair+warm-up/relay %5.2fx  naive/relay %5.2fx  CPU/picture relay %5.1f ms agent %5.1f ms\n",
-      v, m[v "-relay-ms"], m[v "-encode-ms"], m[v "-relay/floor"], m[v "-relay/floorfile"], m[v "-fair/relay"], m[v "-fairwarm/relay"], m[v "-naive/relay"], m[v "-relay-cpu-ms"], m[v "-agent-cpu-ms"]
+    printf "  %-6s relay %7.1f ms (encode %5.1f)  relay-encode vs floor %5.3fx (floor+file %5.3fx)  fair/relay %5.2fx  fair+warm-up/relay %5.2fx  naive/relay %5.2fx  CPU/picture relay %5.1f ms agent %5.1f ms  context switches/picture relay %4.0f agent %4.0f\n",
+      v, m[v "-relay-ms"], m[v "-encode-ms"], m[v "-relay/floor"], m[v "-relay/floorfile"], m[v "-fair/relay"], m[v "-fairwarm/relay"], m[v "-naive/relay"], m[v "-relay-cpu-ms"], m[v "-agent-cpu-ms"], m[v "-relay-switches"], m[v "-agent-switches"]
   }
 }
 /^BenchmarkRelayRSS/ {
@@ -40,6 +41,16 @@ awk -v before="$RELAYBENCH_BEFORE" '
     printf "  %-6s relay %.1f -> %.1f MiB (%.2fx, high-water %.1f)  agent %.1f -> %.1f MiB (%.2fx, high-water %.1f)\n", v,
       m[v "-relay-rss-small-MiB"], m[v "-relay-rss-30MiB-MiB"], m[v "-relay-rss-ratio"], m[v "-relay-hwm-MiB"],
       m[v "-agent-rss-small-MiB"], m[v "-agent-rss-30MiB-MiB"], m[v "-agent-rss-ratio"], m[v "-agent-hwm-MiB"]
+  }
+}
+/^BenchmarkRelayIdle/ {
+  delete m
+  for (i = 3; i < NF; i += 2) m[$(i+1)] = $i
+  print "Idle with a kept connection (loopback, after one picture), CPU ms per minute:"
+  for (k = 0; k < 2; k++) {
+    v = (k == 0) ? "after" : "before"
+    if (!((v "-relay-idle-ms/min") in m)) continue
+    printf "  %-6s relay %.1f  agent %.1f\n", v, m[v "-relay-idle-ms/min"], m[v "-agent-idle-ms/min"]
   }
 }' "$raw"
 echo "(relay-encode vs floor: the relay's time minus the encoder's own, over one kept raw TCP connection carrying the same bytes)"
