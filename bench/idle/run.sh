@@ -128,6 +128,12 @@ if [ "${STRACE:-0}" = 1 ] && [ "${TRAY:-0}" = 1 ]; then
     traced+=($!)
   done
 fi
+# SVCTRACE=1: write the (after) service's system calls over the window, with
+# times, to svc-strace.txt in the current folder.
+if [ "${SVCTRACE:-0}" = 1 ]; then
+  strace -f -tt -o "$PWD/svc-strace.txt" -p "${svc[after]}" 2>/dev/null &
+  traced+=($!)
+fi
 sleep "$secs"
 for p in "${traced[@]}"; do kill -INT "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
 echo "Idle for ${secs} s ($(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)):"

@@ -80,13 +80,17 @@ type Config struct {
 	// HealthEvery is how often /health and /v1/status are polled while the
 	// server starts (default 10 s); once it is ready, every CalmHealthEvery.
 	HealthEvery time.Duration
-	// CalmHealthEvery is the health poll of a ready server (default 60 s):
-	// exits come from waitpid and log lines by notification, so it only
-	// follows the encoder's availability in /v1/status.
+	// CalmHealthEvery is the health poll of a ready server with vision
+	// (default 60 s): exits come from waitpid and log lines by
+	// notification, so it only follows the encoder's availability in
+	// /v1/status. Without vision there is nothing to follow: every
+	// 5 x CalmHealthEvery.
 	CalmHealthEvery time.Duration
 	// FollowEvery is the backstop poll of the engine log and the Strata
-	// config; changes arrive by notification (default 60 s). While a ready
-	// server is polled, the backstop round goes with each health poll.
+	// config; changes arrive by notification (default 5 min: Strata writes
+	// its log on this PC, and a local write notifies even on a network
+	// share). While a ready server is polled, the backstop round goes with
+	// each health poll.
 	FollowEvery time.Duration
 	// KeepLines is how many last output lines are kept for reports (default 40).
 	KeepLines int
@@ -135,7 +139,7 @@ func (c *Config) defaults() {
 		c.CalmHealthEvery = max(60*time.Second, c.HealthEvery)
 	}
 	if c.FollowEvery == 0 {
-		c.FollowEvery = 60 * time.Second
+		c.FollowEvery = 5 * time.Minute
 	}
 	if c.KeepLines == 0 {
 		c.KeepLines = 40

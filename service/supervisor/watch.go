@@ -25,9 +25,10 @@ import (
 // the folders of the log and of the Strata config, so an idle server costs
 // no wake-ups; folders are watched rather than files because the log may not
 // exist yet or be replaced, and the config is replaced by an atomic rename.
-// A slow backstop poll (FollowEvery, default 60 s, or with each calm health
-// poll while a ready server runs) catches file systems that do not notify
-// (network shares); without a watcher at all it polls every 500 ms as before.
+// A slow backstop poll (FollowEvery, default 5 min, or with each calm health
+// poll while a ready server runs) catches what notification missed (a
+// change made by another machine on a network share; Strata's own writes
+// notify); without a watcher at all it polls every 500 ms as before.
 //
 // Run makes the first round itself, before it starts the server, so the
 // lines a fast server writes at once are not mistaken for old ones.
@@ -234,9 +235,14 @@ func (s *Supervisor) pollHealth(ctx context.Context, p *process) {
 		}
 		if !calm {
 			// Ready: exits come from waitpid and log lines by notification,
-			// so health only follows the encoder's availability.
+			// so health only follows the encoder's availability, and
+			// without vision hardly at all.
 			calm = true
-			t.Reset(s.cfg.CalmHealthEvery)
+			if p.vision {
+				t.Reset(s.cfg.CalmHealthEvery)
+			} else {
+				t.Reset(5 * s.cfg.CalmHealthEvery)
+			}
 		}
 		select {
 		case s.healthRound <- struct{}{}: // the log backstop rides along
