@@ -130,6 +130,7 @@ func (c *packetConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	guarded := false // the guard fired in this Read: no mark again
 	for {
 		var n int
 		var rerr error
@@ -140,7 +141,7 @@ func (c *packetConn) Read(p []byte) (int, error) {
 				return true
 			}
 			want := 1
-			if len(p) > bufioSize && c.on.Load() {
+			if len(p) > bufioSize && c.on.Load() && !guarded {
 				want = min(len(p), maxLowat)
 			}
 			c.setLowat(int(fd), want)
@@ -157,6 +158,7 @@ func (c *packetConn) Read(p []byte) (int, error) {
 			if armed && errors.Is(err, os.ErrDeadlineExceeded) {
 				// The rest did not come in time: wait for any byte again.
 				c.raw.Control(func(fd uintptr) { c.setLowat(int(fd), 1) })
+				guarded = true
 				continue
 			}
 			return 0, err
