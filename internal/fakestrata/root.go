@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -116,7 +117,7 @@ func MakeRoot(dir, bin string, o RootOptions) (*Root, error) {
 		fmt.Fprintf(&sh, "export %s=%s\n", k, shQuote(v))
 	}
 	fmt.Fprintf(&sh, "exec %s \"$@\"\n", shQuote(bin))
-	if err := os.WriteFile(r.Python, []byte(sh.String()), 0o755); err != nil {
+	if err := writeExecutable(r.Python, []byte(sh.String())); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -192,7 +193,18 @@ func writeBinary(t testing.TB, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(path, buildBytes, 0o755)
+	return writeExecutable(path, buildBytes)
+}
+
+// writeExecutable writes a program while no process can be forked: a fork in
+// a parallel test between our open and close would hand the child a copy of
+// the write descriptor until its exec, and exec'ing the program then fails
+// with "text file busy" (ETXTBSY; golang.org/issue/22315, seen in CI).
+// os/exec holds syscall.ForkLock for writing while it forks.
+func writeExecutable(path string, data []byte) error {
+	syscall.ForkLock.RLock()
+	defer syscall.ForkLock.RUnlock()
+	return os.WriteFile(path, data, 0o755)
 }
 
 // FreePort asks the kernel for a free loopback port.
