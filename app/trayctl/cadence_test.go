@@ -4,7 +4,6 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,11 +30,7 @@ func TestRedrawOnlyWhenSomethingMoves(t *testing.T) {
 	ctl.LocalEvery = time.Hour
 	ctl.LoadSettings = func() (*settings.Settings, error) { return &settings.Settings{}, nil }
 	ctl.Logf = t.Logf
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); ctl.Run(ctx) }()
-	defer func() { cancel(); wg.Wait() }()
+	running(t, ctl)
 
 	stopped := controlapi.State{Server: controlapi.ServerState{Phase: controlapi.PhaseStopped, Since: time.Now()}}
 	ctl.Update(watch.Update{State: &stopped})
@@ -88,11 +83,7 @@ func settingsFollowed(t *testing.T, home string) {
 	ctl.View = view
 	ctl.LocalEvery = time.Hour
 	ctl.Logf = t.Logf
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); ctl.Run(ctx) }()
-	defer func() { cancel(); wg.Wait() }()
+	running(t, ctl)
 
 	ready := controlapi.State{Server: controlapi.ServerState{Phase: controlapi.PhaseReady, Since: time.Now()}}
 	ctl.Update(watch.Update{State: &ready})
@@ -120,4 +111,12 @@ func settingsFollowed(t *testing.T, home string) {
 	}()
 	defer close(done)
 	view.waitFor(t, "the second PC from the new settings", remote)
+}
+
+// running runs ctl until the test ends.
+func running(t *testing.T, ctl *Controller) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); ctl.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
 }

@@ -3,9 +3,8 @@ package relay
 import (
 	"io"
 	"os"
-	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/strata-companion/companion/internal/rawio"
 )
 
 // resultWriter writes the .sve into its temporary file without telling the
@@ -30,19 +29,16 @@ func (w rawFile) Write(p []byte) (int, error) {
 	var werr error
 	err = rc.Write(func(fd uintptr) bool {
 		for n < len(p) {
-			r, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
-			if e == unix.EINTR {
-				continue
-			}
-			if e != 0 {
+			m, e := rawio.Write(fd, p[n:])
+			if e != nil {
 				werr = e
 				return true
 			}
-			if r == 0 {
+			if m == 0 {
 				werr = io.ErrShortWrite
 				return true
 			}
-			n += int(r)
+			n += m
 		}
 		return true
 	})

@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/strata-companion/companion/internal/rawio"
 )
 
 // x/crypto/ssh reads a packet as its 4-byte length (through a 4 KiB
@@ -63,43 +65,11 @@ func (c *packetConn) setLowat(fd int, want int) {
 	if want == c.lowat {
 		return
 	}
-	// Raw, like the reads (see rawRead): it does not block.
+	// Raw, like the reads (internal/rawio): it does not block.
 	v := int32(want)
 	_, _, e := unix.RawSyscall6(unix.SYS_SETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT, uintptr(unsafe.Pointer(&v)), 4, 0)
 	if e == 0 {
 		c.lowat = want
-	}
-}
-
-// rawRead reads the non-blocking socket without telling the scheduler: such
-// a read never blocks, and entersyscall would wake the runtime's sysmon
-// thread from its idle sleep each time (bench/relay at 1 Gbit/s: sysmon's
-// sleeps and wake-ups were ~340 context switches and ~6 ms of CPU per .sve).
-func rawRead(fd uintptr, p []byte) (int, error) {
-	for {
-		r, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-		if e == unix.EINTR {
-			continue
-		}
-		if e != 0 {
-			return 0, e
-		}
-		return int(r), nil
-	}
-}
-
-// rawWrite is rawRead's counterpart for x/crypto's small writes (window
-// adjustments, requests); a full socket buffer answers EAGAIN.
-func rawWrite(fd uintptr, p []byte) (int, error) {
-	for {
-		r, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-		if e == unix.EINTR {
-			continue
-		}
-		if e != 0 {
-			return 0, e
-		}
-		return int(r), nil
 	}
 }
 
@@ -108,7 +78,7 @@ func (c *packetConn) Write(p []byte) (int, error) {
 	var werr error
 	err := c.raw.Write(func(fd uintptr) bool {
 		for written < len(p) {
-			n, e := rawWrite(fd, p[written:])
+			n, e := rawio.Write(fd, p[written:])
 			if e == unix.EAGAIN {
 				return false
 			}
@@ -136,7 +106,7 @@ func (c *packetConn) Read(p []byte) (int, error) {
 		var rerr error
 		armed := false
 		err := c.raw.Read(func(fd uintptr) bool {
-			n, rerr = rawRead(fd, p)
+			n, rerr = rawio.Read(fd, p) // no sysmon wake-up: see internal/rawio
 			if rerr != unix.EAGAIN {
 				return true
 			}

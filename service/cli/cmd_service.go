@@ -124,6 +124,23 @@ func installed(s kservice.Service) (bool, kservice.Status) {
 	return false, st
 }
 
+// installedService is what uninstall, start and stop need first: an
+// administrator, and the service installed (with its status).
+func installedService() (kservice.Service, kservice.Status, error) {
+	if !isAdmin() {
+		return nil, 0, errNotAdmin
+	}
+	s, err := newService(nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	ok, st := installed(s)
+	if !ok {
+		return nil, 0, errNotInstalled
+	}
+	return s, st, nil
+}
+
 var errNotInstalled = errors.New("the Strata Companion service is not installed; install it with `strata-service install` (as an administrator)")
 
 func registerServiceCommands() {
@@ -194,16 +211,9 @@ func registerServiceCommands() {
 		summary: "stop and remove the OS service (administrator/root)",
 		usage:   "strata-service uninstall",
 		run: func(ctx context.Context, env *cliEnv, args []string) error {
-			if !isAdmin() {
-				return errNotAdmin
-			}
-			s, err := newService(nil)
+			s, st, err := installedService()
 			if err != nil {
 				return err
-			}
-			ok, st := installed(s)
-			if !ok {
-				return errNotInstalled
 			}
 			if st == kservice.StatusRunning {
 				if err := s.Stop(); err != nil {
@@ -227,16 +237,9 @@ func registerServiceCommands() {
 			summary: a.summary,
 			usage:   "strata-service " + a.name,
 			run: func(ctx context.Context, env *cliEnv, args []string) error {
-				if !isAdmin() {
-					return errNotAdmin
-				}
-				s, err := newService(nil)
+				s, st, err := installedService()
 				if err != nil {
 					return err
-				}
-				ok, st := installed(s)
-				if !ok {
-					return errNotInstalled
 				}
 				if a.name == "start" && st == kservice.StatusRunning {
 					fmt.Fprintln(env.stdout, "The service is already running.")
