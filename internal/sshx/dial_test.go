@@ -214,21 +214,8 @@ func TestClosedPortIsRefused(t *testing.T) {
 func TestSilentPortHitsTheDeadline(t *testing.T) {
 	t.Parallel()
 	// Accepts TCP, never says a word: a hung sshd, a tarpit, a wrong service.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
-	ep, _ := ParseEndpoint("me@" + l.Addr().String())
+	silent := testenv.SilentPort(t)
+	ep, _ := ParseEndpoint("me@" + silent)
 	kh := &KnownHosts{File: filepath.Join(t.TempDir(), "known_hosts")}
 	done := make(chan error, 1)
 	go func() {
@@ -246,25 +233,12 @@ func TestSilentPortHitsTheDeadline(t *testing.T) {
 }
 
 func TestCancelEndsTheHandshake(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
-	ep, _ := ParseEndpoint("me@" + l.Addr().String())
+	silent := testenv.SilentPort(t)
+	ep, _ := ParseEndpoint("me@" + silent)
 	kh := &KnownHosts{File: filepath.Join(t.TempDir(), "known_hosts")}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
-	_, err = Dial(ctx, Config{Endpoint: ep, HostKeyCallback: kh.Callback, Timeout: time.Minute})
+	_, err := Dial(ctx, Config{Endpoint: ep, HostKeyCallback: kh.Callback, Timeout: time.Minute})
 	if Classify(err) != ReasonCanceled {
 		t.Fatalf("canceled dial: %v (reason %q)", err, Classify(err))
 	}

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,23 +91,10 @@ func TestProbeSSHCLI(t *testing.T) {
 	}
 
 	// A port that accepts and never speaks.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
+	silent := testenv.SilentPort(t)
 	done := make(chan struct{})
 	go func() {
-		out, _, code = remoteCLI(t, "", "probe", "--ssh", "me@"+l.Addr().String(), "--connect-timeout", "2s")
+		out, _, code = remoteCLI(t, "", "probe", "--ssh", "me@"+silent, "--connect-timeout", "2s")
 		close(done)
 	}()
 	select {
