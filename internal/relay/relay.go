@@ -764,6 +764,10 @@ func (s *agentSession) receiveResult(fr *framing.Reader, n int) (frame, error) {
 		return f, err
 	}
 	f.tmp = tmp.Name()
+	if s.proc.Expect != nil {
+		s.proc.Expect(int64(n - 6 - ll))
+		defer s.proc.Expect(0)
+	}
 	got, werr := framing.Copy(resultWriter(tmp), body)
 	cerr := tmp.Close()
 	if werr == nil && got < int64(n-6-ll) {

@@ -38,6 +38,10 @@ type Proc struct {
 	// (an agent that is hung or stopped cannot read its input's end);
 	// nil, or an error, where the server refuses signals.
 	Kill func() error
+	// Expect, where not nil, promises the transport that at least n more
+	// bytes of Stdout are on their way (a result frame's announced rest),
+	// so it can read them in batches (sshx.Client.ExpectIncoming).
+	Expect func(n int64)
 }
 
 // Dialer opens a connection within the timeout.
@@ -68,7 +72,7 @@ func SSHDialer(r settings.Remote) Dialer {
 		if user == "" {
 			return nil, fmt.Errorf("no user name for the second PC %s in the companion settings; pair it again", r.Host)
 		}
-		c, err := sshx.Dial(ctx, sshx.Config{
+		c, err := sshx.DialClient(ctx, sshx.Config{
 			Endpoint:          sshx.Endpoint{User: user, Host: r.Host, Port: r.Port},
 			Auth:              []ssh.AuthMethod{ssh.PublicKeys(signer)},
 			HostKeyCallback:   ssh.FixedHostKey(hostKey),
@@ -78,7 +82,9 @@ func SSHDialer(r settings.Remote) Dialer {
 		if err != nil {
 			return nil, err
 		}
-		return newSSHConn(c), nil
+		s := newSSHConn(c.Client)
+		s.expect = c.ExpectIncoming
+		return s, nil
 	}
 }
 
@@ -92,8 +98,9 @@ func hostKeyAlgorithms(keyType string) []string {
 }
 
 type sshConn struct {
-	c    *ssh.Client
-	done chan struct{}
+	c      *ssh.Client
+	done   chan struct{}
+	expect func(n int64) // nil: the socket is read as it comes
 }
 
 func newSSHConn(c *ssh.Client) *sshConn {
@@ -121,8 +128,13 @@ func (s *sshConn) Start(command string) (Proc, error) {
 		sess.Close()
 		return Proc{}, err
 	}
-	return Proc{Stdin: stdin, Stdout: stdout, Stderr: stderr, Close: sess.Close,
-		Kill: func() error { return sess.Signal(ssh.SIGKILL) }}, nil
+	p := Proc{Stdin: stdin, Stdout: stdout, Stderr: stderr, Close: sess.Close,
+		Kill: func() error { return sess.Signal(ssh.SIGKILL) }}
+	if s.expect != nil {
+		// What the channel may hold unread is no longer on the wire.
+		p.Expect = func(n int64) { s.expect(n - sshx.ChannelReadAhead) }
+	}
+	return p, nil
 }
 
 func (s *sshConn) Alive(ctx context.Context) error {

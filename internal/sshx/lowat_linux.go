@@ -42,6 +42,12 @@ type packetConn struct {
 	raw   syscall.RawConn
 	on    atomic.Bool // after the handshake (which has its own deadlines)
 	lowat int         // the socket's SO_RCVLOWAT; only the reading goroutine touches it
+	// promised is how many more bytes are certain to arrive (see
+	// ExpectIncoming); every read takes what it got off it.
+	promised atomic.Int64
+	// guardFired counts reads the guard ended (a test's evidence that a
+	// promise or a packet's rest did not come).
+	guardFired atomic.Int64
 }
 
 // newPacketConn wraps c when it is a TCP connection; on returns nil, c for
@@ -111,8 +117,14 @@ func (c *packetConn) Read(p []byte) (int, error) {
 				return true
 			}
 			want := 1
-			if len(p) > bufioSize && c.on.Load() && !guarded {
-				want = min(len(p), maxLowat)
+			if c.on.Load() && !guarded {
+				if len(p) > bufioSize {
+					want = min(len(p), maxLowat)
+				}
+				// More is promised: sleep until a batch of it is here.
+				if pr := c.promised.Load(); pr > int64(want) {
+					want = max(want, int(min(pr, int64(c.batch(int(fd))))))
+				}
 			}
 			c.setLowat(int(fd), want)
 			if want > 1 && !armed {
@@ -126,6 +138,8 @@ func (c *packetConn) Read(p []byte) (int, error) {
 		}
 		if err != nil {
 			if armed && errors.Is(err, os.ErrDeadlineExceeded) {
+				c.guardFired.Add(1)
+				c.promised.Store(0)
 				// The rest did not come in time: wait for any byte again.
 				c.raw.Control(func(fd uintptr) { c.setLowat(int(fd), 1) })
 				guarded = true
@@ -139,6 +153,27 @@ func (c *packetConn) Read(p []byte) (int, error) {
 		if n == 0 {
 			return 0, io.EOF
 		}
+		if pr := c.promised.Load(); pr > 0 {
+			// Add, not Store: a new promise made meanwhile only loses
+			// these bytes (it stays a lower bound).
+			c.promised.Add(-min(int64(n), pr))
+		}
 		return n, nil
 	}
 }
+
+// batch is how much one wait asks for while more is promised: a quarter of
+// the socket's receive buffer (so the mark never holds back the window the
+// kernel advertises), at most maxLowat.
+func (c *packetConn) batch(fd int) int {
+	var v int32
+	l := uint32(4)
+	_, _, e := unix.RawSyscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, uintptr(unsafe.Pointer(&v)), uintptr(unsafe.Pointer(&l)), 0)
+	if e != 0 || v <= 0 {
+		return 1
+	}
+	return min(int(v)/4, maxLowat)
+}
+
+// expect promises n more bytes (see ExpectIncoming).
+func (c *packetConn) expect(n int64) { c.promised.Store(max(n, 0)) }

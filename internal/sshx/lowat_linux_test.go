@@ -3,13 +3,16 @@ package sshx
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
 	"golang.org/x/sys/unix"
 )
 
@@ -194,4 +197,142 @@ func TestPacketConnEOFDeadlineAndLargeWrites(t *testing.T) {
 			t.Errorf("after the peer closed: %v, want io.EOF", err)
 		}
 	})
+}
+
+// While bytes are promised, even a small read (the next packet's length)
+// waits for a batch of them; what is read comes off the promise, and once
+// it is kept, small reads wait for one byte again.
+func TestPacketConnReadsAPromiseInBatches(t *testing.T) {
+	pc, srv := tcpPair(t)
+	pc.expect(100 << 10)
+	got := make(chan int, 1)
+	go func() {
+		n, _ := pc.Read(make([]byte, bufioSize))
+		got <- n
+	}()
+	var batch int
+	pc.raw.Control(func(fd uintptr) { batch = min(100<<10, pc.batch(int(fd))) })
+	if batch <= bufioSize {
+		t.Fatalf("a batch of %d bytes is no batch (receive buffer too small?)", batch)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for lowat(t, pc) != batch {
+		if time.Now().After(deadline) {
+			t.Fatalf("SO_RCVLOWAT while 100 KiB are promised: %d, want %d", lowat(t, pc), batch)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	srv.Write(make([]byte, 100<<10))
+	select {
+	case n := <-got:
+		if n != bufioSize {
+			t.Fatalf("read %d bytes", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the batch arrived but the read did not end")
+	}
+	if p := pc.promised.Load(); p != 100<<10-bufioSize {
+		t.Fatalf("promise after reading %d bytes: %d", bufioSize, p)
+	}
+	if _, err := io.ReadFull(pc, make([]byte, 100<<10-bufioSize)); err != nil {
+		t.Fatal(err)
+	}
+	if p := pc.promised.Load(); p != 0 {
+		t.Fatalf("promise after all of it came: %d", p)
+	}
+	go func() { time.Sleep(20 * time.Millisecond); srv.Write([]byte("tiny")) }()
+	within(t, "a small read after the promise was kept", 10*time.Second, func() {
+		if n, err := pc.Read(make([]byte, bufioSize)); n != 4 || err != nil {
+			t.Errorf("read %d, %v", n, err)
+		}
+	})
+	if v := lowat(t, pc); v != 1 {
+		t.Errorf("SO_RCVLOWAT once the promise was kept: %d, want 1", v)
+	}
+	if f := pc.guardFired.Load(); f != 0 {
+		t.Errorf("the guard fired %d times for promises that were kept", f)
+	}
+}
+
+// A promise the peer breaks (it stops early) costs one guard's wait and no
+// data; the promise is then dropped.
+func TestPacketConnBrokenPromiseEndsAtTheGuard(t *testing.T) {
+	pc, srv := tcpPair(t)
+	pc.expect(1 << 20)
+	go func() { time.Sleep(20 * time.Millisecond); srv.Write([]byte("only ten!!")) }()
+	within(t, "a read with 1 MiB promised and 10 bytes sent", 10*time.Second, func() {
+		buf := make([]byte, bufioSize)
+		n, err := pc.Read(buf)
+		if err != nil || string(buf[:n]) != "only ten!!" {
+			t.Errorf("read %q, %v", buf[:n], err)
+		}
+	})
+	if f := pc.guardFired.Load(); f != 1 {
+		t.Errorf("the guard fired %d times, want once", f)
+	}
+	if p := pc.promised.Load(); p != 0 {
+		t.Errorf("a broken promise is kept: %d", p)
+	}
+	if v := lowat(t, pc); v != 1 {
+		t.Errorf("SO_RCVLOWAT after the guard: %d, want 1", v)
+	}
+}
+
+// The promise the relay makes for a result it is reading: the announced
+// bytes less what x/crypto/ssh may already have read into the channel
+// (ChannelReadAhead). Through a real sshd, with the reader late enough that
+// x/crypto has filled the whole window before the promise is made: had it
+// read more than ChannelReadAhead (a newer x/crypto with a larger window),
+// the promise would outrun the bytes still to come and the guard would fire.
+func TestExpectIncomingOverARealSSHD(t *testing.T) {
+	s := startSSHD(t)
+	ep := endpointOf(t, s, s.User)
+	kh := pinned(t, s, ep)
+	const size = 12 << 20
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i*131 + i>>16)
+	}
+	file := filepath.Join(t.TempDir(), "stream")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	signer := s.ClientSigner
+	c, err := DialClient(context.Background(), Config{Endpoint: ep, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)}, HostKeyCallback: kh.Callback, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.pc == nil {
+		t.Fatal("the connection is not read through packetConn")
+	}
+	sess, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	out, err := sess.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Start("cat " + file); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // x/crypto reads up to its window meanwhile
+	c.ExpectIncoming(size - ChannelReadAhead)
+	var got bytes.Buffer
+	within(t, "reading the stream", 60*time.Second, func() {
+		if _, err := io.Copy(&got, out); err != nil {
+			t.Error(err)
+		}
+	})
+	if !bytes.Equal(got.Bytes(), data) {
+		t.Fatalf("got %d bytes, not the %d sent", got.Len(), size)
+	}
+	if f := c.pc.guardFired.Load(); f != 0 {
+		t.Errorf("the guard fired %d times: the promise outran the stream (x/crypto read ahead more than %d bytes?)", f, ChannelReadAhead)
+	}
+	if p := c.pc.promised.Load(); p != 0 {
+		t.Errorf("%d promised bytes never came", p)
+	}
 }

@@ -133,6 +133,41 @@ var Ciphers = []string{ssh.CipherAES128GCM, ssh.CipherChaCha20Poly1305, ssh.Ciph
 // Dial connects and authenticates within cfg.Timeout (and ctx). Errors are
 // *DialError; Classify says why in one word.
 func Dial(ctx context.Context, cfg Config) (*ssh.Client, error) {
+	c, err := DialClient(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c.Client, nil
+}
+
+// Client is a dialed connection with a say in how its socket is read.
+type Client struct {
+	*ssh.Client
+	pc *packetConn // nil where the socket is not a Linux TCP socket
+}
+
+// ExpectIncoming promises that at least n more bytes will arrive on the
+// connection whatever this side does next (bytes a peer is streaming and has
+// announced, less what x/crypto/ssh may already have read ahead: see
+// ChannelReadAhead). Until they have come, a read waits for a batch of them
+// instead of waking for every ssh packet (Linux; see lowat_linux.go). A
+// broken promise costs one 250 ms wait, never data. n <= 0 withdraws it.
+func (c *Client) ExpectIncoming(n int64) {
+	if c.pc != nil {
+		c.pc.expect(n)
+	}
+}
+
+// ChannelReadAhead is the most x/crypto/ssh reads of one channel before its
+// reader takes it: the window it grants the peer (64 packets of 32 KiB,
+// channelWindowSize in its channel.go). A peer streaming n bytes has at
+// least n - ChannelReadAhead of them still to send when the reader sees
+// their announcement. (TestExpectIncomingOverARealSSHD fails should a
+// newer x/crypto grant more.)
+const ChannelReadAhead = 64 * 32 << 10
+
+// DialClient is Dial, returning a Client.
+func DialClient(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.HostKeyCallback == nil {
 		return nil, errors.New("sshx: no host key check configured")
 	}
@@ -192,5 +227,5 @@ func Dial(ctx context.Context, cfg Config) (*ssh.Client, error) {
 	if pc != nil {
 		pc.start()
 	}
-	return ssh.NewClient(c, chans, reqs), nil
+	return &Client{Client: ssh.NewClient(c, chans, reqs), pc: pc}, nil
 }
