@@ -69,7 +69,7 @@ func TestRealTrayUnderXvfb(t *testing.T) {
 	fakeBin := filepath.Join(dir, "bin")
 	os.MkdirAll(fakeBin, 0o755)
 	asked := filepath.Join(dir, "zenity-asked")
-	os.WriteFile(filepath.Join(fakeBin, "zenity"), []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" >> "+asked+"\nexit 0\n"), 0o755)
+	testenv.WriteExecutable(filepath.Join(fakeBin, "zenity"), []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" >> "+asked+"\nexit 0\n"))
 
 	env := append([]string(nil), disp.Env...)
 	env = setEnv(env, "PATH", fakeBin+":"+os.Getenv("PATH"))

@@ -44,8 +44,9 @@ func TestStrataDrivesTheBuiltRelay(t *testing.T) {
 	remoteDir := t.TempDir()
 	rm, rmodel := relay.RemoteFiles(mmproj, model)
 	cp := func(from, to string, mode os.FileMode) {
-		b, _ := os.ReadFile(from)
-		os.WriteFile(to, b, mode)
+		if err := testenv.CopyFile(from, to, mode); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cp(mmproj, filepath.Join(remoteDir, rm), 0o644)
 	cp(model, filepath.Join(remoteDir, rmodel), 0o644)

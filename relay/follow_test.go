@@ -179,17 +179,15 @@ func newRig(t *testing.T, sshdOpts testenv.SSHDOptions, remoteEnv string) *rig {
 	fakeencoder.WriteModel(g.model, 20)
 	rm, rmodel := relay.RemoteFiles(g.mmproj, g.model)
 	cp := func(from, to string, mode os.FileMode) {
-		b, err := os.ReadFile(from)
-		if err != nil {
+		if err := testenv.CopyFile(from, to, mode); err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(to, b, mode)
 	}
 	cp(g.mmproj, filepath.Join(g.remoteDir, rm), 0o644)
 	cp(g.model, filepath.Join(g.remoteDir, rmodel), 0o644)
 	cp(relayBin, filepath.Join(g.remoteDir, "strata-vision-relay"), 0o755)
 	cp(standin, filepath.Join(g.remoteDir, "standin-bin"), 0o755)
-	os.WriteFile(filepath.Join(g.remoteDir, "strata-vision"), []byte("#!/bin/sh\n"+remoteEnv+" exec "+filepath.Join(g.remoteDir, "standin-bin")+" \"$@\"\n"), 0o755)
+	testenv.WriteExecutable(filepath.Join(g.remoteDir, "strata-vision"), []byte("#!/bin/sh\n"+remoteEnv+" exec "+filepath.Join(g.remoteDir, "standin-bin")+" \"$@\"\n"))
 	g.sshd = testenv.StartSSHD(t, sshdOpts)
 	g.st = &settings.Settings{Vision: settings.PlacementRemote, LocalEncoder: standin, Remote: &settings.Remote{
 		Host: g.sshd.Host, Port: g.sshd.Port, User: g.sshd.User,

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 func TestLockOnePerSession(t *testing.T) {
@@ -35,7 +37,7 @@ func TestSetupPath(t *testing.T) {
 	if _, err := SetupPath(); err == nil || !strings.Contains(err.Error(), "reinstall") {
 		t.Errorf("missing setup: %v", err)
 	}
-	os.WriteFile(filepath.Join(dir, "strata-setup"), []byte("#!/bin/sh\n"), 0o755)
+	testenv.WriteExecutable(filepath.Join(dir, "strata-setup"), []byte("#!/bin/sh\n"))
 	if p, err := SetupPath(); err != nil || p != filepath.Join(dir, "strata-setup") {
 		t.Errorf("SetupPath = %q, %v", p, err)
 	}
@@ -50,7 +52,7 @@ func TestConfirm(t *testing.T) {
 		t.Error("asked without a dialog program")
 	}
 	for code, want := range map[int][2]bool{0: {true, true}, 1: {false, true}, 5: {false, false}} {
-		os.WriteFile(filepath.Join(dir, "kdialog"), []byte(fmt.Sprintf("#!/bin/sh\necho \"$@\" > %s/args\nexit %d\n", dir, code)), 0o755)
+		testenv.WriteExecutable(filepath.Join(dir, "kdialog"), []byte(fmt.Sprintf("#!/bin/sh\necho \"$@\" > %s/args\nexit %d\n", dir, code)))
 		yes, asked := confirm(context.Background(), "Switch vision", "Continue?")
 		if yes != want[0] || asked != want[1] {
 			t.Errorf("exit %d: yes=%v asked=%v, want %v", code, yes, asked, want)

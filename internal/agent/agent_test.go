@@ -19,6 +19,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/fakeencoder"
 	"github.com/strata-companion/companion/internal/framing"
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 // buildStandin builds the stand-in strata-vision and writes a wrapper that
@@ -31,7 +32,7 @@ func buildStandin(t *testing.T, env string) (dir, encoder, mmproj, model string)
 		t.Fatalf("building the stand-in: %v\n%s", err, out)
 	}
 	encoder = filepath.Join(dir, "strata-vision")
-	os.WriteFile(encoder, []byte("#!/bin/sh\n"+env+" exec "+bin+" \"$@\"\n"), 0o755)
+	testenv.WriteExecutable(encoder, []byte("#!/bin/sh\n"+env+" exec "+bin+" \"$@\"\n"))
 	mmproj, model = filepath.Join(dir, "mmproj.gguf"), filepath.Join(dir, "vocab.gguf")
 	if err := fakeencoder.WriteMmproj(mmproj, 16); err != nil {
 		t.Fatal(err)
@@ -116,7 +117,7 @@ func TestEncodeStatusAndCleanEnd(t *testing.T) {
 	_, enc, mm, model := buildStandin(t, "")
 	scratch := t.TempDir()
 	smi := filepath.Join(t.TempDir(), "nvidia-smi")
-	os.WriteFile(smi, []byte("#!/bin/sh\necho '0, NVIDIA GeForce RTX 3060 Laptop GPU, 6144, 1417, 4727, 581.42'\n"), 0o755)
+	testenv.WriteExecutable(smi, []byte("#!/bin/sh\necho '0, NVIDIA GeForce RTX 3060 Laptop GPU, 6144, 1417, 4727, 581.42'\n"))
 	s := start(t, Config{Encoder: enc, Mmproj: mm, Model: model, MaxTokens: 8, ScratchParent: scratch, NvidiaSMI: smi})
 
 	var evs []framing.AgentEvent

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 // start runs the stand-in as the supervisor would and returns its stdout lines.
@@ -137,10 +139,10 @@ func TestVisionEncoderReadyChecked(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	enc := filepath.Join(dir, "enc.sh")
-	os.WriteFile(enc, []byte("#!/bin/sh\necho 'strata-vision: on the CPU, 4 threads, no warm-up' >&2\necho READY 2560\n"+
-		"while read cmd a b; do [ \"$cmd\" = QUIT ] && exit 0; printf 'SVE1' > \"$b\"; echo OK 4 1 1 5; done\n"), 0o755)
+	testenv.WriteExecutable(enc, []byte("#!/bin/sh\necho 'strata-vision: on the CPU, 4 threads, no warm-up' >&2\necho READY 2560\n"+
+		"while read cmd a b; do [ \"$cmd\" = QUIT ] && exit 0; printf 'SVE1' > \"$b\"; echo OK 4 1 1 5; done\n"))
 	bad := filepath.Join(dir, "bad.sh")
-	os.WriteFile(bad, []byte("#!/bin/sh\necho 'error: cannot open mmproj'\n"), 0o755)
+	testenv.WriteExecutable(bad, []byte("#!/bin/sh\necho 'error: cannot open mmproj'\n"))
 
 	vision := func(exe string) map[string]any {
 		return map[string]any{"vision": map[string]any{"exe": exe, "mmproj": "mm.gguf", "model": "stub.gguf", "gpu": false, "threads": 4}}
@@ -200,8 +202,8 @@ func TestTempFoldersStayInTheRoot(t *testing.T) {
 	dir := t.TempDir()
 	paths := filepath.Join(dir, "paths")
 	enc := filepath.Join(dir, "enc.sh")
-	os.WriteFile(enc, []byte("#!/bin/sh\necho READY 2560\n"+
-		"while read cmd a b; do [ \"$cmd\" = QUIT ] && exit 0; echo \"$a\" >> "+paths+"; printf 'SVE1' > \"$b\"; echo OK 4 1 1 5; done\n"), 0o755)
+	testenv.WriteExecutable(enc, []byte("#!/bin/sh\necho READY 2560\n"+
+		"while read cmd a b; do [ \"$cmd\" = QUIT ] && exit 0; echo \"$a\" >> "+paths+"; printf 'SVE1' > \"$b\"; echo OK 4 1 1 5; done\n"))
 	r := NewRoot(t, RootOptions{Extra: map[string]any{"vision": map[string]any{"exe": enc, "mmproj": "mm.gguf", "model": "stub.gguf"}}})
 	_, lines := start(t, r)
 	waitLine(t, lines, "ready: ")
@@ -328,7 +330,7 @@ while read cmd img out; do
   printf 'SVE1' > "$out"; echo "OK 6 2 3 1"
 done
 `
-	os.WriteFile(enc, []byte(script), 0o755)
+	testenv.WriteExecutable(enc, []byte(script))
 	r := NewRoot(t, RootOptions{Extra: map[string]any{
 		"cwd":    dir,
 		"env":    map[string]string{"MY_WRAPPER_SETTING": "from-config"},

@@ -28,7 +28,7 @@ case "$*" in
   *) echo "unexpected arguments: $*" >&2; exit 2 ;;
 esac
 `
-	if err := os.WriteFile(filepath.Join(dir, "nvidia-smi"), []byte(script), 0o755); err != nil {
+	if err := testenv.WriteExecutable(filepath.Join(dir, "nvidia-smi"), []byte(script)); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -61,7 +61,7 @@ func TestProbeAgainstARealSSHD(t *testing.T) {
 	remote := filepath.Join(t.TempDir(), "Strata Vision") // a space, as on Windows
 	os.MkdirAll(remote, 0o755)
 	for _, f := range []string{"strata-vision", "mmproj-BF16.gguf", "vocab-stub.gguf"} {
-		os.WriteFile(filepath.Join(remote, f), []byte("x"), 0o755)
+		testenv.WriteExecutable(filepath.Join(remote, f), []byte("x"))
 	}
 	r := Run(context.Background(), c, "pc2", Options{RemoteDir: remote, Pings: 5, TransferBytes: 2 << 20})
 	t.Logf("%+v", r)

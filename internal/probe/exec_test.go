@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 // fakeSMI writes an executable nvidia-smi shell script into a fresh folder
@@ -19,7 +21,7 @@ func fakeSMI(t testing.TB, script string) (dir, path string) {
 	t.Helper()
 	dir = t.TempDir()
 	path = filepath.Join(dir, "nvidia-smi")
-	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+script), 0o755); err != nil {
+	if err := testenv.WriteExecutable(path, []byte("#!/bin/sh\n"+script)); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
@@ -128,7 +130,7 @@ func TestProbeSearchPathsAndUnrunnableBinary(t *testing.T) {
 	bad := filepath.Join(dir, "bad-nvidia-smi")
 	os.WriteFile(bad, []byte("not a program"), 0o644) // not executable
 	good := filepath.Join(dir, "nvidia-smi")
-	os.WriteFile(good, []byte("#!/bin/sh\n"+printing(smiLaptop, 0)), 0o755)
+	testenv.WriteExecutable(good, []byte("#!/bin/sh\n"+printing(smiLaptop, 0)))
 	o := testOptions(t)
 	o.SearchPaths = []string{filepath.Join(dir, "missing"), bad, good}
 	r := Probe(context.Background(), o)

@@ -104,13 +104,15 @@ func newSecondPC(t *testing.T, encodeEnv string) *secondPC {
 	copyFile(t, pc.mmproj, filepath.Join(pc.dir, rm))
 	fakeencoder.WriteModel(filepath.Join(pc.dir, rmodel), 10)
 	pc.agentBin = filepath.Join(pc.dir, AgentName("linux"))
-	copyFile(t, relayBin, pc.agentBin)
-	os.Chmod(pc.agentBin, 0o755)
+	if err := testenv.CopyFile(relayBin, pc.agentBin, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	// A copy per test: tests run in parallel and find their own processes by path.
 	pc.standin = filepath.Join(pc.dir, "standin-bin")
-	copyFile(t, standin, pc.standin)
-	os.Chmod(pc.standin, 0o755)
-	os.WriteFile(filepath.Join(pc.dir, "strata-vision"), []byte("#!/bin/sh\n"+encodeEnv+" exec "+pc.standin+" \"$@\"\n"), 0o755)
+	if err := testenv.CopyFile(standin, pc.standin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WriteExecutable(filepath.Join(pc.dir, "strata-vision"), []byte("#!/bin/sh\n"+encodeEnv+" exec "+pc.standin+" \"$@\"\n"))
 	pc.remote = settings.Remote{
 		Host: pc.sshd.Host, Port: pc.sshd.Port, User: pc.sshd.User,
 		HostKey:   strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pc.sshd.HostSigner.PublicKey()))),

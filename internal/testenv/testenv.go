@@ -7,6 +7,7 @@ package testenv
 import (
 	"os"
 	"os/exec"
+	"syscall"
 	"testing"
 )
 
@@ -51,4 +52,15 @@ func Root(t testing.TB) {
 	if os.Geteuid() != 0 {
 		Skip(t, "needs root")
 	}
+}
+
+// WriteExecutable is os.WriteFile(path, data, 0o755) for a program a test
+// will run (a script, a copied binary), under syscall.ForkLock: a parallel
+// test's fork between the open and the close would carry the write
+// descriptor into its child until that child execs, and running the program
+// in that window fails with "text file busy" (golang.org/issue/22315).
+func WriteExecutable(path string, data []byte) error {
+	syscall.ForkLock.RLock()
+	defer syscall.ForkLock.RUnlock()
+	return os.WriteFile(path, data, 0o755)
 }

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -340,6 +341,8 @@ func CopyFile(src, dst string, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
+	syscall.ForkLock.RLock() // see WriteExecutable
+	defer syscall.ForkLock.RUnlock()
 	return os.WriteFile(dst, b, mode)
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/probe"
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 // TestProbeCLIHelperProcess is not a test: the tests below run the test
@@ -33,7 +34,7 @@ func runProbeCLI(t *testing.T, smiScript string, args ...string) (string, string
 	t.Helper()
 	dir := t.TempDir()
 	if smiScript != "" {
-		if err := os.WriteFile(filepath.Join(dir, "nvidia-smi"), []byte("#!/bin/sh\n"+smiScript), 0o755); err != nil {
+		if err := testenv.WriteExecutable(filepath.Join(dir, "nvidia-smi"), []byte("#!/bin/sh\n"+smiScript)); err != nil {
 			t.Fatal(err)
 		}
 	}

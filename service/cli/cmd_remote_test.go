@@ -39,7 +39,7 @@ func isolate(t *testing.T) string {
 
 func fakeSMIDir(t *testing.T) string {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "nvidia-smi"), []byte("#!/bin/sh\necho '0, NVIDIA GeForce RTX 3060 Laptop GPU, 6144, 412, 5606, 581.57, 8.6, Disabled'\n"), 0o755)
+	testenv.WriteExecutable(filepath.Join(dir, "nvidia-smi"), []byte("#!/bin/sh\necho '0, NVIDIA GeForce RTX 3060 Laptop GPU, 6144, 412, 5606, 581.57, 8.6, Disabled'\n"))
 	return dir
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 // syncBuf is a bytes.Buffer safe for the daemon's goroutines.
@@ -220,7 +221,7 @@ func contains(l []string, s string) bool {
 func TestVisionCommandGoesThroughTheService(t *testing.T) {
 	dir := t.TempDir()
 	enc := dir + "/strata-vision"
-	os.WriteFile(enc, []byte("#!/bin/sh\necho 'strata-vision: on the CPU, 2 threads, no warm-up' >&2\necho READY 2560\nwhile read c a b; do [ \"$c\" = QUIT ] && exit 0; echo 'ERR stand-in'; done\n"), 0o755)
+	testenv.WriteExecutable(enc, []byte("#!/bin/sh\necho 'strata-vision: on the CPU, 2 threads, no warm-up' >&2\necho READY 2560\nwhile read c a b; do [ \"$c\" = QUIT ] && exit 0; echo 'ERR stand-in'; done\n"))
 	for _, f := range []string{"mmproj-Q8_0.gguf", "stub.gguf"} {
 		os.WriteFile(dir+"/"+f, []byte("GGUF"), 0o644)
 	}

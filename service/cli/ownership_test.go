@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +25,7 @@ import (
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 // envChildCLI makes the test binary act as strata-service (for tests that
@@ -46,7 +46,7 @@ func visionRoot(t *testing.T) *fakestrata.Root {
 	dir := t.TempDir()
 	enc := dir + "/strata-vision"
 	script := "#!/bin/sh\necho READY 2560\nwhile read c a b; do [ \"$c\" = QUIT ] && exit 0; echo 'ERR stand-in'; done\n"
-	os.WriteFile(enc, []byte(script), 0o755)
+	testenv.WriteExecutable(enc, []byte(script))
 	for _, f := range []string{"mmproj-BF16.gguf", "stub.gguf"} {
 		os.WriteFile(dir+"/"+f, []byte("GGUF"), 0o644)
 	}
@@ -55,7 +55,7 @@ func visionRoot(t *testing.T) *fakestrata.Root {
 		t.Fatal(err)
 	}
 	relay := filepath.Join(filepath.Dir(self), "strata-vision-relay")
-	if err := os.WriteFile(relay, []byte(script), 0o755); err != nil {
+	if err := testenv.WriteExecutable(relay, []byte(script)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(relay) })
@@ -63,7 +63,7 @@ func visionRoot(t *testing.T) *fakestrata.Root {
 		"args":   []string{"-m", "model.gguf", "--vision", "--vram-reserve-mib", "700"},
 		"vision": map[string]any{"exe": enc, "mmproj": dir + "/mmproj-BF16.gguf", "model": dir + "/stub.gguf", "gpu": true},
 	}})
-	os.WriteFile(filepath.Join(r.Dir, "engine", "strata-vision"), []byte(script), 0o755)
+	testenv.WriteExecutable(filepath.Join(r.Dir, "engine", "strata-vision"), []byte(script))
 	return r
 }
 
@@ -253,19 +253,9 @@ func TestCLIChangesTheConfigOnlyThroughTheService(t *testing.T) {
 }
 
 func copyFile(t *testing.T, from, to string) {
-	in, err := os.Open(from)
-	if err != nil {
+	if err := testenv.CopyFile(from, to, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	out.Close()
 }
 
 // watchDir watches dir with inotify; the returned function stops the watch

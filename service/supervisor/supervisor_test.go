@@ -314,7 +314,7 @@ func TestHangAtStartTimesOut(t *testing.T) {
 func TestEncoderThatDoesNotStartIsNotRetried(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.sh")
-	os.WriteFile(bad, []byte("#!/bin/sh\necho 'error: cannot open mm.gguf'\n"), 0o755)
+	testenv.WriteExecutable(bad, []byte("#!/bin/sh\necho 'error: cannot open mm.gguf'\n"))
 	h := newHarness(t, fakestrata.RootOptions{Extra: map[string]any{
 		"vision": map[string]any{"exe": bad, "mmproj": "mm.gguf", "model": "stub.gguf"}}}, nil)
 	h.waitFor(events.EncoderFailed)
