@@ -31,6 +31,14 @@ import (
 // usual. Should a future x/crypto read ahead past a packet's end, the guard
 // below turns the low-water mark off after lowatGuard instead of waiting
 // for bytes that may never come.
+//
+// A caller that knows more is coming (the relay, once a result's length is
+// announced) promises it with ExpectIncoming: until those bytes have been
+// read, any read that has to wait, a 4-byte length included, waits for a
+// batch of them (a quarter of the receive buffer, at most maxLowat): at
+// 1 Gbit/s a 10.5 MB .sve costs the relay ~140 context switches instead of
+// ~230 (its last 2 MiB, which x/crypto may have read before the promise was
+// made, still come packet by packet). The guard covers a broken promise too.
 const (
 	bufioSize  = 4096    // x/crypto/ssh's bufio.NewReader default
 	maxLowat   = 1 << 18 // the most one wait asks for (x/crypto's packets are at most 256 KiB)

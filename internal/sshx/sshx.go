@@ -164,7 +164,7 @@ func (c *Client) ExpectIncoming(n int64) {
 // least n - ChannelReadAhead of them still to send when the reader sees
 // their announcement. (TestExpectIncomingOverARealSSHD fails should a
 // newer x/crypto grant more.)
-const ChannelReadAhead = 64 * 32 << 10
+const ChannelReadAhead = 64 * (32 << 10)
 
 // DialClient is Dial, returning a Client.
 func DialClient(ctx context.Context, cfg Config) (*Client, error) {
