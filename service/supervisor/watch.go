@@ -196,7 +196,12 @@ type statusVision struct {
 // ready signal of its own, in case the `ready:` line was worded otherwise;
 // /v1/status's vision block is the nearest thing to the encoder's health.
 func (s *Supervisor) pollHealth(ctx context.Context, p *process) {
-	hc := &http.Client{Timeout: 5 * time.Second}
+	// A connection per poll, closed after it: calm polls are 1 or 5 minutes
+	// apart, so a kept connection would mostly be dropped in between by the
+	// transport's 90 s idle timer: a wake-up of its own for an idle service,
+	// and on a VM whose host reclaims idle guest memory meanwhile, a costly
+	// one (bench/README.md, "Idle over 300 s"). A loopback dial is cheap.
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	base := "http://127.0.0.1:" + strconv.Itoa(p.port)
 	var lastVision *statusVision
 	calm := false
