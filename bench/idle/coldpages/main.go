@@ -1,11 +1,13 @@
 // Command coldpages measures what this machine charges for touching memory
-// that has been left alone for a while: for each idle time S given (seconds),
-// it writes 512 pages of a fresh region, sleeps S, touches the same pages
-// again and prints the cost per page. On a desktop PC the second touch costs
-// what a cache miss does (well under 1 us per page at any S); on a VM whose
-// host reclaims or compresses idle guest memory it grows with S, and every
-// idle program's first wake-up after a long sleep pays it for each page of
-// code, heap and stack it touches (bench/README.md, "Idle over 300 s").
+// after a long idle: for each idle time S given (seconds), it writes two
+// regions of 512 pages, sleeps S, then touches the pages of the first region
+// at once (a cold CPU: just woken), keeps the CPU busy for 20 ms without
+// touching the second region, and touches that one (a warm CPU, pages still
+// left alone for S). It prints the cost per page of both. On a desktop PC
+// both stay well under 1 us per page at any S; on a VM both can grow with S,
+// and an idle program's first wake-up after a long sleep pays that for every
+// page of code, heap and stack it touches (bench/README.md, "Idle over
+// 300 s").
 //
 //	go run ./bench/idle/coldpages 1 10 60 300
 package main
@@ -22,30 +24,46 @@ const (
 	pages    = 512
 )
 
+func region() []byte {
+	r := make([]byte, pages*pageSize)
+	for i := range r {
+		r[i] = byte(i)
+	}
+	return r
+}
+
+var sink byte
+
+// touch reads and writes one byte of every page of r; it returns the cost per
+// page in microseconds.
+func touch(r []byte) float64 {
+	t0 := time.Now()
+	for p := 0; p < pages; p++ {
+		sink += r[p*pageSize]
+		r[p*pageSize]++
+	}
+	return float64(time.Since(t0).Nanoseconds()) / 1e3 / pages
+}
+
 func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: coldpages SECONDS...  (idle times to try, e.g. 1 10 60 300)")
 		os.Exit(2)
 	}
-	var sink byte
 	for _, a := range os.Args[1:] {
 		s, err := strconv.Atoi(a)
 		if err != nil || s < 0 {
 			fmt.Fprintf(os.Stderr, "coldpages: %q is not a number of seconds\n", a)
 			os.Exit(2)
 		}
-		region := make([]byte, pages*pageSize) // fresh pages for each idle time
-		for i := range region {
-			region[i] = byte(i)
-		}
+		first, second := region(), region()
 		time.Sleep(time.Duration(s) * time.Second)
-		t0 := time.Now()
-		for p := 0; p < pages; p++ {
-			sink += region[p*pageSize]
-			region[p*pageSize]++
+		cold := touch(first)
+		var spin [64]byte
+		for t0 := time.Now(); time.Since(t0) < 20*time.Millisecond; {
+			spin[time.Now().Nanosecond()%64]++
 		}
-		d := time.Since(t0)
-		fmt.Printf("pages left alone %4d s: %6.2f us per page on the next touch (%d pages, %v)\n", s, float64(d.Nanoseconds())/1e3/pages, pages, d)
+		warm := touch(second)
+		fmt.Printf("pages left alone %4d s: %6.2f us per page just after the wake-up, %6.2f us after 20 ms of work\n", s, cold, warm)
 	}
-	_ = sink
 }
