@@ -128,13 +128,8 @@ func (s *sshConn) Start(command string) (Proc, error) {
 		sess.Close()
 		return Proc{}, err
 	}
-	p := Proc{Stdin: stdin, Stdout: stdout, Stderr: stderr, Close: sess.Close,
-		Kill: func() error { return sess.Signal(ssh.SIGKILL) }}
-	if s.expect != nil {
-		// What the channel may hold unread is no longer on the wire.
-		p.Expect = func(n int64) { s.expect(n - sshx.ChannelReadAhead) }
-	}
-	return p, nil
+	return Proc{Stdin: stdin, Stdout: stdout, Stderr: stderr, Close: sess.Close,
+		Kill: func() error { return sess.Signal(ssh.SIGKILL) }, Expect: s.expect}, nil
 }
 
 func (s *sshConn) Alive(ctx context.Context) error {

@@ -280,9 +280,9 @@ func TestPacketConnBrokenPromiseEndsAtTheGuard(t *testing.T) {
 
 // The promise the relay makes for a result it is reading: the announced
 // bytes less what x/crypto/ssh may already have read into the channel
-// (ChannelReadAhead). Through a real sshd, with the reader late enough that
+// (channelReadAhead). Through a real sshd, with the reader late enough that
 // x/crypto has filled the whole window before the promise is made: had it
-// read more than ChannelReadAhead (a newer x/crypto with a larger window),
+// read more than channelReadAhead (a newer x/crypto with a larger window),
 // the promise would outrun the bytes still to come and the guard would fire.
 func TestExpectIncomingOverARealSSHD(t *testing.T) {
 	s := startSSHD(t)
@@ -319,7 +319,7 @@ func TestExpectIncomingOverARealSSHD(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond) // x/crypto reads up to its window meanwhile
-	c.ExpectIncoming(size - ChannelReadAhead)
+	c.ExpectIncoming(size)
 	var got bytes.Buffer
 	within(t, "reading the stream", 60*time.Second, func() {
 		if _, err := io.Copy(&got, out); err != nil {
@@ -330,7 +330,7 @@ func TestExpectIncomingOverARealSSHD(t *testing.T) {
 		t.Fatalf("got %d bytes, not the %d sent", got.Len(), size)
 	}
 	if f := c.pc.guardFired.Load(); f != 0 {
-		t.Errorf("the guard fired %d times: the promise outran the stream (x/crypto read ahead more than %d bytes?)", f, ChannelReadAhead)
+		t.Errorf("the guard fired %d times: the promise outran the stream (x/crypto read ahead more than %d bytes?)", f, channelReadAhead)
 	}
 	if p := c.pc.promised.Load(); p != 0 {
 		t.Errorf("%d promised bytes never came", p)

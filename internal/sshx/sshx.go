@@ -146,25 +146,24 @@ type Client struct {
 	pc *packetConn // nil where the socket is not a Linux TCP socket
 }
 
-// ExpectIncoming promises that at least n more bytes will arrive on the
-// connection whatever this side does next (bytes a peer is streaming and has
-// announced, less what x/crypto/ssh may already have read ahead: see
-// ChannelReadAhead). Until they have come, a read waits for a batch of them
-// instead of waking for every ssh packet (Linux; see lowat_linux.go). A
-// broken promise costs one 250 ms wait, never data. n <= 0 withdraws it.
+// ExpectIncoming promises that a peer has announced n more bytes of one
+// channel's data and is streaming them. x/crypto/ssh may already have read
+// up to channelReadAhead of them into the channel, so what is certain to
+// arrive on the socket is n less that; until it has come, a read waits for
+// a batch of it instead of waking for every ssh packet (Linux; see
+// lowat_linux.go). A broken promise costs one 250 ms wait, never data.
+// n <= channelReadAhead promises nothing (and withdraws a promise).
 func (c *Client) ExpectIncoming(n int64) {
 	if c.pc != nil {
-		c.pc.expect(n)
+		c.pc.expect(n - channelReadAhead)
 	}
 }
 
-// ChannelReadAhead is the most x/crypto/ssh reads of one channel before its
+// channelReadAhead is the most x/crypto/ssh reads of one channel before its
 // reader takes it: the window it grants the peer (64 packets of 32 KiB,
-// channelWindowSize in its channel.go). A peer streaming n bytes has at
-// least n - ChannelReadAhead of them still to send when the reader sees
-// their announcement. (TestExpectIncomingOverARealSSHD fails should a
-// newer x/crypto grant more.)
-const ChannelReadAhead = 64 * (32 << 10)
+// channelWindowSize in its channel.go). TestExpectIncomingOverARealSSHD
+// fails should a newer x/crypto grant more.
+const channelReadAhead = 64 * (32 << 10)
 
 // DialClient is Dial, returning a Client.
 func DialClient(ctx context.Context, cfg Config) (*Client, error) {
