@@ -313,45 +313,47 @@ func picture(size int) []byte {
 	return p
 }
 
+// perThread sums value over a process's threads' /proc/PID/task/TID/<file>
+// (a thread that ended meanwhile is skipped).
+func perThread(pid int, file string, value func(content string) float64) float64 {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	var sum float64
+	for _, t := range tasks {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/%s", pid, t.Name(), file)); err == nil {
+			sum += value(string(b))
+		}
+	}
+	return sum
+}
+
 // cpuMS is a process's CPU so far in ms: the scheduler's run time (ns)
 // summed over its threads (/proc/PID/task/*/schedstat). The relay's and the
 // agent's threads live as long as they do, so a difference is exact to the
 // microsecond (utime/stime ticks would be 10 ms).
 func cpuMS(pid int) float64 {
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	var ns float64
-	for _, t := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
-		if err != nil {
-			continue
-		}
-		if f := strings.Fields(string(b)); len(f) > 0 {
+	return perThread(pid, "schedstat", func(s string) float64 {
+		if f := strings.Fields(s); len(f) > 0 {
 			v, _ := strconv.ParseFloat(f[0], 64)
-			ns += v
+			return v
 		}
-	}
-	return ns / 1e6
+		return 0
+	}) / 1e6
 }
 
 // switches is a process's context switches so far (voluntary and not),
 // summed over its threads: each is a sleep and a wake-up, which is where a
 // relay that takes its bytes in small bites spends its CPU.
 func switches(pid int) float64 {
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	var n float64
-	for _, t := range tasks {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name()))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
+	return perThread(pid, "status", func(s string) float64 {
+		var n float64
+		for _, line := range strings.Split(s, "\n") {
 			if f := strings.Fields(line); len(f) == 2 && strings.HasSuffix(f[0], "ctxt_switches:") {
 				v, _ := strconv.ParseFloat(f[1], 64)
 				n += v
 			}
 		}
-	}
-	return n
+		return n
+	})
 }
 
 // rssMiB is a process's resident set and its high-water mark.

@@ -60,7 +60,11 @@ func Root(t testing.TB) {
 // descriptor into its child until that child execs, and running the program
 // in that window fails with "text file busy" (golang.org/issue/22315).
 func WriteExecutable(path string, data []byte) error {
+	return writeUnderForkLock(path, data, 0o755)
+}
+
+func writeUnderForkLock(path string, data []byte, mode os.FileMode) error {
 	syscall.ForkLock.RLock()
 	defer syscall.ForkLock.RUnlock()
-	return os.WriteFile(path, data, 0o755)
+	return os.WriteFile(path, data, mode)
 }

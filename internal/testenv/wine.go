@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -341,9 +340,7 @@ func CopyFile(src, dst string, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	syscall.ForkLock.RLock() // see WriteExecutable
-	defer syscall.ForkLock.RUnlock()
-	return os.WriteFile(dst, b, mode)
+	return writeUnderForkLock(dst, b, mode) // it may be a program: see WriteExecutable
 }
 
 func runtimeArch() string { return runtime.GOARCH }
