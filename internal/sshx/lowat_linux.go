@@ -50,6 +50,10 @@ type packetConn struct {
 	raw   syscall.RawConn
 	on    atomic.Bool // after the handshake (which has its own deadlines)
 	lowat int         // the socket's SO_RCVLOWAT; only the reading goroutine touches it
+	// guard is how long a read waits for a low-water mark before it gives
+	// up on it (lowatGuard; tests that must tell a broken promise from a
+	// scheduling stall on a loaded machine make it longer).
+	guard atomic.Int64 // a time.Duration
 	// promised is how many more bytes are certain to arrive (see
 	// ExpectIncoming); every read takes what it got off it.
 	promised atomic.Int64
@@ -70,6 +74,7 @@ func newPacketConn(c net.Conn) (*packetConn, net.Conn) {
 		return nil, c
 	}
 	pc := &packetConn{TCPConn: tc, raw: raw, lowat: 1}
+	pc.guard.Store(int64(lowatGuard))
 	return pc, pc
 }
 
@@ -137,7 +142,7 @@ func (c *packetConn) Read(p []byte) (int, error) {
 			c.setLowat(int(fd), want)
 			if want > 1 && !armed {
 				armed = true
-				c.TCPConn.SetReadDeadline(time.Now().Add(lowatGuard))
+				c.TCPConn.SetReadDeadline(time.Now().Add(time.Duration(c.guard.Load())))
 			}
 			return false
 		})
