@@ -375,8 +375,22 @@ func TestClicks(t *testing.T) {
 	if r.auto.on {
 		t.Error("autostart still on")
 	}
-	if p := r.api.Posts(); len(p) != 0 {
-		t.Errorf("posted %+v after a declined confirmation", p)
+	// The switch runs off the controller's goroutine: wait for its question.
+	// Once it is declined nothing more is posted, so the service saw only
+	// the dry run that decided whether to ask.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		r.desk.mu.Lock()
+		n := len(r.desk.asked)
+		r.desk.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("switching vision off asked nothing")
+		}
+	}
+	if p := r.api.Posts(); len(p) != 1 || p[0].Vision == nil || !p[0].Vision.DryRun || p[0].Vision.Placement != "off" {
+		t.Errorf("posted %+v around a declined confirmation; want only the dry run for off", p)
 	}
 	r.desk.mu.Lock()
 	defer r.desk.mu.Unlock()
