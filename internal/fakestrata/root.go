@@ -201,6 +201,9 @@ func writeBinary(t testing.TB, path string) error {
 // the write descriptor until its exec, and exec'ing the program then fails
 // with "text file busy" (ETXTBSY; golang.org/issue/22315, seen in CI).
 // os/exec holds syscall.ForkLock for writing while it forks.
+// (testenv.WriteExecutable does the same; it is not called here because
+// this package is linked into the stand-in programs, which should not carry
+// testenv and what it imports.)
 func writeExecutable(path string, data []byte) error {
 	syscall.ForkLock.RLock()
 	defer syscall.ForkLock.RUnlock()

@@ -764,13 +764,14 @@ func (s *agentSession) receiveResult(fr *framing.Reader, n int) (frame, error) {
 		return f, err
 	}
 	f.tmp = tmp.Name()
+	rest := int64(n - 6 - ll) // the .sve's bytes, announced by the frame
 	if s.proc.Expect != nil {
-		s.proc.Expect(int64(n - 6 - ll))
+		s.proc.Expect(rest)
 		defer s.proc.Expect(0)
 	}
 	got, werr := framing.Copy(resultWriter(tmp), body)
 	cerr := tmp.Close()
-	if werr == nil && got < int64(n-6-ll) {
+	if werr == nil && got < rest {
 		// The stream ended inside the frame: never hand over a cut .sve.
 		os.Remove(f.tmp)
 		return frame{}, io.ErrUnexpectedEOF
