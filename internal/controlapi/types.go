@@ -191,6 +191,9 @@ type LogsResponse struct {
 // Error is the body of every non-2xx answer.
 type Error struct {
 	Error string `json:"error"`
+	// Busy: refused because Strata is answering a request; asking again
+	// with confirm goes ahead.
+	Busy bool `json:"busy,omitempty"`
 }
 
 // RelayReport is POST /v1/relay: what the relay learned (n_embd) or did
