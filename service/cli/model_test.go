@@ -247,3 +247,34 @@ func errorsAs(err error, target **controlapi.StatusError) bool {
 	}
 	return ok
 }
+
+// Issue 26's check: a running service with no install; `vision cpu
+// --strata-root R --config C` has the service run R with C (the same path
+// a model switch takes), the change made to C; status names C.
+func TestVisionWithAnInstallGivesItToABareService(t *testing.T) {
+	t.Setenv(locations.EnvHome, t.TempDir())
+	r := visionRoot(t)
+	os.WriteFile(filepath.Join(r.Dir, "model.gguf"), []byte("GGUF"), 0o644)
+	c, _, _ := runService(t, "--strata-root", t.TempDir())
+	ctx := context.Background()
+	if st, _ := c.State(ctx); st.Config.Path != "" || st.Server.Phase != controlapi.PhaseFailed {
+		t.Fatalf("a service without an install: %+v %+v", st.Config, st.Server)
+	}
+	var since uint64
+	code, out := cliRun("vision", "cpu", "--strata-root", r.Dir, "--config", r.Config, "--yes")
+	if code != 0 {
+		t.Fatalf("vision cpu --strata-root R --config C: %d\n%s", code, out)
+	}
+	follow(t, c, &since, events.ConfigSwitched, events.ServerReady)
+	st, _ := c.State(ctx)
+	if st.Config.Path != r.Config || st.Config.StrataRoot != r.Dir || st.Vision.Placement != "cpu" {
+		t.Fatalf("the service runs %+v %+v", st.Config, st.Vision)
+	}
+	if cc, _ := strataconfig.Read(r.Config); !cc.NamesRelay() {
+		t.Fatal("the change was not made to C")
+	}
+	code, out = cliRun("status")
+	if !strings.Contains(out, "Config:     "+r.Config) {
+		t.Fatalf("status (%d) does not name C:\n%s", code, out)
+	}
+}

@@ -172,7 +172,7 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 		return nil, badRequest("%s cannot run as it is: %s; nothing was changed", target, e.Problem)
 	}
 	resp := &controlapi.ConfigResponse{Previous: prev, Running: target}
-	if samePath(target, prev) && samePath(in.Root, cur.in.Root) {
+	if cur.in != nil && samePath(target, prev) && samePath(in.Root, cur.in.Root) {
 		resp.Message = fmt.Sprintf("The service already runs %s: nothing to change.", target)
 		return resp, nil
 	}
