@@ -291,6 +291,9 @@ type ConfigRequest struct {
 	// with Busy set).
 	Confirm bool `json:"confirm,omitempty"`
 	DryRun  bool `json:"dry_run,omitempty"`
+	// NoCarry: start the new config as it is, without carrying the
+	// picture placement over (the setup, which changes it next itself).
+	NoCarry bool `json:"no_carry,omitempty"`
 }
 
 // ConfigResponse answers POST /v1/config.

@@ -184,7 +184,7 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 		return nil, err
 	}
 	var vreq *controlapi.VisionRequest
-	if cur.in != nil {
+	if cur.in != nil && !req.NoCarry {
 		if c, err := strataconfig.Read(prev); err == nil {
 			pl := backend.Placement(c, s)
 			vreq = &controlapi.VisionRequest{Placement: string(pl), DryRun: true}

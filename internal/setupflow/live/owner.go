@@ -64,6 +64,11 @@ func (o owner) local(path string) *backend.Backend {
 // setVision sends req to the owner and says what it did.
 func (o owner) setVision(ctx context.Context, path string, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
 	if c := o.service(ctx); c != nil {
+		// The file this change is for: the service refuses it (409) when
+		// it runs another, so it is never made to the wrong file.
+		if req.Config == "" {
+			req.Config = path
+		}
 		resp, err := c.SetVision(ctx, req)
 		var se *controlapi.StatusError
 		if errors.As(err, &se) {
