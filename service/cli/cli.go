@@ -82,7 +82,7 @@ var StopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
 // tree is the command tree, explicit and in the order help lists it. Each
 // entry adds its commands (register); remote adds its subcommands from
 // remoteTree (cmd_remote.go).
-var tree = []func(){registerRun, registerServiceCommands, registerStatus, registerModel, registerVision, registerSettings, registerProbe, registerSetup, registerRemote}
+var tree = []func(){registerRun, registerServiceCommands, registerStatus, registerModel, registerUpdate, registerVision, registerSettings, registerProbe, registerSetup, registerRemote}
 
 // buildTree registers the tree once (Main and printUsage call it).
 var buildTree = sync.OnceFunc(func() {

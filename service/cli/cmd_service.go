@@ -354,6 +354,9 @@ func printServiceStatus(w interface{ Write([]byte) (int, error) }, ss *serviceSt
 	if srv.URL != "" {
 		line += " at " + srv.URL
 	}
+	if srv.Version != "" {
+		line += " (Strata " + srv.Version + ")"
+	}
 	if !srv.Since.IsZero() {
 		line += fmt.Sprintf(" for %s", time.Since(srv.Since).Round(time.Second))
 	}
@@ -363,6 +366,20 @@ func printServiceStatus(w interface{ Write([]byte) (int, error) }, ss *serviceSt
 	}
 	if srv.LastError != "" {
 		fmt.Fprintf(w, "  last error: %s\n", srv.LastError)
+	}
+	if f := srv.Foreign; f != nil {
+		fmt.Fprintf(w, "Port:       %d is held by a program the service did not start", f.Port)
+		if f.PID > 0 {
+			fmt.Fprintf(w, ": process %d (%s)", f.PID, f.Cmdline)
+		}
+		fmt.Fprintln(w, "; the service starts Strata once it ends")
+	}
+	if len(st.Config.Rewritten) > 0 {
+		fmt.Fprintf(w, "Config:     rewritten by someone else (Strata's setup?):\n")
+		for _, f := range st.Config.Rewritten {
+			fmt.Fprintf(w, "  - %s\n", f)
+		}
+		fmt.Fprintln(w, "  put the companion's placement back: strata-service vision repair")
 	}
 	if srv.Model != "" {
 		fmt.Fprintf(w, "Model:      %s (context %d tokens)\n", srv.Model, srv.Context)
