@@ -74,6 +74,8 @@ func setupMain(script string, args []string, out io.Writer) int {
 		os.Rename(tmp, prev)
 		say("[ok] put back engine %s (engine %s is kept in %s)", old, cur, prev)
 		return 0
+	case has("--setup"):
+		return setupAgain(root, args, say)
 	case has("--update"):
 	default:
 		say("stand-in setup.py: only --update and --rollback-engine are played here")
@@ -130,6 +132,61 @@ func setupMain(script string, args []string, out io.Writer) int {
 		say("[ok] %s: up to date", tag)
 	}
 	say("[ok] Strata is updated (engine %s). Start the model with START-HERE.bat when you want it.", cur)
+	return 0
+}
+
+// setupAgain is `setup.py --setup --yes --no-start`: each strata-*.json is
+// built again as Strata's setup builds it, carrying over what setup does
+// not own. Setup owns vision.exe (a relay there becomes
+// engine/strata-vision), drops host and api_key, and puts port back to
+// 8080 (unless --port N); the old file is kept as strata-<tag>.json.bak and
+// the new one replaces it by a rename. Without --no-start it would start
+// the server in this console: not played here (exit 2).
+func setupAgain(root string, args []string, say func(string, ...any)) int {
+	port := 8080
+	for i, a := range args {
+		if a == "--port" && i+1 < len(args) {
+			port, _ = strconv.Atoi(args[i+1])
+		}
+	}
+	cfgs, _ := filepath.Glob(filepath.Join(root, "strata-*.json"))
+	sort.Strings(cfgs)
+	say("=== Step 5: the model config ===")
+	for _, c := range cfgs {
+		b, err := os.ReadFile(c)
+		if err != nil {
+			say("[X] %s: %v", c, err)
+			return 1
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			say("[X] %s is not valid JSON: %v", c, err)
+			return 1
+		}
+		if v, ok := m["vision"].(map[string]any); ok {
+			v["exe"] = filepath.Join("engine", "strata-vision")
+		}
+		delete(m, "host")
+		delete(m, "api_key")
+		m["port"] = port
+		out, _ := json.MarshalIndent(m, "", "  ")
+		os.WriteFile(c+".bak", b, 0o644)
+		tmp := c + ".tmp"
+		if err := os.WriteFile(tmp, append(out, '\n'), 0o644); err != nil {
+			say("[X] writing %s: %v", c, err)
+			return 1
+		}
+		if err := os.Rename(tmp, c); err != nil {
+			say("[X] writing %s: %v", c, err)
+			return 1
+		}
+		say("[ok] wrote %s (the old one is %s.bak)", filepath.Base(c), filepath.Base(c))
+	}
+	if !contains(args, "--no-start") {
+		say("stand-in setup.py: starting the server in this console is not played here; pass --no-start")
+		return 2
+	}
+	say("[ok] Strata is set up. Start the model with START-HERE.bat when you want it.")
 	return 0
 }
 

@@ -42,7 +42,7 @@ func registerVision() {
 	var o visionOptions
 	register(&command{
 		name:    "vision",
-		summary: "change where Strata's image encoder runs: gpu | cpu | remote | off | restore",
+		summary: "change where Strata's image encoder runs: gpu | cpu | remote | off | restore | repair",
 		usage: `strata-service vision gpu [--device N] | cpu [--threads N] | remote --host [user@]host[:port] | off | restore [--dry-run]
 
   gpu      read pictures on this PC's GPU (--device N: on another GPU, by nvidia-smi index; -1: the server's)
@@ -50,6 +50,8 @@ func registerVision() {
   remote   read pictures on a second PC over ssh, through strata-vision-relay
   off      no pictures (text only)
   restore  put the newest backup of the config back
+  repair   after Strata's setup rewrote the config (relay replaced): put the
+           companion's placement back (through the service; shows the diff)
 
 Moves among cpu, remote and off change only the companion's settings once
 Strata's config names the relay: no restart. Moves to or from gpu edit the
@@ -95,6 +97,9 @@ func runVision(ctx context.Context, env *cliEnv, o visionOptions, args []string)
 		return &exitCode{code: 2, err: fmt.Errorf("unexpected argument %q", args[1])}
 	}
 	what := args[0]
+	if what == "repair" {
+		return repairVision(ctx, env)
+	}
 	pl := settings.Placement(what)
 	if what != "restore" && !pl.Valid() {
 		return &exitCode{code: 2, err: fmt.Errorf("unknown placement %q: say gpu, cpu, remote, off or restore", what)}
@@ -218,4 +223,22 @@ func joinEndpoint(e sshx.Endpoint) string {
 		out += ":" + strconv.Itoa(e.Port)
 	}
 	return out
+}
+
+// repairVision has the service put the placement the settings say back
+// into a config Strata's setup rewrote.
+func repairVision(ctx context.Context, env *cliEnv) error {
+	c := runningService(ctx)
+	if c == nil {
+		return &exitCode{code: 1, err: errors.New("repair goes through the service, which is not running: start it, or set the placement again (strata-service vision cpu|remote|...)")}
+	}
+	r, err := c.RepairConfig(ctx)
+	if err != nil {
+		return serviceError(err)
+	}
+	if r.Diff != "" {
+		fmt.Fprintln(env.stdout, r.Diff)
+	}
+	fmt.Fprintln(env.stdout, r.Message)
+	return nil
 }
