@@ -287,7 +287,9 @@ func TestRealTrayUnderXvfb(t *testing.T) {
 		}
 	}
 	click(t, bus, name, coder.id)
-	waitMenu("the switch to coder", func(m []menuItem) bool { return hasLabel(m, "Model: coder-iq1_m") && choice(m, "coder-iq1_m (").toggle == 1 })
+	waitMenu("the switch to coder", func(m []menuItem) bool {
+		return hasLabel(m, "Model: coder-iq1_m") && choice(m, "coder-iq1_m (").toggle == 1
+	})
 	posts = api.Posts()
 	last := posts[len(posts)-1]
 	if last.Config == nil || last.Config.Config != "/opt/strata/strata-coder-iq1_m.json" || last.Config.IfRunning != "/opt/strata/strata-iq2_xs.json" {

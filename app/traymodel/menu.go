@@ -41,14 +41,14 @@ const (
 	ItemModel5
 	ItemModel6
 	ItemModel7
-	ItemRepair                     // put the companion's placement back into a config Strata's setup rewrote (hidden unless it did)
-	ItemRestart                    // Restart Strata
-	ItemUpdate                     // Update Strata...
-	ItemOpenBrowser                // Open Strata in the browser
-	ItemViewLogs                   // View logs
-	ItemSetup                      // Open setup...
-	ItemAutostart                  // Start tray at login (checkbox)
-	ItemQuit                       // Quit tray
+	ItemRepair      // put the companion's placement back into a config Strata's setup rewrote (hidden unless it did)
+	ItemRestart     // Restart Strata
+	ItemUpdate      // Update Strata...
+	ItemOpenBrowser // Open Strata in the browser
+	ItemViewLogs    // View logs
+	ItemSetup       // Open setup...
+	ItemAutostart   // Start tray at login (checkbox)
+	ItemQuit        // Quit tray
 	NumItems
 )
 
