@@ -294,6 +294,9 @@ type ConfigRequest struct {
 	// NoCarry: start the new config as it is, without carrying the
 	// picture placement over (the setup, which changes it next itself).
 	NoCarry bool `json:"no_carry,omitempty"`
+	// NoStart: stop the old server and take the new config, but leave
+	// Strata stopped (the caller starts it once it changed the config).
+	NoStart bool `json:"no_start,omitempty"`
 }
 
 // ConfigResponse answers POST /v1/config.

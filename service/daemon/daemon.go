@@ -171,7 +171,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 			d.logf("recording the config in use in the settings: %v", err)
 		}
 	}
-	cur, err := d.prepare(in, resolveErr)
+	cur, err := d.prepare(in, resolveErr, false)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +234,7 @@ func (p supPublisher) Publish(e events.Event) events.Event {
 }
 
 // prepare makes the supervisor (and the backend) for in; nothing runs yet.
-func (d *Daemon) prepare(in *stratainstall.Install, resolveErr error) (*running, error) {
+func (d *Daemon) prepare(in *stratainstall.Install, resolveErr error, stopped bool) (*running, error) {
 	r := &running{in: in, resolveErr: resolveErr}
 	if resolveErr != nil {
 		return r, nil
@@ -259,7 +259,7 @@ func (d *Daemon) prepare(in *stratainstall.Install, resolveErr error) (*running,
 		Logf:         d.logf,
 		StartTimeout: d.o.StartTimeout,
 		StopTimeout:  d.o.StopTimeout,
-		StartStopped: r.foreign,
+		StartStopped: r.foreign || stopped,
 		Backoff: func(n int) time.Duration {
 			d := first
 			for i := 1; i < n && d < time.Minute; i++ {

@@ -236,7 +236,7 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 		return nil, httpError(err)
 	}
 	d.stop(cur)
-	next, err := d.prepare(in, nil)
+	next, err := d.prepare(in, nil, req.NoStart)
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +249,9 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 		st.Server.Version, st.Server.Engine, st.Server.Model = "", "", ""
 	})
 	resp.Message = fmt.Sprintf("The service stopped Strata and is starting it with %s.", target)
+	if req.NoStart {
+		resp.Message = fmt.Sprintf("The service stopped Strata and runs %s from its next start.", target)
+	}
 	if carry != "" {
 		resp.Message += " " + carry
 	}

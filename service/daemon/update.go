@@ -349,7 +349,7 @@ func (d *Daemon) startAndWait(ctx context.Context, root string, say func(string)
 	if err != nil {
 		return "", false, err.Error()
 	}
-	next, err := d.prepare(in, nil)
+	next, err := d.prepare(in, nil, false)
 	if err != nil {
 		return "", false, err.Error()
 	}

@@ -156,7 +156,7 @@ func (s *Service) takeConfig(ctx context.Context, root, cfg string) error {
 	if samePath(st.Config.Path, cfg) && samePath(st.Config.StrataRoot, root) {
 		return nil
 	}
-	_, err = c.SwitchConfig(ctx, controlapi.ConfigRequest{StrataRoot: root, Config: cfg, IfRunning: st.Config.Path, Confirm: true, NoCarry: true})
+	_, err = c.SwitchConfig(ctx, controlapi.ConfigRequest{StrataRoot: root, Config: cfg, IfRunning: st.Config.Path, Confirm: true, NoCarry: true, NoStart: true})
 	var se *controlapi.StatusError
 	if errors.As(err, &se) {
 		return fmt.Errorf("the service could not take %s: %s", cfg, se.Message)
