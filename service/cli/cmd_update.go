@@ -28,12 +28,12 @@ func registerUpdate() {
 
 Says whether an update of Strata exists (the install's git origin, else
 Strata's releases). Then the service stops the Strata server, runs
-Strata's own update unattended (git pull --ff-only, then
-<venv python> setup.py --update), starts Strata again and waits until it
-is ready, and says which engine ran before and after. If the update fails
-(a step stopped, the engine was kept because it was in use, or Strata did
-not get ready), the old engine is put back (setup.py --rollback-engine)
-and started, and the command exits 1 saying what failed.
+Strata's own update unattended (a fast-forward git pull, then its
+setup.py's update), starts Strata again and waits until it is ready, and
+says which engine ran before and after. If the update fails (a step
+stopped, the engine was kept because it was in use, or Strata did not get
+ready), the old engine is put back (its setup.py's engine rollback) and
+started, and the command exits 1 saying what failed.
 
 It asks first on a terminal; elsewhere --yes is needed. Needs the service.`,
 		setFlags: func(fs *flag.FlagSet) {
