@@ -417,7 +417,7 @@ func TestSecondPCDownFallsBackAndReturns(t *testing.T) {
 		}
 		t.Logf("fallback picture %d: %v", i, d)
 	}
-	if n := g.svc.count(relay.VisionFallback); n != 1 {
+	if n := g.svc.count(events.VisionFallback); n != 1 {
 		t.Fatalf("%d fallback events for one outage, want 1", n)
 	}
 	// Known down, fallback off: ERR at once.
@@ -634,7 +634,7 @@ func TestWakeOnLANThenPicture(t *testing.T) {
 	if w := g.where(1); w != relay.WhereRemote {
 		t.Fatalf("read at %q", w)
 	}
-	g.svc.waitFor(t, relay.RemoteWake, 2, 5*time.Second)
+	g.svc.waitFor(t, events.RemoteWake, 2, 5*time.Second)
 	// 100 pictures, then a failover: still no relay line in the engine log.
 	for i := 0; i < 100; i++ {
 		if l, data, got, _ := g.picture(); !strings.HasPrefix(l, "OK ") {

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-companion/companion/internal/events"
@@ -66,9 +67,20 @@ type Options struct {
 	// Target turns the settings' second PC into where to dial and what to
 	// run there (nil: only Host/Dial/AgentCommand; see main's target).
 	Target func(settings.Remote) Target
-	// LocalArgs are strata-vision's arguments for pictures read on this
-	// PC's CPU (the relay's own --mmproj, --model, --max-tokens; never --gpu).
-	LocalArgs []string
+	// LocalMmproj and LocalModel are what Strata passed (--mmproj, --model):
+	// pictures read on this PC's CPU use the Q8_0 projector beside the
+	// mmproj when there is one (CPUProjector), at Strata's own CPU settings
+	// (LocalCPUDevice); never --gpu.
+	LocalMmproj, LocalModel string
+	// ExtraArgs are encoder arguments Strata passed that go on to every
+	// encoder the relay starts (--flash-attn, --min-tokens, unknown ones).
+	ExtraArgs []string
+	// Notes receives a line for a person about an encoder argument that was
+	// dropped (nil: discarded); written to Strata's engine log by main.
+	Notes func(string)
+	// ArgsProblem, when set, answers every picture: what was wrong with
+	// Strata's arguments (the relay never exits on them).
+	ArgsProblem string
 	// Wake sends the Wake-on-LAN packet for the second PC (nil: wol.Send).
 	Wake func(mac, broadcast string, port int) error
 	// Report receives every event, for the service (ServiceReporter.Event);
@@ -95,36 +107,61 @@ type Target struct {
 	AgentCommand string
 	// IdleStopS is sent to a running agent when it changes (SetIdle).
 	IdleStopS int
+	// Device is what its encoder was told to use (RemoteDevice).
+	Device Device
 }
 
 // Relay serves one Strata encoder session.
+//
+// One picture at a time: Strata sends the next ENC only after the reply to
+// the last one, and Run hands each picture to Encode on one goroutine and
+// waits for it (lines that come meanwhile are queued, QUIT gives the picture
+// up). So the fields under "the picture's" below are touched only by the
+// goroutine reading the current picture, and need no lock; everything the
+// background goroutines (the connection's monitor, the background retry, the
+// agent session's readers) also touch is under its own mutex.
 type Relay struct {
 	opt Options
 
-	outMu sync.Mutex // Stderr is written from several goroutines
-
-	conn     Conn
-	connStop chan struct{} // closed to stop the conn's monitor
-	connDead chan string   // the monitor's reason when it closed the conn
-	sessMu   sync.Mutex    // guards sess against the monitor's read
-	sess     *agentSession
-	nextID   uint32
-
-	nMu           sync.Mutex
-	reportedNEmbd int
-
-	hostMu    sync.Mutex // guards opt.Host, opt.Dial, opt.AgentCommand against the monitor and prober
+	// The picture's (one at a time; see above).
+	conn      Conn
+	connStop  chan struct{} // closed to stop the conn's monitor
+	connDead  chan string   // the monitor's reason when it closed the conn
+	nextID    uint32
 	targetKey string
 	idleStopS int // what the current session's agent was told
+	cmdIdleS  int // the idle stop in the agent's command line
+	device    Device
+	startMS   int // the encoder's start there as prepare measured it
+	local     localEncoder
+	times     pictureTimes // pictures on the second PC
+	ltimes    pictureTimes // pictures on this PC's CPU
+	wokeAt    time.Time
+	pic       pictureNote // what the picture in hand did, for its outcome event
 
-	link     linkState
-	local    localEncoder
-	times    pictureTimes // pictures on the second PC
-	ltimes   pictureTimes // pictures on this PC's CPU
-	wokeAt   time.Time
-	cmdIdleS int // the idle stop in the agent's command line
+	// Shared with the monitor and the session's readers.
+	outMu         sync.Mutex // Options.Log is written from several goroutines
+	sessMu        sync.Mutex // guards sess against the monitor's read
+	sess          *agentSession
+	nMu           sync.Mutex
+	reportedNEmbd int
+	hostMu        sync.Mutex // guards opt.Host, opt.Dial, opt.AgentCommand against the monitor and prober
+	whereMu       sync.Mutex
+	lastWhere     map[string]framing.Where // per place ("remote", "local_cpu"): the last start line seen
+
+	// Shared with the background retry (its own lock inside).
+	link linkState
 
 	wg sync.WaitGroup // every goroutine the relay starts
+}
+
+// pictureNote is what the picture in hand did: where it went and what the
+// encoder said, for the one outcome event per picture.
+type pictureNote struct {
+	where    string
+	host     string
+	encodeMS int
+	tokens   int
 }
 
 // New makes a relay; Run serves it.
@@ -304,6 +341,7 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 	if st, err := pic.Stat(); err == nil {
 		picSize = int(st.Size())
 	}
+	r.pic.host = r.host()
 	sess, err := r.session(ctx)
 	if err != nil {
 		return "ERR " + err.Error()
@@ -313,21 +351,66 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 	sess.takeWoke() // a wake reported before this picture is not its wake
 	sess.expect(id, out)
 	defer sess.expect(0, "")
-	if refused, err := sendPicture(ctx, sess.fw, id, pic); err != nil {
+	stopWatch := r.watchSend(sess)
+	refused, err = sendPicture(ctx, sess.fw, id, pic)
+	if stopWatch() {
+		r.killAgent(sess)
+		r.dropSession()
+		return fmt.Sprintf("ERR the agent on second PC %s stopped taking the picture (nothing for over %s); it was ended, the next picture starts it again%s", r.host(), r.silenceBound(sess), unavailable)
+	}
+	if err != nil {
 		return "ERR " + r.lostReason(sess, err)
 	} else if refused != "" {
 		return refused
 	}
+	// The bound follows what the agent says it does (its Beat frames): a
+	// start (a GPU's warm-up) may take what prepare measured it to take, a
+	// picture what the last pictures took; and an agent that says nothing
+	// for silenceBound (stopped, frozen, or its link gone) is given up at
+	// once, whatever the bound.
+	phase := framing.PhaseEncoding
 	bound := r.times.bound(picSize, r.opt.RequestTimeout)
+	if sess.info.BeatMS > 0 && r.times.count() < minSamples {
+		bound = r.firstBound()
+	}
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
+	var silence <-chan time.Time
+	if sess.info.BeatMS > 0 {
+		tick := time.NewTicker(silenceCheck)
+		defer tick.Stop()
+		silence = tick.C
+	}
+	limit := r.silenceBound(sess)
 	for {
 		select {
 		case <-ctx.Done():
 			return "ERR the relay is stopping"
+		case <-silence:
+			if quiet := sess.quietFor(); quiet > limit {
+				r.killAgent(sess) // stopped or frozen: leave nothing running there
+				r.dropSession()
+				return fmt.Sprintf("ERR the agent on second PC %s stopped answering (nothing for %s while it was %s the picture); it was ended, the next picture starts it again%s",
+					r.host(), quiet.Round(100*time.Millisecond), map[string]string{framing.PhaseStarting: "starting the encoder for", framing.PhaseEncoding: "reading"}[phase], unavailable)
+			}
+		case b := <-sess.beats:
+			// id 0: the keep-running agent's warm-up at its start.
+			if (b.ID == id || b.ID == 0) && b.Phase != phase {
+				phase = b.Phase
+				bound = r.times.bound(picSize, r.opt.RequestTimeout)
+				if phase == framing.PhaseStarting {
+					bound = r.startBound()
+				} else if r.times.count() < minSamples {
+					bound = r.firstBound()
+				}
+				timer.Reset(bound)
+			}
 		case <-timer.C:
 			r.killAgent(sess) // it may be hung: leave nothing running there
 			r.dropSession()
+			if phase == framing.PhaseStarting {
+				return fmt.Sprintf("ERR the encoder on second PC %s did not start within %s; pictures are unavailable for now, text still works", r.host(), bound.Round(100*time.Millisecond))
+			}
 			return fmt.Sprintf("ERR second PC %s gave no result within %s (pictures took %s lately); pictures are unavailable for now, text still works", r.host(), bound.Round(100*time.Millisecond), r.times.median().Round(time.Millisecond))
 		case <-sess.done:
 			return "ERR " + r.lostReason(sess, nil)
@@ -358,7 +441,7 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 					return "ERR cannot write the result " + out + ": " + errText(err)
 				}
 				r.times.add(time.Since(t0), picSize+int(fileSize(out)))
-				r.reportPicture(sess, f.line, time.Since(t0))
+				r.reportPicture(sess, f.line)
 				return f.line
 			case framing.Error:
 				rid, msg, _ := framing.SplitID(f.p)
@@ -371,18 +454,73 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 	}
 }
 
-func (r *Relay) reportPicture(sess *agentSession, okLine string, total time.Duration) {
-	f := strings.Fields(okLine) // OK n nx ny ms
-	tokens, encMS := 0, 0
-	if len(f) >= 5 {
-		tokens, _ = strconv.Atoi(f[1])
-		encMS, _ = strconv.Atoi(f[4])
-	}
+// reportPicture notes what the encoder said of a picture (its outcome event
+// is Encode's) and reports a wake it cost.
+func (r *Relay) reportPicture(sess *agentSession, okLine string) {
+	tokens, encMS := okFields(okLine) // OK n nx ny ms
+	r.pic.tokens, r.pic.encodeMS = tokens, encMS
 	if w := sess.takeWoke(); w != nil {
 		r.emit(events.EncoderWoke, "", map[string]any{"start_ms": w.StartMS, "encode_ms": encMS, "where": "remote", "host": r.host()})
 		r.logf("the encoder on %s woke: start %d ms, encode %d ms", r.host(), w.StartMS, encMS)
 	}
-	r.emit(events.PictureEncoded, "", map[string]any{"ms": total.Milliseconds(), "encode_ms": encMS, "tokens": tokens, "where": WhereRemote, "host": r.host()})
+}
+
+// silenceCheck is how often a picture's wait looks at the agent's silence.
+const silenceCheck = 250 * time.Millisecond
+
+// silenceBound is how long an agent that sends Beat frames may say nothing
+// while it has a picture: three beats.
+func (r *Relay) silenceBound(s *agentSession) time.Duration {
+	return max(3*time.Duration(s.info.BeatMS)*time.Millisecond, 3*time.Second)
+}
+
+// firstBound bounds a picture before minSamples were timed: a GPU reads one
+// in seconds (STRATA.md: 1.6 s at 1024 tokens), a CPU in tens of seconds.
+func (r *Relay) firstBound() time.Duration {
+	if r.device.GPU {
+		return 30 * time.Second
+	}
+	return r.opt.RequestTimeout
+}
+
+// startBound bounds the encoder's start on the second PC (a GPU's warm-up):
+// four times what prepare measured, at least 30 s; unknown, the agent's own
+// bound (Strata's STRATA_VISION_READY_S, 300 s).
+func (r *Relay) startBound() time.Duration {
+	if ms := r.startMS; ms > 0 {
+		return min(max(4*time.Duration(ms)*time.Millisecond, 30*time.Second), 300*time.Second)
+	}
+	return 300 * time.Second
+}
+
+// watchSend closes the session when the agent falls silent while a picture
+// is written to it (a stopped agent stops reading: the write would wait on
+// the full ssh window for ever); the returned func stops the watch and says
+// whether it fired.
+func (r *Relay) watchSend(s *agentSession) func() bool {
+	if s.info.BeatMS <= 0 {
+		return func() bool { return false }
+	}
+	stop, done := make(chan struct{}), make(chan bool, 1)
+	limit := r.silenceBound(s)
+	go func() {
+		t := time.NewTicker(silenceCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				done <- false
+				return
+			case <-t.C:
+				if s.quietFor() > limit {
+					s.close()
+					done <- true
+					return
+				}
+			}
+		}
+	}()
+	return func() bool { close(stop); return <-done }
 }
 
 func oneLine(s string) string {
@@ -814,6 +952,44 @@ type agentSession struct {
 	tail  string
 	out   string // the pending request's output path
 	outID uint32
+
+	beats chan framing.BeatInfo // the agent's Beat frames (dropped when not read)
+	// heard and wrote are the last read from and write to the agent
+	// (UnixNano): an agent that sends Beats and does neither for a few
+	// seconds is stopped or frozen.
+	heard, wrote atomic.Int64
+}
+
+// quietFor is how long nothing went either way on the session.
+func (s *agentSession) quietFor() time.Duration {
+	return time.Since(time.Unix(0, max(s.heard.Load(), s.wrote.Load())))
+}
+
+// touchReader and touchWriter record when the session last moved bytes.
+type touchReader struct {
+	r io.Reader
+	t *atomic.Int64
+}
+
+func (x touchReader) Read(p []byte) (int, error) {
+	n, err := x.r.Read(p)
+	if n > 0 {
+		x.t.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+type touchWriter struct {
+	w io.Writer
+	t *atomic.Int64
+}
+
+func (x touchWriter) Write(p []byte) (int, error) {
+	n, err := x.w.Write(p)
+	if n > 0 {
+		x.t.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 func (s *agentSession) expect(id uint32, out string) {
@@ -823,8 +999,12 @@ func (s *agentSession) expect(id uint32, out string) {
 }
 
 func (r *Relay) startSession(p Proc) *agentSession {
-	s := &agentSession{r: r, proc: p, fw: framing.NewWriter(p.Stdin), hello: make(chan struct{}),
-		replies: make(chan frame, 2), done: make(chan struct{}), closing: make(chan struct{})}
+	s := &agentSession{r: r, proc: p, hello: make(chan struct{}),
+		replies: make(chan frame, 2), done: make(chan struct{}), closing: make(chan struct{}), beats: make(chan framing.BeatInfo, 4)}
+	now := time.Now().UnixNano()
+	s.heard.Store(now)
+	s.wrote.Store(now)
+	s.fw = framing.NewWriter(touchWriter{p.Stdin, &s.wrote})
 	r.wg.Add(2)
 	go s.readFrames()
 	go s.readStderr()
@@ -881,7 +1061,7 @@ func (s *agentSession) readStderr() {
 func (s *agentSession) readFrames() {
 	defer s.r.wg.Done()
 	defer close(s.done)
-	fr := framing.NewReader(s.proc.Stdout)
+	fr := framing.NewReader(touchReader{s.proc.Stdout, &s.heard})
 	first := true
 	for {
 		t, n, err := fr.NextHeader()
@@ -920,6 +1100,14 @@ func (s *agentSession) readFrames() {
 		}
 		switch t {
 		case framing.Pong:
+		case framing.Beat:
+			var b framing.BeatInfo
+			if json.Unmarshal(p, &b) == nil {
+				select {
+				case s.beats <- b:
+				default:
+				}
+			}
 		case framing.Event:
 			var e framing.AgentEvent
 			if json.Unmarshal(p, &e) == nil {
@@ -951,8 +1139,8 @@ func (s *agentSession) onEvent(e framing.AgentEvent) {
 		}
 		s.mu.Unlock()
 		r.noteNEmbd(e.NEmbd)
-		if e.Kind == "started" {
-			r.emit(events.EncoderReady, "", map[string]any{"start_ms": e.StartMS, "where": "remote", "host": r.host()})
+		if e.Kind == "started" || e.Where != nil {
+			r.reportWhere(WhereRemote, r.host(), e.StartMS, e.Where, nil)
 		}
 	case "idle_stopped":
 		r.emit(events.EncoderIdleStopped, "", map[string]any{"idle_s": e.IdleS, "where": "remote", "host": r.host()})

@@ -145,8 +145,19 @@ func TestKnownDownAnswersWithoutDialingAgain(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Kind != events.RemoteUnreachable {
-		t.Fatalf("events %v, want one remote.unreachable", got)
+	var unreachable, failed int
+	for _, e := range got {
+		switch {
+		case e.Kind == events.RemoteUnreachable:
+			unreachable++
+		case e.Kind == events.PictureEncoded && e.Details["ok"] == false && e.Details["where"] == WhereRemote:
+			failed++
+		default:
+			t.Errorf("unexpected event %v", e)
+		}
+	}
+	if unreachable != 1 || failed != 5 {
+		t.Fatalf("events %v, want one remote.unreachable and one failed vision.picture per picture", got)
 	}
 }
 

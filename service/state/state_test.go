@@ -144,19 +144,19 @@ func TestFoldRelayEvents(t *testing.T) {
 		{ev(events.RemoteUnreachable, "did not answer within 5s", "host", "pc2"), func(s controlapi.State) bool {
 			return s.Remote != nil && !s.Remote.Reachable && s.Remote.Host == "pc2" && s.Remote.Reason != ""
 		}},
-		{ev(RemoteWake, "waking", "host", "pc2", "mac", "aa:bb:cc:dd:ee:ff"), func(s controlapi.State) bool {
+		{ev(events.RemoteWake, "waking", "host", "pc2", "mac", "aa:bb:cc:dd:ee:ff"), func(s controlapi.State) bool {
 			return s.Vision.Wakes == 1 && s.Vision.LastWake == "sent"
 		}},
-		{ev(RemoteWake, "did not answer", "host", "pc2", "ok", false), func(s controlapi.State) bool {
+		{ev(events.RemoteWake, "did not answer", "host", "pc2", "ok", false), func(s controlapi.State) bool {
 			return s.Vision.Wakes == 1 && s.Vision.LastWake == "no_answer"
 		}},
-		{ev(VisionFallback, "read on this CPU"), func(s controlapi.State) bool {
+		{ev(events.VisionFallback, "read on this CPU"), func(s controlapi.State) bool {
 			return s.Vision.Fallbacks == 1 && !s.Vision.LastFallback.IsZero()
 		}},
 		{ev(events.PictureEncoded, "", "where", "fallback_cpu", "ms", 15270.0), func(s controlapi.State) bool {
 			return s.Vision.LastWhere == "fallback_cpu" && s.Vision.LastPictureMS == 15270
 		}},
-		{ev(RemoteWake, "woke", "host", "pc2", "ok", true, "woke_ms", 4200.0), func(s controlapi.State) bool {
+		{ev(events.RemoteWake, "woke", "host", "pc2", "ok", true, "woke_ms", 4200.0), func(s controlapi.State) bool {
 			return s.Vision.LastWake == "woke" && s.Vision.LastWokeMS == 4200
 		}},
 		{ev(events.RemoteReachable, "back", "host", "pc2"), func(s controlapi.State) bool {
