@@ -140,6 +140,8 @@ type Relay struct {
 	pic       pictureNote // what the picture in hand did, for its outcome event
 
 	// Shared with the monitor and the session's readers.
+	abortMu   sync.Mutex
+	abortConn Conn // the connection in use, for abortLink
 	outMu         sync.Mutex // Options.Log is written from several goroutines
 	sessMu        sync.Mutex // guards sess against the monitor's read
 	sess          *agentSession
@@ -292,9 +294,18 @@ func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 				if quit {
 					// Give the picture up; lines that came after it (Strata
 					// sends one at a time, so only a confused client) get
-					// one reply each too.
+					// one reply each too. Its session is closed first: a
+					// write into a dead link's full window returns then.
 					cancel()
-					reply(<-res)
+					select {
+					case rep := <-res:
+						reply(rep)
+					case <-time.After(300 * time.Millisecond):
+						// Stuck on the link (a write into a dead link's
+						// full window): closing the connection ends it.
+						r.abortLink()
+						reply(<-res)
+					}
 					for range pending {
 						reply("ERR the relay is stopping")
 					}
@@ -607,6 +618,9 @@ func (r *Relay) connect(ctx context.Context) error {
 		}
 	}
 	r.conn, r.connStop, r.connDead = c, make(chan struct{}), make(chan string, 1)
+	r.abortMu.Lock()
+	r.abortConn = c
+	r.abortMu.Unlock()
 	r.wg.Add(1)
 	go r.monitor(c, r.connStop, r.connDead)
 	return nil
@@ -695,6 +709,13 @@ func (r *Relay) monitor(c Conn, stop chan struct{}, dead chan string) {
 			return
 		case <-tick.C:
 			ctx, cancel := context.WithTimeout(context.Background(), r.opt.ConnectTimeout)
+			go func() {
+				select {
+				case <-stop: // Close does not wait out a keepalive on a dead link
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
 			err := c.Alive(ctx)
 			cancel()
 			select {
@@ -767,6 +788,17 @@ func (r *Relay) dropSession() {
 	}
 }
 
+// abortLink closes the connection in use from another goroutine than the
+// picture's (Run, on QUIT): whatever waits on it returns.
+func (r *Relay) abortLink() {
+	r.abortMu.Lock()
+	c := r.abortConn
+	r.abortMu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
+
 func (r *Relay) closeConn() {
 	if r.conn == nil {
 		return
@@ -780,12 +812,23 @@ func (r *Relay) closeConn() {
 // scratch folder when its input ends), then the connection, and waits for
 // every goroutine the relay started.
 func (r *Relay) Close() {
+	// Bounded whatever the link does: a dead connection (black-holed, its
+	// PC gone without a word) is closed, not waited on. Strata waits on its
+	// encoder's exit, and text with it.
 	if s := r.currentSession(); s != nil {
 		s.proc.Stdin.Close()
 		select {
 		case <-s.done:
-		case <-time.After(400 * time.Millisecond):
-			r.killAgent(s)
+		case <-time.After(300 * time.Millisecond):
+			killed := make(chan struct{})
+			r.wg.Add(1)
+			c := r.conn
+			go func() { defer r.wg.Done(); r.killAgentOn(s, c); close(killed) }()
+			select {
+			case <-killed:
+			case <-time.After(300 * time.Millisecond):
+				// The link does not answer: closing it below ends the wait.
+			}
 		}
 	}
 	r.dropSession()
@@ -800,7 +843,10 @@ func (r *Relay) Close() {
 // second PC's sshd allows it, else a kill of the pid it announced, run in a
 // session of its own. Its encoder dies with it (a parent-death signal on
 // Linux, a Job Object on Windows).
-func (r *Relay) killAgent(s *agentSession) {
+func (r *Relay) killAgent(s *agentSession) { r.killAgentOn(s, r.conn) }
+
+// killAgentOn is killAgent over the connection c.
+func (r *Relay) killAgentOn(s *agentSession, c Conn) {
 	if s.proc.Kill != nil {
 		s.proc.Kill() // refused for some accounts (sshd: "requires privilege separation")
 	}
@@ -809,7 +855,6 @@ func (r *Relay) killAgent(s *agentSession) {
 		return
 	case <-time.After(100 * time.Millisecond):
 	}
-	c := r.conn
 	if c == nil || s.info.PID <= 0 {
 		return
 	}
