@@ -57,6 +57,8 @@ func TestStrataDrivesTheBuiltRelay(t *testing.T) {
 		HostKey:   strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshd.HostSigner.PublicKey()))),
 		KeyFile:   sshd.ClientKeyFile,
 		RemoteDir: remoteDir,
+		// As prepare records a PC without an NVIDIA GPU, 6 image tokens chosen.
+		NoGPU: true, MaxTokens: 6,
 	}}
 	settingsFile := filepath.Join(t.TempDir(), "settings.json")
 	if err := st.Save(settingsFile); err != nil {

@@ -118,15 +118,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		printUsage(stderr)
 		return 2
 	}
-	sa, err := parseStrataArgs(args)
+	sa, argsErr := parseStrataArgs(args)
 	if sa.help {
 		printUsage(stdout)
 		return 0
 	}
-	if err != nil {
+	if argsErr != nil {
 		// Never exit on Strata's arguments (it would not start, text
 		// included): say what is wrong and answer every picture with it.
-		say(stderr, "%v", err)
+		say(stderr, "%v", argsErr)
 	}
 	for _, u := range sa.unknown {
 		say(stderr, "Strata passed %s, which this relay does not know; it is passed on to the encoder (an encoder that refuses it is started without it)", u)
@@ -191,7 +191,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		LocalModel:  *model,
 		ExtraArgs:   sa.extra,
 		Notes:       func(line string) { say(stderr, "%s", line) },
-		ArgsProblem: errString(err),
+		ArgsProblem: errString(argsErr),
 		Report:      rep.Event,
 		ReportNEmbd: rep.NEmbd,
 	})

@@ -36,8 +36,11 @@ type lastLine struct {
 	buf  []byte
 	last string
 	// What the encoder said about where it runs: its start line, and a
-	// CUDA runtime's failure to find a GPU.
+	// CUDA runtime's failure to find a GPU. startSeen is closed at the
+	// start line (stderr is copied on its own goroutine: READY on stdout may
+	// be read before it).
 	start, cuda string
+	startSeen   chan struct{}
 }
 
 // The encoder's start lines (tools/vision/strata_vision.cpp), and what a
@@ -69,6 +72,9 @@ func (l *lastLine) Write(p []byte) (int, error) {
 		}
 		switch t := strings.TrimSpace(line); {
 		case strings.HasPrefix(t, startGPU), strings.HasPrefix(t, startCPU):
+			if l.start == "" && l.startSeen != nil {
+				close(l.startSeen)
+			}
 			l.start = t
 		case isCUDAFailure(t) && l.cuda == "":
 			l.cuda = t
@@ -193,7 +199,7 @@ func dropArg(args []string, arg string) ([]string, bool) {
 func startOnce(path string, args, env []string, stderr io.Writer, timeout time.Duration) (*encoder, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Env = env
-	tail := &lastLine{w: stderr}
+	tail := &lastLine{w: stderr, startSeen: make(chan struct{})}
 	cmd.Stderr = tail
 	setProcAttr(cmd)
 	stdin, err := cmd.StdinPipe()
@@ -244,6 +250,12 @@ func startOnce(path string, args, env []string, stderr io.Writer, timeout time.D
 	}
 	if len(f) > 1 {
 		e.nEmbd, _ = strconv.Atoi(f[1])
+	}
+	// The start line comes before READY; its copy may lag behind. An
+	// encoder that prints none (not Strata's) costs this wait once.
+	select {
+	case <-tail.startSeen:
+	case <-time.After(250 * time.Millisecond):
 	}
 	return e, nil
 }

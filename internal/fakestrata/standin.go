@@ -15,6 +15,7 @@ package fakestrata
 
 import (
 	"bufio"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -692,7 +693,7 @@ func (s *server) startEncoder() (string, error) {
 	}
 	if s.visionDir == "" {
 		// Vision.__init__: the run's temp folder, before the encoder starts.
-		if dir, err := os.MkdirTemp("", "strata-vision-"); err == nil {
+		if dir, err := mkdtemp("strata-vision-"); err == nil {
 			s.visionDir = dir
 		}
 	}
@@ -861,7 +862,7 @@ func (s *server) encode(img []byte) (string, int64, error) {
 	// cached .sve files (server.py's Vision: tempfile.mkdtemp(prefix=
 	// "strata-vision-"), never removed).
 	if s.visionDir == "" {
-		dir, err := os.MkdirTemp("", "strata-vision-")
+		dir, err := mkdtemp("strata-vision-")
 		if err != nil {
 			return "", 0, err
 		}
@@ -968,5 +969,26 @@ func recordArgs(args []string) {
 	if fh, err := os.OpenFile(f, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
 		fh.Write(append(b, '\n'))
 		fh.Close()
+	}
+}
+
+// mkdtemp makes a folder as Python's tempfile.mkdtemp names it: the prefix
+// and eight of "abcdefghijklmnopqrstuvwxyz0123456789_", mode 0700, in the
+// temp folder (TMPDIR).
+func mkdtemp(prefix string) (string, error) {
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789_"
+	for i := 0; ; i++ {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", err
+		}
+		for j := range b {
+			b[j] = letters[int(b[j])%len(letters)]
+		}
+		dir := filepath.Join(os.TempDir(), prefix+string(b[:]))
+		err := os.Mkdir(dir, 0o700)
+		if err == nil || !os.IsExist(err) || i > 100 {
+			return dir, err
+		}
 	}
 }

@@ -140,8 +140,8 @@ type Relay struct {
 	pic       pictureNote // what the picture in hand did, for its outcome event
 
 	// Shared with the monitor and the session's readers.
-	abortMu   sync.Mutex
-	abortConn Conn // the connection in use, for abortLink
+	abortMu       sync.Mutex
+	abortConn     Conn       // the connection in use, for abortLink
 	outMu         sync.Mutex // Options.Log is written from several goroutines
 	sessMu        sync.Mutex // guards sess against the monitor's read
 	sess          *agentSession
