@@ -98,6 +98,10 @@ type Options struct {
 	// RetryEvery is the pause between the background connection attempts
 	// while the second PC is known to be down (default 2 s).
 	RetryEvery time.Duration
+	// SlowFailure: a dial that failed after at least this long makes the
+	// second PC known down (default 1 s; a quicker failure is retried by
+	// the next picture). Negative: every failure.
+	SlowFailure time.Duration
 }
 
 // Target is the second PC as the relay reaches it.
@@ -164,7 +168,10 @@ type pictureNote struct {
 	host     string
 	encodeMS int
 	tokens   int
+	// dialFailed: it could not reach the second PC (fallback or wake).
+	dialFailed bool
 }
+
 
 // New makes a relay; Run serves it.
 func New(opt Options) *Relay {
@@ -179,6 +186,9 @@ func New(opt Options) *Relay {
 	}
 	if opt.RetryEvery <= 0 {
 		opt.RetryEvery = 2 * time.Second
+	}
+	if opt.SlowFailure == 0 {
+		opt.SlowFailure = time.Second
 	}
 	if opt.Log == nil {
 		opt.Log = io.Discard
@@ -611,9 +621,19 @@ func (r *Relay) connect(ctx context.Context) error {
 	c := r.link.takeSpare() // made by the background retry
 	if c == nil {
 		var err error
+		t0 := time.Now()
 		c, err = r.dial(ctx)
 		if err != nil {
-			r.markDown(err.Error())
+			r.pic.dialFailed = true
+			// Only a failure that takes long to find (no answer) is kept
+			// as known down, re-checked in the background: one that is
+			// quick (refused, reset, no route: about a millisecond on a
+			// LAN) is simply tried again by the next picture, so a PC
+			// whose ssh server is back is used at once. With Wake-on-LAN
+			// on, any failure may be a PC asleep: known down, to wake it.
+			if time.Since(t0) >= r.opt.SlowFailure || r.link.wakeOnNow() {
+				r.markDown(err.Error())
+			}
 			return err
 		}
 	}
@@ -639,12 +659,16 @@ func (r *Relay) dial(ctx context.Context) (Conn, error) {
 	if err != nil {
 		msg := r.dialMessage(err)
 		r.logf("%s", msg)
-		if r.link.setReachable(-1) {
+		if r.link.setReachable(-1) != -1 {
 			r.emit(events.RemoteUnreachable, msg, map[string]any{"host": host, "reason": string(sshx.Classify(err))})
 		}
 		return nil, errors.New(msg)
 	}
 	handshake := time.Since(t0)
+	if r.link.setReachable(1) == -1 {
+		r.link.clearFallback()
+		r.emit(events.RemoteReachable, "second PC "+host+" answers again; pictures go there", map[string]any{"host": host})
+	}
 	rtt := time.Duration(-1)
 	actx, cancel := context.WithTimeout(ctx, r.opt.ConnectTimeout)
 	// The first request on a new connection pays for setting up its
@@ -656,7 +680,6 @@ func (r *Relay) dial(ctx context.Context) (Conn, error) {
 		}
 	}
 	cancel()
-	r.link.setReachable(1)
 	r.emit(events.RemoteConnected, "", map[string]any{"host": host, "rtt_ms": float64(rtt.Microseconds()) / 1000, "connect_ms": handshake.Milliseconds()})
 	r.logf("connected to second PC %s (connect and ssh handshake %d ms, round trip %.2f ms)", host, handshake.Milliseconds(), float64(rtt.Microseconds())/1000)
 	return c, nil

@@ -126,7 +126,7 @@ func (r *Relay) route(ctx context.Context, img, out string) string {
 	if strings.HasPrefix(reply, "OK ") {
 		r.local.stop(time.Second) // pictures left this PC's CPU: its RAM back
 	}
-	if strings.HasPrefix(reply, "ERR ") && ctx.Err() == nil && r.link.epochNow() != epoch {
+	if strings.HasPrefix(reply, "ERR ") && ctx.Err() == nil && (r.link.epochNow() != epoch || r.pic.dialFailed) {
 		// This picture found it down.
 		if r.wake(ctx, st) {
 			return r.encodeRemote(ctx, img, out)
@@ -171,6 +171,7 @@ func targetKey(rm settings.Remote) string {
 // useTarget points the relay at the settings' second PC; when it is another
 // PC than before, the old session and connection are closed.
 func (r *Relay) useTarget(rm settings.Remote) {
+	r.link.setWakeOn(rm.Wake != nil && rm.Wake.Enabled && rm.MAC != "")
 	if r.opt.Target == nil {
 		return
 	}
@@ -251,6 +252,7 @@ func (r *Relay) retry(stop, kick chan struct{}, now bool, first chan struct{}) {
 			case <-ctx.Done():
 			}
 		}()
+		t0 := time.Now()
 		c, err := r.dial(ctx)
 		cancel()
 		if err != nil {
@@ -259,13 +261,15 @@ func (r *Relay) retry(stop, kick chan struct{}, now bool, first chan struct{}) {
 				return
 			default:
 			}
+			if time.Since(t0) < r.opt.SlowFailure && !r.link.wakeOnNow() {
+				r.link.quickFailure(stop)
+				return
+			}
 			r.link.markDown(err.Error())
 			done()
 			continue
 		}
-		if r.link.up(c, stop) {
-			r.emit(events.RemoteReachable, "second PC "+r.host()+" answers again; pictures go there", map[string]any{"host": r.host()})
-		}
+		r.link.up(c, stop) // dial reported it reachable again
 		return
 	}
 }
@@ -440,6 +444,19 @@ type linkState struct {
 	stop     chan struct{} // the retry loop's, nil when none runs
 	kick     chan struct{}
 	first    chan struct{} // closed when the retry's immediate first dial ended
+	wakeOn   bool          // Wake-on-LAN is set up: any failure may be a PC asleep
+}
+
+func (l *linkState) setWakeOn(v bool) {
+	l.mu.Lock()
+	l.wakeOn = v
+	l.mu.Unlock()
+}
+
+func (l *linkState) wakeOnNow() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.wakeOn
 }
 
 // firstDial is the channel of an immediate first dial in progress, or nil.
@@ -460,13 +477,31 @@ func (l *linkState) firstDial() chan struct{} {
 
 func (l *linkState) init() {}
 
-// setReachable records a dial's outcome; true when it changed.
-func (l *linkState) setReachable(v int) bool {
+// setReachable records a dial's outcome and returns the one before.
+func (l *linkState) setReachable(v int) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	changed := l.reach != v
+	prev := l.reach
 	l.reach = v
-	return changed
+	return prev
+}
+
+// clearFallback: the next outage's first fallback is reported again.
+func (l *linkState) clearFallback() {
+	l.mu.Lock()
+	l.fellBack = false
+	l.mu.Unlock()
+}
+
+// quickFailure ends a background retry whose dial failed quickly (the PC
+// answers, refusing): not known down any more; the next picture dials.
+func (l *linkState) quickFailure(stop chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stop == stop {
+		l.stop, l.kick = nil, nil
+		l.down, l.why = false, ""
+	}
 }
 
 func (l *linkState) markDown(why string) {

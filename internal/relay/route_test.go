@@ -119,7 +119,10 @@ func TestKnownDownAnswersWithoutDialingAgain(t *testing.T) {
 			}}
 		},
 		RetryEvery: time.Hour,
-		Report:     func(e events.Event) { got = append(got, e) },
+		// This dial stands for one that took its whole timeout (no answer):
+		// every failure counts as slow.
+		SlowFailure: -1,
+		Report:      func(e events.Event) { got = append(got, e) },
 	}
 	img := filepath.Join(t.TempDir(), "a.img")
 	os.WriteFile(img, []byte("x"), 0o644)
@@ -216,7 +219,9 @@ func TestServiceReporterSendsAtOnceWhenAServiceAppears(t *testing.T) {
 	}))
 	defer srv.Close()
 	var up atomic.Bool
+	var looked atomic.Int32
 	rep := startReporter(&ServiceReporter{firstRetry: time.Hour, find: func() (*controlapi.Client, error) {
+		looked.Add(1)
 		if !up.Load() {
 			return nil, controlapi.ErrNotRunning
 		}
@@ -224,7 +229,12 @@ func TestServiceReporterSendsAtOnceWhenAServiceAppears(t *testing.T) {
 	}})
 	defer rep.Close(time.Second)
 	rep.Event(events.Event{Kind: events.RemoteUnreachable})
-	time.Sleep(100 * time.Millisecond) // the first attempt failed: it waits
+	// The first attempt failed: it waits (an hour) from now.
+	for deadline := time.Now().Add(10 * time.Second); looked.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the reporter never looked for the service")
+		}
+	}
 	up.Store(true)
 	rep.Event(events.Event{Kind: events.RemoteConnected})
 	select {
@@ -258,5 +268,50 @@ func TestDevicesAndFIFOsAreRefusedAtOnce(t *testing.T) {
 				t.Fatalf("%s: %d lines %q", p, len(lines), lines)
 			}
 		}
+	}
+}
+
+// TestQuickFailureIsTriedAgainByTheNextPicture: a dial that fails at once
+// (refused, reset, no route: a millisecond on a LAN) is not kept as known
+// down: the next picture dials again, so a second PC whose ssh server is
+// back is used by the very next picture; no background retry runs.
+func TestQuickFailureIsTriedAgainByTheNextPicture(t *testing.T) {
+	var dials atomic.Int32
+	st := &settings.Settings{Vision: settings.PlacementRemote, Remote: &settings.Remote{Host: "pc"}}
+	opt := Options{
+		Settings: func() (*settings.Settings, error) { return st, nil },
+		Target: func(settings.Remote) Target {
+			return Target{Host: "pc", Dial: func(context.Context, time.Duration) (Conn, error) {
+				dials.Add(1)
+				return nil, errors.New("connection refused")
+			}}
+		},
+		RetryEvery: time.Hour,
+	}
+	img := filepath.Join(t.TempDir(), "a.img")
+	os.WriteFile(img, []byte("x"), 0o644)
+	r := New(opt)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background(), inR, outW); outW.Close() }()
+	br := bufio.NewReader(outR)
+	br.ReadString('\n') // READY
+	var lines []string
+	for i := 0; i < 4; i++ {
+		fmt.Fprintf(inW, "ENC %s %s.sve\n", img, img)
+		l, _ := br.ReadString('\n')
+		lines = append(lines, strings.TrimSpace(l))
+		if !strings.HasPrefix(l, "ERR connection refused") {
+			t.Errorf("picture %d: %q", i, l)
+		}
+	}
+	io.WriteString(inW, "QUIT\n")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The start's background dial, then one per picture.
+	if n := dials.Load(); n != 5 {
+		t.Errorf("%d dials for 4 pictures after a quick failure, want 5 (the start's, then one each): %q", n, lines)
 	}
 }

@@ -225,6 +225,12 @@ func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
 			if code != 400 || !strings.Contains(msg, "pictures are switched off") {
 				t.Fatalf("picture %d with pictures off: %d %q %q", n, code, reply, msg)
 			}
+			// Its outcome event: where off, not OK.
+			for _, e := range follow(t, c, &since, events.PictureEncoded) {
+				if e.Kind == events.PictureEncoded && (e.Details["ok"] != false || e.Details["where"] != "off") {
+					t.Fatalf("picture %d with pictures off: outcome %+v", n, e)
+				}
+			}
 			return d
 		}
 		if code != 200 || !strings.HasPrefix(reply, "OK ") {
