@@ -140,15 +140,8 @@ func TestStrataDrivesTheBuiltRelay(t *testing.T) {
 	}
 	t.Logf("ERR after %v with sshd stopped: %s", d, l)
 	sshd.Start()
-	// The connection closed mid-picture: the next picture reconnects by
-	// itself, unless a dial already found the PC down; then the background
-	// retry must reach it first.
-	for deadline := time.Now().Add(15 * time.Second); svc.count(events.RemoteUnreachable) > svc.count(events.RemoteReachable); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the relay did not reach the second PC again: %v", svc.all())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// The connection closed mid-picture, and the dial after it was refused
+	// (quick to find: not kept as known down): the next picture reconnects.
 	if l, _, _, _ := send(10); !strings.HasPrefix(l, "OK ") {
 		t.Fatalf("ENC after sshd restarted: %q", l)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/fakeencoder"
+	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/relay"
 	"github.com/strata-companion/companion/internal/settings"
@@ -1066,4 +1067,82 @@ func TestNewerStrataArgumentsStillServe(t *testing.T) {
 		t.Errorf("the engine log does not note the arguments:\n%s", b)
 	}
 	g.noStrataLines()
+}
+
+// TestHungAgentTextWaitsNoLonger: the relay runs under the stand-in Strata
+// server (which reads pictures under its request FIFO, as Strata's main
+// repository does), the agent is stopped (SIGSTOP) while it reads the first
+// picture after the start: that picture gets its 400 within seconds, and a
+// text request sent meanwhile waits no longer than that.
+func TestHungAgentTextWaitsNoLonger(t *testing.T) {
+	g := newRig(t, testenv.SSHDOptions{}, "STRATA_STANDIN_ENCODE_MS=20000")
+	relayBin, _ := builtBinaries(t)
+	r := fakestrata.NewRoot(t, fakestrata.RootOptions{Extra: map[string]any{
+		"env":    map[string]string{"STRATA_COMPANION_SETTINGS": g.settingsFile, locations.EnvHome: g.home},
+		"vision": map[string]any{"exe": relayBin, "mmproj": g.mmproj, "model": g.model, "gpu": false, "max_tokens": 1024, "remote": true},
+	}})
+	srv := exec.Command(r.Python, "serve/server.py", "--engine", "strata", "--config", r.Config, "--port", strconv.Itoa(r.Port))
+	srv.Dir = r.Dir
+	out, _ := srv.StdoutPipe()
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() })
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ready:") {
+				close(ready)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stand-in server did not get ready")
+	}
+	base := "http://127.0.0.1:" + strconv.Itoa(r.Port)
+	type answer struct {
+		code int
+		body string
+		at   time.Time
+	}
+	post := func(path, body string, to chan<- answer) {
+		resp, err := http.Post(base+path, "application/octet-stream", strings.NewReader(body))
+		if err != nil {
+			to <- answer{code: -1, body: err.Error(), at: time.Now()}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		to <- answer{resp.StatusCode, string(b), time.Now()}
+	}
+	pic, text := make(chan answer, 1), make(chan answer, 1)
+	go post("/standin/encode", "\x89PNG\r\n\x1a\nhung picture", pic)
+	agent := g.pictureThere()
+	if err := syscall.Kill(agent, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(agent, syscall.SIGKILL) })
+	t0 := time.Now()
+	go post("/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`, text)
+	var p, x answer
+	select {
+	case p = <-pic:
+	case <-time.After(15 * time.Second): // the 20 s encode would come later; 120 s before
+		t.Fatal("the picture with its agent stopped got no answer within 15 s")
+	}
+	select {
+	case x = <-text:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the text request got no answer within 10 s of the picture's")
+	}
+	if p.code != 400 || !strings.Contains(p.body, "stopped answering") {
+		t.Errorf("the picture: %d %s", p.code, p.body)
+	}
+	if x.code != 200 {
+		t.Errorf("the text request: %d %s", x.code, x.body)
+	}
+	t.Logf("agent stopped: picture answered after %v, text after %v (it waited behind the picture)", p.at.Sub(t0), x.at.Sub(t0))
 }

@@ -315,3 +315,59 @@ func TestQuickFailureIsTriedAgainByTheNextPicture(t *testing.T) {
 		t.Errorf("%d dials for 4 pictures after a quick failure, want 5 (the start's, then one each): %q", n, lines)
 	}
 }
+
+// TestEveryPictureHasOneOutcomeEvent: each picture, whatever stops it, is
+// one vision.picture event with ok false and the reason (the ERR's), and
+// where it was meant to be read; a corrupt settings file too.
+func TestEveryPictureHasOneOutcomeEvent(t *testing.T) {
+	img := filepath.Join(t.TempDir(), "a.img")
+	os.WriteFile(img, []byte("x"), 0o644)
+	for _, c := range []struct {
+		name     string
+		settings func() (*settings.Settings, error)
+		where    string
+		reason   string
+	}{
+		{"off", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementOff}, nil }, WhereOff, "switched off"},
+		{"gpu", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementGPU}, nil }, WhereNone, "when Strata restarts"},
+		{"no second PC", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementRemote}, nil }, WhereRemote, "no second PC"},
+		{"corrupt settings", func() (*settings.Settings, error) { return nil, errors.New("the companion settings s.json are not valid JSON") }, WhereNone, "not valid JSON"},
+		{"cpu without an encoder", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementCPU}, nil }, WhereLocalCPU, "local_encoder"},
+	} {
+		var got []events.Event
+		lines := driveOne(t, Options{Settings: c.settings, Report: func(e events.Event) { got = append(got, e) }}, "ENC "+img+" "+img+".sve")
+		var outcomes []events.Event
+		for _, e := range got {
+			if e.Kind == events.PictureEncoded {
+				outcomes = append(outcomes, e)
+			}
+		}
+		if len(outcomes) != 1 || outcomes[0].Details["ok"] != false || outcomes[0].Details["where"] != c.where ||
+			!strings.Contains(outcomes[0].Message, c.reason) || "ERR "+outcomes[0].Message != lines[1] {
+			t.Errorf("%s: reply %q, outcome events %+v", c.name, lines[1:], outcomes)
+		}
+	}
+}
+
+// driveOne runs a relay for one request: READY, the request, its reply,
+// then QUIT (never before the reply: QUIT gives a picture in flight up).
+func driveOne(t *testing.T, opt Options, request string) []string {
+	t.Helper()
+	if opt.Dial == nil {
+		opt.Dial = func(context.Context, time.Duration) (Conn, error) { return nil, errors.New("no second PC here") }
+	}
+	r := New(opt)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background(), inR, outW); outW.Close() }()
+	br := bufio.NewReader(outR)
+	ready, _ := br.ReadString('\n')
+	io.WriteString(inW, request+"\n")
+	reply, _ := br.ReadString('\n')
+	io.WriteString(inW, "QUIT\n")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return []string{strings.TrimSpace(ready), strings.TrimSpace(reply)}
+}

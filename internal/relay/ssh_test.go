@@ -388,10 +388,25 @@ func TestSecondPCDownThenBack(t *testing.T) {
 	if l := s.enc(img, sve); !strings.HasPrefix(l, "OK ") {
 		t.Fatalf("after sshd restarted: %q\n%s", l, pc.stderr)
 	}
-	// And a restart between two pictures costs no ERR at all.
+	// And a restart between two pictures costs no ERR at all: once the
+	// relay saw the kept connection close, the next picture dials anew.
+	closed := func() int {
+		n := 0
+		for _, e := range pc.stderr.events() {
+			if e.Kind == events.RemoteDisconnected {
+				n++
+			}
+		}
+		return n
+	}
+	before := closed()
 	pc.sshd.Stop()
 	pc.sshd.Start()
-	time.Sleep(100 * time.Millisecond)
+	for deadline := time.Now().Add(15 * time.Second); closed() == before; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the relay did not see its connection close within 15 s of the sshd restart\n%s", pc.stderr)
+		}
+	}
 	if l := s.enc(img, sve); !strings.HasPrefix(l, "OK ") {
 		t.Fatalf("after a restart between pictures: %q\n%s", l, pc.stderr)
 	}
@@ -527,8 +542,13 @@ func TestFiveHundredPicturesLeakNothing(t *testing.T) {
 			baseAgentFD = countFDs(agentPID)
 		}
 	}
-	time.Sleep(100 * time.Millisecond)
+	// What the last picture started ends by itself: wait for the counts to
+	// come down to the base (with a deadline), then compare.
 	g, fd, afd := runtime.NumGoroutine(), countFDs("self"), countFDs(agentPID)
+	for deadline := time.Now().Add(10 * time.Second); (g > baseG+2 || fd > baseFD+2 || afd > baseAgentFD) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		g, fd, afd = runtime.NumGoroutine(), countFDs("self"), countFDs(agentPID)
+	}
 	t.Logf("after 50 pictures: %d goroutines, %d fds here, %d fds in the agent; after 500: %d, %d, %d", baseG, baseFD, baseAgentFD, g, fd, afd)
 	if g > baseG+2 || fd > baseFD+2 || afd > baseAgentFD {
 		t.Fatalf("growth over 450 pictures: goroutines %d->%d, fds %d->%d, agent fds %d->%d", baseG, g, baseFD, fd, baseAgentFD, afd)
