@@ -172,7 +172,6 @@ type pictureNote struct {
 	dialFailed bool
 }
 
-
 // New makes a relay; Run serves it.
 func New(opt Options) *Relay {
 	if opt.ConnectTimeout <= 0 {

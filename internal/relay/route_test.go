@@ -331,7 +331,9 @@ func TestEveryPictureHasOneOutcomeEvent(t *testing.T) {
 		{"off", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementOff}, nil }, WhereOff, "switched off"},
 		{"gpu", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementGPU}, nil }, WhereNone, "when Strata restarts"},
 		{"no second PC", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementRemote}, nil }, WhereRemote, "no second PC"},
-		{"corrupt settings", func() (*settings.Settings, error) { return nil, errors.New("the companion settings s.json are not valid JSON") }, WhereNone, "not valid JSON"},
+		{"corrupt settings", func() (*settings.Settings, error) {
+			return nil, errors.New("the companion settings s.json are not valid JSON")
+		}, WhereNone, "not valid JSON"},
 		{"cpu without an encoder", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementCPU}, nil }, WhereLocalCPU, "local_encoder"},
 	} {
 		var got []events.Event

@@ -199,13 +199,21 @@ func TestFoldPictureOutcomes(t *testing.T) {
 				return s.Vision.Encoder == controlapi.EncoderReady && s.Vision.Error == "" && *s.Vision.LastOK && s.Vision.LastPictureMS == 1600
 			}},
 		{"an encoder's ERR", ev(events.PictureEncoded, "cannot read the image x.img", "ok", false, "where", "local_cpu"),
-			func(s controlapi.State) bool { return s.Vision.Encoder == controlapi.EncoderFailed && s.Vision.Error == "cannot read the image x.img" }},
+			func(s controlapi.State) bool {
+				return s.Vision.Encoder == controlapi.EncoderFailed && s.Vision.Error == "cannot read the image x.img"
+			}},
 		{"a corrupt settings file", ev(events.PictureEncoded, "the companion settings s.json are not valid JSON", "ok", false, "where", "none"),
-			func(s controlapi.State) bool { return s.Vision.Error == "the companion settings s.json are not valid JSON" }},
+			func(s controlapi.State) bool {
+				return s.Vision.Error == "the companion settings s.json are not valid JSON"
+			}},
 		{"pictures off", ev(events.PictureEncoded, "pictures are switched off in Strata Companion", "ok", false, "where", "off"),
-			func(s controlapi.State) bool { return s.Vision.Encoder != controlapi.EncoderFailed || s.Vision.Error != "pictures are switched off in Strata Companion" }},
+			func(s controlapi.State) bool {
+				return s.Vision.Encoder != controlapi.EncoderFailed || s.Vision.Error != "pictures are switched off in Strata Companion"
+			}},
 		{"a success clears it", ev(events.PictureEncoded, "", "ok", true, "where", "remote", "ms", 1500),
-			func(s controlapi.State) bool { return s.Vision.Encoder == controlapi.EncoderReady && s.Vision.Error == "" }},
+			func(s controlapi.State) bool {
+				return s.Vision.Encoder == controlapi.EncoderReady && s.Vision.Error == ""
+			}},
 		{"a connection that closed", ev(events.RemoteDisconnected, "the connection to second PC pc2 closed", "host", "pc2"),
 			func(s controlapi.State) bool { return s.Remote.Reachable }},
 		{"a dial that failed", ev(events.RemoteUnreachable, "second PC pc2 did not answer within 5s", "host", "pc2"),
@@ -217,9 +225,13 @@ func TestFoldPictureOutcomes(t *testing.T) {
 				return s.Vision.Device == "gpu" && s.Vision.GPU == "RTX 3060 Laptop GPU" && s.Vision.VRAMMiB == 1383 && s.Vision.Degraded == "" && s.Vision.Host == "pc2"
 			}},
 		{"then on its CPU where a GPU was expected", ev(events.EncoderReady, "", "where", "remote", "host", "pc2", "device", "cpu", "expected", "gpu"),
-			func(s controlapi.State) bool { return s.Vision.Device == "cpu" && s.Vision.Encoder == controlapi.EncoderDegraded }},
+			func(s controlapi.State) bool {
+				return s.Vision.Device == "cpu" && s.Vision.Encoder == controlapi.EncoderDegraded
+			}},
 		{"degraded, with why", ev(events.EncoderDegraded, "pictures are read on the second PC's CPU, not its GPU (no CUDA device)"),
-			func(s controlapi.State) bool { return s.Vision.Degraded == "pictures are read on the second PC's CPU, not its GPU (no CUDA device)" }},
+			func(s controlapi.State) bool {
+				return s.Vision.Degraded == "pictures are read on the second PC's CPU, not its GPU (no CUDA device)"
+			}},
 		{"a picture there stays degraded", ev(events.PictureEncoded, "", "ok", true, "where", "remote"),
 			func(s controlapi.State) bool { return s.Vision.Encoder == controlapi.EncoderDegraded }},
 	}
