@@ -17,6 +17,8 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/peterbourgon/ff/v3/ffcli"
+
 	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/locations"
@@ -25,26 +27,26 @@ import (
 	"github.com/strata-companion/companion/service/daemon"
 )
 
-func registerModel() {
+// modelCmd is `model`: the install's configs, and switching among them.
+func modelCmd(env *cliEnv) *ffcli.Command {
 	var yes, dryRun bool
-	register(&command{
-		name:    "model",
-		summary: "list the install's models (configs), or switch the one Strata runs: model use <tag|file>",
-		usage: `strata-service model [use <tag|file>] [--yes] [--dry-run]
-
-  model             list the install's strata-<tag>.json, the one that runs marked with *
+	return &ffcli.Command{
+		Name:       "model",
+		ShortHelp:  "list the install's models (configs), or switch the one Strata runs: model use <tag|file>",
+		ShortUsage: "strata-service model [use <tag|file>] [--yes] [--dry-run]",
+		LongHelp: `  model             list the install's strata-<tag>.json, the one that runs marked with *
   model use TAG     run strata-TAG.json instead (or name the file); the service stops
                     Strata, carries where pictures are read over to the new config
                     (printing the diff), and starts Strata with it
 
 While Strata answers a request, a switch asks first on a terminal; elsewhere
 it is refused unless --yes is given.`,
-		setFlags: func(fs *flag.FlagSet) {
+		FlagSet: env.flagSet("model", func(fs *flag.FlagSet) {
 			yes, dryRun = false, false
 			fs.BoolVar(&yes, "yes", false, "switch even while Strata answers a request, without asking")
 			fs.BoolVar(&dryRun, "dry-run", false, "say what the switch would do and change nothing")
-		},
-		run: func(ctx context.Context, env *cliEnv, args []string) error {
+		}),
+		Exec: func(ctx context.Context, args []string) error {
 			switch {
 			case len(args) == 0:
 				return listModels(ctx, env)
@@ -55,7 +57,7 @@ it is refused unless --yes is given.`,
 			}
 			return &exitCode{code: 2, err: fmt.Errorf("unexpected argument %q: use `model` or `model use <tag|file>`", args[0])}
 		},
-	})
+	}
 }
 
 // listModels prints the configs: the service's view when it runs, else the

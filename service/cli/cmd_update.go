@@ -15,18 +15,20 @@ import (
 	"sync"
 	"time"
 
+	"github.com/peterbourgon/ff/v3/ffcli"
+
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 )
 
-func registerUpdate() {
+// updateCmd is `update-strata`.
+func updateCmd(env *cliEnv) *ffcli.Command {
 	var check, yes bool
-	register(&command{
-		name:    "update-strata",
-		summary: "update Strata itself (git pull and its setup), with the service stopping and starting it; --check only says whether one exists",
-		usage: `strata-service update-strata [--check] [--yes]
-
-Says whether an update of Strata exists (the install's git origin, else
+	return &ffcli.Command{
+		Name:       "update-strata",
+		ShortHelp:  "update Strata itself (git pull and its setup), with the service stopping and starting it; --check only says whether one exists",
+		ShortUsage: "strata-service update-strata [--check] [--yes]",
+		LongHelp: `Says whether an update of Strata exists (the install's git origin, else
 Strata's releases). Then the service stops the Strata server, runs
 Strata's own update unattended (a fast-forward git pull, then its
 setup.py's update), starts Strata again and waits until it is ready, and
@@ -36,12 +38,12 @@ ready), the old engine is put back (its setup.py's engine rollback) and
 started, and the command exits 1 saying what failed.
 
 It asks first on a terminal; elsewhere --yes is needed. Needs the service.`,
-		setFlags: func(fs *flag.FlagSet) {
+		FlagSet: env.flagSet("update-strata", func(fs *flag.FlagSet) {
 			check, yes = false, false
 			fs.BoolVar(&check, "check", false, "only say whether an update exists")
 			fs.BoolVar(&yes, "yes", false, "update without asking (also while Strata answers a request)")
-		},
-		run: func(ctx context.Context, env *cliEnv, args []string) error {
+		}),
+		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
 				return &exitCode{code: 2, err: fmt.Errorf("unexpected argument %q", args[0])}
 			}
@@ -114,7 +116,7 @@ It asks first on a terminal; elsewhere --yes is needed. Needs the service.`,
 			}
 			return nil
 		},
-	})
+	}
 }
 
 // serviceError turns the service's refusal into its words (exit 1).
