@@ -806,34 +806,6 @@ func (s *server) handler() http.Handler {
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"busy": s.busy.Load() > 0})
 	})
-	// POST /v1/chat/completions: max_tokens tokens, one per step, then an
-	// OpenAI answer; busy while it runs (one sequence at a time, as Strata).
-	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
-		if !s.keyOK(r) {
-			writeJSON(w, 401, map[string]any{"error": "an API key is required"})
-			return
-		}
-		var req struct {
-			MaxTokens int `json:"max_tokens"`
-		}
-		json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req)
-		s.busy.Add(1)
-		defer s.busy.Add(-1)
-		n := 0
-		t := time.NewTicker(max(s.step, time.Millisecond))
-		defer t.Stop()
-		for n < req.MaxTokens {
-			select {
-			case <-r.Context().Done():
-				return
-			case <-t.C:
-				n++
-			}
-		}
-		writeJSON(w, 200, map[string]any{"object": "chat.completion", "model": s.model,
-			"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": strings.Repeat("ok ", n)}, "finish_reason": "length"}},
-			"usage":   map[string]any{"completion_tokens": n}})
-	})
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		if !s.keyOK(r) {
 			writeJSON(w, 401, map[string]any{"error": "an API key is required"})
@@ -867,19 +839,41 @@ func (s *server) handler() http.Handler {
 	// POST /v1/chat/completions: a text answer, generated under the same
 	// request FIFO as pictures (server.py: `with self.fifo:` around the
 	// encode and the generation), so a text request waits while a picture is
-	// read, as it does in Strata's main repository.
+	// read, as it does in Strata's main repository. With max_tokens it
+	// generates that many tokens, one per step; GET /status says busy while
+	// it does (one sequence at a time, as Strata).
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		if !s.keyOK(r) {
 			writeJSON(w, 401, map[string]any{"error": "an API key is required"})
 			return
 		}
-		io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+		var req struct {
+			MaxTokens int `json:"max_tokens"`
+		}
+		json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req)
+		s.busy.Add(1)
+		defer s.busy.Add(-1)
 		s.mu.Lock()
 		s.mu.Unlock()
+		content := "Hello from the stand-in engine."
+		if req.MaxTokens > 0 {
+			n := 0
+			t := time.NewTicker(max(s.step, time.Millisecond))
+			defer t.Stop()
+			for n < req.MaxTokens {
+				select {
+				case <-r.Context().Done():
+					return
+				case <-t.C:
+					n++
+				}
+			}
+			content = strings.TrimSpace(strings.Repeat("ok ", n))
+		}
 		writeJSON(w, 200, map[string]any{
 			"object": "chat.completion", "model": s.model,
 			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": "Hello from the stand-in engine."}}},
+				"message": map[string]any{"role": "assistant", "content": content}}},
 		})
 	})
 	// POST /standin/encode: the body is a picture; it goes to the encoder as

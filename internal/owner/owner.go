@@ -139,9 +139,24 @@ func Endpoint(r *settings.Remote) string {
 // fallback. What the calls cannot say is never dropped silently: the file
 // is read back and any field that still differs is an error that names it.
 func (o Owner) SaveSettings(ctx context.Context, n *settings.Settings) error {
-	if n.ConfigPath == "" || !n.Vision.Valid() {
+	if n.ConfigPath == "" || n.Vision != "" && !n.Vision.Valid() {
 		return errors.New("the settings name no Strata config or placement: choose them in the setup first")
 	}
+	// Settings that record no placement (a service that took an install
+	// and nothing else yet): the placement follows the config.
+	dry := &controlapi.VisionResponse{}
+	if n.Vision != "" {
+		var err error
+		if dry, err = o.placement(ctx, n); err != nil {
+			return err
+		}
+	}
+	return o.saveRest(ctx, n, dry.RestartNeeded)
+}
+
+// placement sets n's placement when that needs no config edit and says
+// whether it does (then it is the plan's, or a restore's).
+func (o Owner) placement(ctx context.Context, n *settings.Settings) (*controlapi.VisionResponse, error) {
 	req := controlapi.VisionRequest{Placement: string(n.Vision), DryRun: true}
 	if n.Vision == settings.PlacementRemote && n.Remote != nil && n.Remote.Host != "" {
 		req.Host = Endpoint(n.Remote)
@@ -151,16 +166,21 @@ func (o Owner) SaveSettings(ctx context.Context, n *settings.Settings) error {
 	}
 	dry, err := o.SetVision(ctx, n.ConfigPath, req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !dry.RestartNeeded {
 		req.DryRun = false
 		no := false
 		req.Restart = &no
 		if _, err := o.SetVision(ctx, n.ConfigPath, req); err != nil {
-			return err
+			return nil, err
 		}
 	}
+	return dry, nil
+}
+
+// saveRest records n's second PC and switches, then reads the file back.
+func (o Owner) saveRest(ctx context.Context, n *settings.Settings, restartNeeded bool) error {
 	cur, err := settings.Load(o.settingsPath())
 	if err != nil {
 		return err
@@ -199,7 +219,7 @@ func (o Owner) SaveSettings(ctx context.Context, n *settings.Settings) error {
 		return err
 	}
 	lost := differs(n, after)
-	if dry.RestartNeeded {
+	if restartNeeded {
 		// The placement is the config's edit (the plan's, or the restore's
 		// that follows a rollback): not a settings field to set here.
 		lost = without(lost, "vision")
@@ -223,17 +243,12 @@ func without(l []string, x string) []string {
 func fallback(s *settings.Settings) bool { return s.FallbackCPU != nil && *s.FallbackCPU }
 
 // differs names the fields of want that got did not take. The install and
-// config are the service's to record, the local encoder the backend's to
-// derive: they are compared only when want names them.
+// config are the service's to record (a switch does), the local encoder
+// the backend's to derive, and an unset placement follows the config:
+// those are not compared.
 func differs(want, got *settings.Settings) []string {
 	var out []string
-	if want.StrataRoot != "" && !samePath(want.StrataRoot, got.StrataRoot) {
-		out = append(out, "strata_root")
-	}
-	if !samePath(want.ConfigPath, got.ConfigPath) {
-		out = append(out, "config_path")
-	}
-	if want.Vision != got.Vision {
+	if want.Vision != "" && want.Vision != got.Vision {
 		out = append(out, "vision")
 	}
 	if !reflect.DeepEqual(want.Remote, got.Remote) && !(want.Remote == nil && got.Remote == nil) {

@@ -12,11 +12,13 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
 )
@@ -114,21 +116,41 @@ func (d *Daemon) watchConfig(ctx context.Context, r *running) {
 		return
 	}
 	name := filepath.Base(r.path())
+	// The settings say what the companion set up: a change there (the
+	// setup saving its choice) is checked again too.
+	sf := locations.SettingsFile()
+	if !samePath(filepath.Dir(sf), filepath.Dir(r.path())) {
+		_ = w.Add(filepath.Dir(sf)) // not there yet: the config's changes alone
+	}
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
 		defer w.Close()
+		// A change is looked at once the files settle: the backend writes
+		// the settings and then the config, a moment apart.
+		var settle *time.Timer
+		var settled <-chan time.Time
 		for {
 			select {
 			case <-ctx.Done():
+				if settle != nil {
+					settle.Stop()
+				}
 				return
 			case ev, ok := <-w.Events:
 				if !ok {
 					return
 				}
-				if filepath.Base(ev.Name) == name && ev.Op != fsnotify.Chmod {
-					d.checkConfig(r)
+				if (filepath.Base(ev.Name) == name || samePath(ev.Name, sf)) && ev.Op != fsnotify.Chmod {
+					if settle != nil {
+						settle.Stop()
+					}
+					settle = time.NewTimer(SettleDelay)
+					settled = settle.C
 				}
+			case <-settled:
+				settled = nil
+				d.checkConfig(r)
 			case _, ok := <-w.Errors:
 				if !ok {
 					return
@@ -137,6 +159,11 @@ func (d *Daemon) watchConfig(ctx context.Context, r *running) {
 		}
 	}()
 }
+
+// SettleDelay is how long the config and the settings must stay unchanged
+// before the service compares them (a change of the companion's own writes
+// both, the settings first).
+var SettleDelay = 300 * time.Millisecond
 
 // RepairConfig is POST /v1/config/repair: the placement the settings say
 // put back into the config through the backend (the diff says what), and

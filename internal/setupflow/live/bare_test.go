@@ -3,6 +3,7 @@ package live_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -131,5 +132,90 @@ func TestApplyGivesTheChosenInstallToABareService(t *testing.T) {
 	}
 	for _, l := range done {
 		t.Log("done: " + l)
+	}
+}
+
+// The rollback of that switch: the service ran install A; the setup's Apply
+// for install B fails when B's Strata starts; the service runs A again,
+// ready, and B's config has its old bytes back.
+func TestApplyFailureGivesTheServiceItsConfigBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs strata-service")
+	}
+	tmp := t.TempDir()
+	svc := filepath.Join(tmp, "strata-service")
+	if b, err := exec.Command("go", "build", "-o", svc, "./../../../service").CombinedOutput(); err != nil {
+		testenv.Skip(t, fmt.Sprintf("cannot build strata-service: %v\n%s", err, b))
+	}
+	a := fakestrata.NewRoot(t, fakestrata.RootOptions{Tag: "a"})
+	os.WriteFile(filepath.Join(a.Dir, "model-a.gguf"), []byte("GGUF"), 0o644)
+	b := fakestrata.NewRoot(t, fakestrata.RootOptions{Tag: "b", Extra: map[string]any{
+		"vision": map[string]any{"exe": "enc.sh", "mmproj": "mmproj-BF16.gguf", "model": "model-b.gguf", "gpu": true}}})
+	for _, f := range []string{"model-b.gguf", "mmproj-BF16.gguf"} {
+		os.WriteFile(filepath.Join(b.Dir, f), []byte("GGUF"), 0o644)
+	}
+	testenv.WriteExecutable(filepath.Join(b.Dir, "enc.sh"), []byte("#!/bin/sh\necho READY 2560\nwhile read c a b; do [ \"$c\" = QUIT ] && exit 0; echo 'ERR stand-in'; done\n"))
+	b.SetMode("fail-start")
+	home := filepath.Join(tmp, "home")
+	t.Setenv("STRATA_COMPANION_HOME", home)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	run := exec.CommandContext(ctx, svc, "run", "--foreground", "--strata-root", a.Dir, "--config", a.Config, "--restart-delay", "100ms")
+	var runLog bytes.Buffer
+	run.Stdout, run.Stderr = &runLog, &runLog
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { run.Process.Signal(os.Interrupt); run.Wait() }()
+	waitReady(t, &runLog)
+	c, _ := controlapi.NewClient()
+	before, _ := os.ReadFile(b.Config)
+
+	wrapper := filepath.Join(tmp, "strata-service-wrapper")
+	os.WriteFile(wrapper, []byte("#!/bin/sh\n[ \"$1\" = install ] && exit 0\nexec "+svc+" \"$@\"\n"), 0o755)
+	settingsPath := filepath.Join(home, "settings.json")
+	d := demo.NewWorld(b.Dir).Deps(nil)
+	real := live.Deps(live.Options{SettingsPath: settingsPath, ServiceExe: wrapper})
+	d.Finder = live.Finder{SettingsPath: settingsPath, Root: b.Dir, Config: b.Config}
+	d.Config, d.Settings = real.Config, real.Settings
+	d.Service = &live.Service{Exe: wrapper, StartTimeout: 2 * time.Minute, Poll: time.Second}
+	// The setup run again on this machine (it starts on the placement
+	// page), Back to the install page, another install chosen.
+	f, err := setupflow.New(ctx, d, setupflow.Options{StartPage: setupflow.PageFindStrata})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Page() != setupflow.PageFindStrata {
+		t.Fatalf("the setup starts on page %v", f.Page())
+	}
+	if _, err := f.Find(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Next(); err != nil {
+		t.Fatal(err)
+	}
+	f.ProbeLocal(ctx, nil)
+	f.Next()
+	if err := f.Choose(settings.PlacementOff, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.Next()
+	if _, err := f.PlanReview(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.Next()
+	err = f.Apply(ctx, nil)
+	var ae *setupflow.ApplyError
+	if !errors.As(err, &ae) || ae.Step != "start Strata" {
+		t.Fatalf("Apply with B failing to start: %v\n%s", err, runLog.String())
+	}
+	t.Logf("put back: %v; rollback errors: %v", ae.RolledBack, ae.RollbackErr)
+	waitReady(t, &runLog)
+	st, _ := c.State(ctx)
+	if st.Config.Path != a.Config {
+		t.Fatalf("after the rollback the service runs %s, want %s", st.Config.Path, a.Config)
+	}
+	if now, _ := os.ReadFile(b.Config); !bytes.Equal(now, before) {
+		t.Errorf("B's config was not put back:\n%s", now)
 	}
 }

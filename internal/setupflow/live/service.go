@@ -31,6 +31,10 @@ type Service struct {
 	// Poll is how long one events long-poll waits (default 5 s).
 	Poll time.Duration
 
+	// tookRoot, tookCfg: the install and config the service ran before
+	// Install had it take the setup's ("" when it took none).
+	tookRoot, tookCfg string
+
 	// startSeq is the service's newest event when Start gave its order:
 	// Follow reads from there, so a ready from before (a service that
 	// Install started a moment ago) is not taken for the new start's.
@@ -140,6 +144,18 @@ func (s *Service) Install(ctx context.Context, root, cfg string) error {
 	return s.takeConfig(ctx, root, cfg)
 }
 
+// TookFrom is the install and config the service ran before Install had it
+// take the setup's ("" when it ran none, or the same).
+func (s *Service) TookFrom() (root, cfg string) { return s.tookRoot, s.tookCfg }
+
+// Take has the running service run root with cfg again (the rollback of
+// Install's switch); Strata is started by the rollback's restart.
+func (s *Service) Take(ctx context.Context, root, cfg string) error {
+	err := s.takeConfig(ctx, root, cfg)
+	s.tookRoot, s.tookCfg = "", ""
+	return err
+}
+
 // takeConfig has the running service run root with cfg (a service with no
 // install, or running another config, takes the one the setup chose: the
 // same path a model switch takes), so the change Apply makes next and the
@@ -156,6 +172,7 @@ func (s *Service) takeConfig(ctx context.Context, root, cfg string) error {
 	if samePath(st.Config.Path, cfg) && samePath(st.Config.StrataRoot, root) {
 		return nil
 	}
+	s.tookRoot, s.tookCfg = st.Config.StrataRoot, st.Config.Path
 	_, err = c.SwitchConfig(ctx, controlapi.ConfigRequest{StrataRoot: root, Config: cfg, IfRunning: st.Config.Path, Confirm: true, NoCarry: true, NoStart: true})
 	var se *controlapi.StatusError
 	if errors.As(err, &se) {
