@@ -240,6 +240,9 @@ func (d *Daemon) prepare(in *stratainstall.Install, resolveErr error, stopped bo
 		return r, nil
 	}
 	r.owner = newBackend(in, d.publish)
+	if c, err := strataconfig.Read(in.ConfigInUse); err == nil {
+		r.expect = keysOf(c) // what Strata's setup may drop, as it is now
+	}
 	if _, err := locations.EnsureDir(locations.LogDir); err != nil {
 		d.logf("cannot create the log folder: %v", fserr.Explain(err, locations.Path(locations.LogDir)))
 	}
@@ -284,6 +287,14 @@ func (d *Daemon) current() *running {
 
 // start runs r's supervisor under ctx (Run's); r becomes current.
 func (d *Daemon) start(ctx context.Context, r *running) {
+	// r's fields are set before it becomes current: the API's goroutines
+	// read them through current() only.
+	var sctx context.Context
+	if r.sup != nil {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithCancel(ctx)
+		r.ctx, r.cancel, r.done = sctx, cancel, make(chan struct{})
+	}
 	d.mu.Lock()
 	d.cur = r
 	d.mu.Unlock()
@@ -293,8 +304,6 @@ func (d *Daemon) start(ctx context.Context, r *running) {
 		}
 		return
 	}
-	sctx, cancel := context.WithCancel(ctx)
-	r.ctx, r.cancel, r.done = sctx, cancel, make(chan struct{})
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
@@ -323,6 +332,14 @@ func (c control) pick() controlserver.Control {
 	r := c.d.current()
 	if r.sup == nil {
 		return noInstall{fmt.Errorf("no Strata install to run: %v", r.resolveErr)}
+	}
+	if r.done != nil {
+		select {
+		case <-r.done:
+			// Its supervisor ended: a switch or an update is under way.
+			return noInstall{errors.New("the service is switching Strata to another config or updating it: try again in a moment")}
+		default:
+		}
 	}
 	return r.sup
 }

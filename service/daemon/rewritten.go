@@ -88,9 +88,6 @@ func (d *Daemon) checkConfig(r *running) {
 		return
 	}
 	found := Rewritten(c, s, r.expect)
-	if !r.expect.known {
-		r.expect = keysOf(c)
-	}
 	st := d.tracker.Snapshot()
 	if fmt.Sprint(found) == fmt.Sprint(st.Config.Rewritten) {
 		return
