@@ -911,7 +911,7 @@ func (r *Relay) noteNEmbd(n int) {
 	r.nMu.Lock()
 	defer r.nMu.Unlock()
 	if n != r.opt.NEmbd && r.opt.NEmbd != 0 {
-		r.emit(events.EncoderFailed, fmt.Sprintf("READY said n_embd %d but the second PC's encoder reports %d; restart Strata so it uses %d", r.opt.NEmbd, n, n), map[string]any{"where": WhereRemote, "n_embd": n})
+		r.emit(events.EncoderFailed, fmt.Sprintf("READY said n_embd %d but the second PC's encoder reports %d; restart Strata so it uses %d", r.opt.NEmbd, n, n), map[string]any{"where": events.WhereRemote, "n_embd": n})
 	}
 	if n == r.reportedNEmbd || r.opt.ReportNEmbd == nil {
 		return
@@ -1207,7 +1207,7 @@ func (s *agentSession) onEvent(e framing.AgentEvent) {
 		s.mu.Unlock()
 		r.noteNEmbd(e.NEmbd)
 		if e.Kind == "started" || e.Where != nil {
-			r.reportWhere(WhereRemote, r.host(), e.StartMS, e.Where, nil)
+			r.reportWhere(events.WhereRemote, r.host(), e.StartMS, e.Where, nil)
 		}
 	case "idle_stopped":
 		r.emit(events.EncoderIdleStopped, "", map[string]any{"idle_s": e.IdleS, "where": "remote", "host": r.host()})
