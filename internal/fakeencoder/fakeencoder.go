@@ -144,7 +144,7 @@ func WriteModel(path string, n int) error {
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
-// GPUVRAMMiB is what a GPU encoder holds from its warm-up on (STRATA.md:
+// GPUVRAMMiB is what a GPU encoder holds from its warm-up on (Strata's figure:
 // 1383 MiB measured on the reference machine).
 const GPUVRAMMiB = 1383
 
@@ -157,7 +157,7 @@ const CUDAInitFailed = "ggml_cuda_init: failed to initialize CUDA: no CUDA-capab
 // stand-in nvidia-smi reports it as used.
 const ClaimsDir = "nvidia-smi.claims"
 
-// Per-picture time of the stand-in (scaled down from STRATA.md's reference
+// Per-picture time of the stand-in (scaled down from Strata's measured reference
 // figures, keeping their ratio: 15.3 s on 8 CPU threads against 1.6 s on a
 // GPU at 1024 image tokens): on the CPU cpuMSPerToken x tokens / threads, on a
 // GPU gpuTokensPerMS tokens per ms; a GPU warm-up costs gpuContextMS plus one
