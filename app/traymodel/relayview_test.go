@@ -96,3 +96,31 @@ func TestRelayViewSeededFromTheServiceState(t *testing.T) {
 		t.Fatalf("%q", l)
 	}
 }
+
+// TestRelayLineSaysTheDeviceAndFailures: the line names the GPU the second
+// PC's encoder really reads on (its start line, through vision.ready), says
+// a failed picture with its reason until the next one is read, and a
+// degraded encoder is one notice.
+func TestRelayLineSaysTheDeviceAndFailures(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	var v RelayView
+	v.Fold([]events.Event{
+		{Kind: events.EncoderReady, Details: map[string]any{"where": events.WhereRemote, "device": "gpu", "gpu": "NVIDIA GeForce RTX 3060 Laptop GPU"}},
+		{Kind: events.PictureEncoded, Time: now, Details: map[string]any{"where": events.WhereRemote, "ms": float64(1600), "ok": true}},
+	})
+	if l := v.Line(now); !strings.Contains(l, "on the second PC (NVIDIA GeForce RTX 3060 Laptop GPU), 1.6 s") {
+		t.Errorf("line %q", l)
+	}
+	v.Fold([]events.Event{{Kind: events.PictureEncoded, Message: "second PC pc2 gave no result within 30s", Time: now, Details: map[string]any{"where": events.WhereRemote, "ok": false}}})
+	if l := v.Line(now); !strings.Contains(l, "failed: second PC pc2 gave no result") {
+		t.Errorf("after a failure: %q", l)
+	}
+	v.Fold([]events.Event{{Kind: events.PictureEncoded, Time: now, Details: map[string]any{"where": events.WhereRemote, "ms": float64(1500), "ok": true}}})
+	if l := v.Line(now); strings.Contains(l, "failed") {
+		t.Errorf("a success did not clear the failure: %q", l)
+	}
+	n := RelayNotices([]events.Event{{Kind: events.EncoderDegraded, Message: "pictures are read on the second PC's CPU, not its GPU (no CUDA device)"}})
+	if len(n) != 1 || n[0].Topic != TopicDegraded || !strings.Contains(n[0].Body, "not its GPU") {
+		t.Errorf("notices %+v", n)
+	}
+}
