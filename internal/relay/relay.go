@@ -205,7 +205,13 @@ func (r *Relay) logf(format string, args ...any) {
 }
 
 // emit hands an event to the service (Options.Report), without waiting.
+// Each names this relay process ("relay": its pid), so the service folds
+// what the current relay saw, not what an earlier one did.
 func (r *Relay) emit(kind events.Kind, msg string, details map[string]any) {
+	if details == nil {
+		details = map[string]any{}
+	}
+	details["relay"] = relayPID
 	e := events.Event{Time: time.Now(), Kind: kind, Message: msg, Details: details}
 	if r.opt.Report != nil {
 		r.opt.Report(e)
@@ -554,6 +560,9 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// relayPID names this relay in its events.
+var relayPID = os.Getpid()
 
 // unavailable ends every message about an unreachable PC.
 const unavailable = "; pictures are unavailable, text still works"
