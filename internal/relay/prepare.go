@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,10 +14,10 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf16"
 
 	"github.com/strata-companion/companion/internal/framing"
 	"github.com/strata-companion/companion/internal/gguf"
+	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -104,7 +103,13 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	filesCmd := QuoteCommand(res.OS, []string{RemoteJoin(res.OS, dir, AgentName(res.OS)), "agent"})
+	if err := remotecmd.CheckPath("remote_dir", dir); err != nil {
+		return nil, err
+	}
+	filesCmd, err := QuoteCommand(res.OS, []string{RemoteJoin(res.OS, dir, AgentName(res.OS)), "agent"})
+	if err != nil {
+		return nil, err
+	}
 	cl, err := startClient(ctx, conn, filesCmd, p)
 	fresh := false
 	if err == nil {
@@ -196,8 +201,12 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	// 4. Start the encoder there exactly as the relay will, and see READY.
 	args := AgentArgs{OS: res.OS, RemoteDir: res.RemoteDir, Encoder: res.EncoderPath, Mmproj: rm, Model: rmodel,
 		GPU: o.GPU, Threads: o.Threads, MaxTokens: o.MaxTokens}
-	fmt.Fprintf(p, "starting the encoder on the second PC: %s\n", args.Command())
-	cl, err = startClient(ctx, conn, args.Command(), p)
+	agentCmd, err := args.Command()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(p, "starting the encoder on the second PC: %s\n", agentCmd)
+	cl, err = startClient(ctx, conn, agentCmd, p)
 	if err != nil {
 		return nil, err
 	}
@@ -310,18 +319,12 @@ func bootstrapAgent(ctx context.Context, conn Conn, goos, dir, bin string, p io.
 		// -EncodedCommand takes the script as base64 UTF-16: no quoting
 		// rules of cmd.exe or PowerShell to get wrong. The data itself
 		// streams raw on stdin.
-		d := strings.ReplaceAll(dir, "'", "''")
-		script := fmt.Sprintf(`$ErrorActionPreference='Stop'; $d='%s'; New-Item -ItemType Directory -Force -Path $d | Out-Null; `+
+		script := fmt.Sprintf(`$ErrorActionPreference='Stop'; $d=%s; New-Item -ItemType Directory -Force -Path $d | Out-Null; `+
 			`$t=Join-Path $d '%s.part'; $f=[IO.File]::Create($t); [Console]::OpenStandardInput().CopyTo($f); $f.Close(); `+
-			`Move-Item -Force $t (Join-Path $d '%s')`, d, name, name)
-		u := utf16.Encode([]rune(script))
-		b := make([]byte, 2*len(u))
-		for i, c := range u {
-			b[2*i], b[2*i+1] = byte(c), byte(c>>8)
-		}
-		cmd = "powershell -NoProfile -NonInteractive -EncodedCommand " + base64.StdEncoding.EncodeToString(b)
+			`Move-Item -Force $t (Join-Path $d '%s')`, remotecmd.PowerShellLiteral(dir), name, name)
+		cmd = remotecmd.EncodedPowerShell(script)
 	} else {
-		q := func(s string) string { return quotePOSIX(s) }
+		q := remotecmd.POSIX
 		part, final := RemoteJoin(goos, dir, "."+name+".part"), RemoteJoin(goos, dir, name)
 		cmd = fmt.Sprintf("mkdir -p %s && cat > %s && chmod 755 %s && mv -f %s %s", q(dir), q(part), q(part), q(part), q(final))
 	}

@@ -95,6 +95,9 @@ type Target struct {
 	AgentCommand string
 	// IdleStopS is sent to a running agent when it changes (SetIdle).
 	IdleStopS int
+	// Err says why no agent command could be built for this second PC
+	// (AgentArgs.Command); pictures answer it as ERR.
+	Err error
 }
 
 // Relay serves one Strata encoder session.
@@ -115,7 +118,8 @@ type Relay struct {
 
 	hostMu    sync.Mutex // guards opt.Host, opt.Dial, opt.AgentCommand against the monitor and prober
 	targetKey string
-	idleStopS int // what the current session's agent was told
+	targetErr error // Target.Err of the second PC in use
+	idleStopS int   // what the current session's agent was told
 
 	link     linkState
 	local    localEncoder
