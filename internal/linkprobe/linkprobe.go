@@ -671,8 +671,6 @@ func join(windows bool, dir, name string) string {
 // login shell is (remotecmd.EncodedPowerShell).
 func PowerShell(script string) string { return remotecmd.EncodedPowerShell(script) }
 
-
-
 func firstLine(b []byte) string {
 	s := string(b)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {

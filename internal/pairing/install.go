@@ -241,5 +241,3 @@ func keyBlob(pub ssh.PublicKey) string {
 	}
 	return f[1]
 }
-
-
