@@ -171,7 +171,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		a := relay.AgentArgs{OS: osName, RemoteDir: r.RemoteDir, Encoder: encoder, Mmproj: rm, Model: rmodel,
 			GPU: *gpu, Threads: *threads, MaxTokens: *maxTokens, IdleStopS: r.IdleStopS}
 		cmd, err := a.Command()
-		return relay.Target{Host: r.Host, Dial: relay.SSHDialer(r), AgentCommand: cmd, IdleStopS: r.IdleStopS, Err: err}
+		return relay.Target{Host: r.Host, Dial: relay.SSHDialer(r), AgentCommand: cmd, IdleStopS: r.IdleStopS, Err: err, OS: osName}
 	}
 	local := []string{"--mmproj", *mmproj, "--model", *model}
 	if *maxTokens > 0 {

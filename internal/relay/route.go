@@ -161,7 +161,7 @@ func (r *Relay) useTarget(rm settings.Remote) error {
 	r.hostMu.Lock()
 	r.opt.Host, r.opt.Dial, r.opt.AgentCommand = t.Host, t.Dial, t.AgentCommand
 	r.hostMu.Unlock()
-	r.targetKey, r.idleStopS, r.cmdIdleS, r.targetErr = key, rm.IdleStopS, t.IdleStopS, t.Err
+	r.targetKey, r.idleStopS, r.cmdIdleS, r.targetErr, r.targetOS = key, rm.IdleStopS, t.IdleStopS, t.Err, t.OS
 	return t.Err
 }
 

@@ -14,7 +14,7 @@ import (
 
 // hostName is a DNS name (labels of letters, digits and -, not starting
 // with -) or, checked apart, an IP address.
-var hostName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,62})(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}))*\.?$`)
+var hostName = regexp.MustCompile(`^[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,62}))*\.?$`)
 
 // userName is an account name as ssh passes it: letters, digits and . _ - @
 // \ and space (Windows accounts), not starting with - or a space.
@@ -25,7 +25,11 @@ func CheckHost(h string) error {
 	if h == "" {
 		return errors.New("the second PC's host is empty")
 	}
-	if net.ParseIP(strings.Trim(h, "[]")) != nil || (len(h) <= 253 && hostName.MatchString(h)) {
+	ip := strings.Trim(h, "[]")
+	if i := strings.IndexByte(ip, '%'); i > 0 && strings.Contains(ip, ":") {
+		ip = ip[:i] // an IPv6 zone (fe80::1%eth0)
+	}
+	if net.ParseIP(ip) != nil || (len(h) <= 253 && hostName.MatchString(h)) {
 		return nil
 	}
 	return fmt.Errorf("the second PC's host %q is not a host name or an IP address", h)
