@@ -60,7 +60,9 @@ func TestWizardSettingsGoThroughTheOwner(t *testing.T) {
 	if err := (&settings.Settings{Remote: &settings.Remote{Host: "pc2", IdleStopS: 60}}).Save(path); err != nil {
 		t.Fatal(err)
 	}
-	c := ownerService(t, backend.New(backend.Options{SettingsPath: path, StrataRoot: root.Dir, ConfigPath: root.Config}))
+	own := filepath.Join(t.TempDir(), "relay_ed25519")
+	sshd := testenv.StartSSHD(t, testenv.SSHDOptions{}) // the PC the wizard paired: the service looks at its host key
+	c := ownerService(t, backend.New(backend.Options{SettingsPath: path, StrataRoot: root.Dir, ConfigPath: root.Config, KeyFile: own}))
 	defer live.SetOnLocalWrite(func(what string) { t.Errorf("the wizard wrote %s itself although the service runs", what) })()
 	sf := live.SettingsFile{Path: path, Client: func() (*controlapi.Client, error) { return c, nil }}
 	cur, err := (backend.New(backend.Options{SettingsPath: path, ConfigPath: root.Config})).Placement()
@@ -69,7 +71,7 @@ func TestWizardSettingsGoThroughTheOwner(t *testing.T) {
 	}
 	yes := true
 	n := &settings.Settings{StrataRoot: root.Dir, ConfigPath: root.Config, Vision: cur, FallbackCPU: &yes,
-		Remote: &settings.Remote{Host: "pc3", User: "me", KeyFile: "k", HostKey: "h", RemoteDir: "/home/me/strata-companion", NEmbd: 2560, IdleStopS: 600}}
+		Remote: &settings.Remote{Host: sshd.Host, Port: sshd.Port, User: "me", KeyFile: own, HostKey: sshd.HostKeyLine(), RemoteDir: "/home/me/strata-companion", NEmbd: 2560, IdleStopS: 600}}
 	if err := sf.Save(n); err != nil {
 		t.Fatalf("Save: %v", err)
 	}
