@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -209,8 +210,12 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	idle := fs.Int("idle-stop", 0, "stop the encoder after this many seconds without a picture (0: keep it running)")
 	fs.StringVar(&cfg.Dir, "dir", "", "folder receiving uploads (default: this program's folder)")
 	fs.StringVar(&cfg.ScratchParent, "scratch", "", "folder for the private scratch folder (default: the temp folder)")
+	install := fs.String("install-sha256", "", "comma-separated sha256 sums of the programs prepare may install in this session")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *install != "" {
+		cfg.InstallSHA256 = strings.Split(*install, ",")
 	}
 	cfg.IdleStop = time.Duration(*idle) * time.Second
 	cfg.Log = stderr

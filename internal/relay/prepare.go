@@ -106,7 +106,25 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	if err := remotecmd.CheckPath("remote_dir", dir); err != nil {
 		return nil, err
 	}
-	filesCmd, err := QuoteCommand(res.OS, []string{RemoteJoin(res.OS, dir, AgentName(res.OS)), "agent"})
+	// The programs this session may install (strata-vision and its
+	// libraries, when this PC's build fits): the agent takes a program only
+	// with its sha256 announced here (prepare's checksummed install).
+	var installs []string
+	copyEncoder := o.EncoderPath == "" && o.LocalEncoder != "" && o.LocalOS == res.OS && o.LocalArch == res.Arch
+	if copyEncoder {
+		for _, f := range append([]string{o.LocalEncoder}, siblingLibs(o.LocalEncoder)...) {
+			sum, err := sha256File(f)
+			if err != nil {
+				return nil, err
+			}
+			installs = append(installs, sum)
+		}
+	}
+	filesArgv := []string{RemoteJoin(res.OS, dir, AgentName(res.OS)), "agent"}
+	if len(installs) > 0 {
+		filesArgv = append(filesArgv, "--install-sha256", strings.Join(installs, ","))
+	}
+	filesCmd, err := QuoteCommand(res.OS, filesArgv)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +192,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	switch {
 	case o.EncoderPath != "":
 		res.EncoderPath = o.EncoderPath
-	case o.LocalEncoder != "" && o.LocalOS == res.OS && o.LocalArch == res.Arch:
+	case copyEncoder:
 		if err := cl.upload(ctx, o.LocalEncoder, encName, 0o755); err != nil {
 			cl.close()
 			return nil, err
@@ -191,7 +209,12 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	default:
 		res.EncoderPath = encName
 	}
-	fi, err := cl.stat(RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
+	// The agent answers only about files in its own folder: an encoder
+	// elsewhere (--encoder ABSOLUTE) is proved by its start below.
+	fi := framing.FileInfo{Exists: true}
+	if !remotecmd.IsAbs(res.OS, res.EncoderPath) {
+		fi, err = cl.stat(RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
+	}
 	cl.close()
 	if err != nil || !fi.Exists {
 		return nil, fmt.Errorf("there is no strata-vision at %s on the second PC; install Strata's engine there and pass --encoder <its strata-vision>, or run prepare on a server with the same OS and architecture so it can be copied",
