@@ -100,6 +100,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && args[0] == "agent" {
 		return runAgent(ctx, args[1:], stdin, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "gate" {
+		// The forced command of the companion's key on a second PC paired
+		// agent-only: the asked-for command is in SSH_ORIGINAL_COMMAND.
+		return agent.Gate(args[1:], os.Getenv("SSH_ORIGINAL_COMMAND"), func(argv []string) int {
+			if argv[0] == "version" {
+				fmt.Fprintln(stdout, "strata-vision-relay", version.Version)
+				return 0
+			}
+			return runAgent(ctx, argv[1:], stdin, stdout, stderr)
+		}, stderr)
+	}
 	if len(args) > 0 && args[0] == "authorized-keys" {
 		// Pairing with a Windows second PC installs the companion's key
 		// with this (ACLs by golang.org/x/sys/windows, not PowerShell).
