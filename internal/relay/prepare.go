@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+
 	"github.com/strata-companion/companion/internal/framing"
 	"github.com/strata-companion/companion/internal/gguf"
 	"github.com/strata-companion/companion/internal/remotecmd"
@@ -665,4 +667,35 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		}
 	}
 	return len(b), nil
+}
+
+// InstallAgent copies the agent build bin into dir on the second PC over c
+// (a login with the user's own credentials: pairing an agent-only key, which
+// cannot do this itself), checks that the copy there is that build (its own
+// sha256), and returns the agent's absolute folder. c stays open.
+func InstallAgent(ctx context.Context, c *ssh.Client, goos, dir, bin string) (string, error) {
+	if err := remotecmd.CheckPath("remote_dir", dir); err != nil {
+		return "", err
+	}
+	conn := &sshConn{c: c, done: make(chan struct{})} // not watched: the caller owns c
+	if err := bootstrapAgent(ctx, conn, goos, dir, bin, io.Discard); err != nil {
+		return "", err
+	}
+	sum, err := sha256File(bin)
+	if err != nil {
+		return "", err
+	}
+	cmd, err := QuoteCommand(goos, []string{RemoteJoin(goos, dir, AgentName(goos)), "agent"})
+	if err != nil {
+		return "", err
+	}
+	cl, err := startClient(ctx, conn, cmd, io.Discard)
+	if err != nil {
+		return "", fmt.Errorf("the agent was copied to the second PC but does not start: %v", err)
+	}
+	defer cl.close()
+	if fi, err := cl.stat(SelfName); err != nil || fi.SHA256 != sum {
+		return "", errors.New("the agent on the second PC is not the one just copied (is another copy running and locked? stop Strata and try again)")
+	}
+	return cl.info.Dir, nil
 }
