@@ -38,13 +38,13 @@ func TestGateAllowsOnlyTheAgentsOwnWork(t *testing.T) {
 	}
 	for _, cmd := range []string{
 		"", "id", "sh -c id", "/bin/sh", "echo strata-paired",
-		q(self, "agent", "--encoder", "/bin/sh"),                    // a program of the caller's choosing
-		q(self, "agent", "--encoder", dir+"/../../../bin/sh"),       // out of the folder by ..
-		q(self, "agent", "--mmproj", "/etc/shadow"),                 // read elsewhere
-		q(self, "agent", "--dir", "/home/u/.ssh"),                   // uploads elsewhere
-		q(self, "agent", "--scratch", "/home/u"),                    // scratch cleanup elsewhere
-		q(self, "agent", "--install-sha256", "bb22"),                // a program not pinned at pairing
-		q(self, "authorized-keys", "add", "--line", "-"),            // its own key's restrictions
+		q(self, "agent", "--encoder", "/bin/sh"),              // a program of the caller's choosing
+		q(self, "agent", "--encoder", dir+"/../../../bin/sh"), // out of the folder by ..
+		q(self, "agent", "--mmproj", "/etc/shadow"),           // read elsewhere
+		q(self, "agent", "--dir", "/home/u/.ssh"),             // uploads elsewhere
+		q(self, "agent", "--scratch", "/home/u"),              // scratch cleanup elsewhere
+		q(self, "agent", "--install-sha256", "bb22"),          // a program not pinned at pairing
+		q(self, "authorized-keys", "add", "--line", "-"),      // its own key's restrictions
 		q(self, "agent") + "; id", q(self, "agent") + " $(id)", q(self, "agent") + " `id`", q(self, "agent") + " | sh",
 		q("/bin/strata-vision-relay-not", "agent"),
 		"kill -KILL 1 2", "kill -9 1", "kill -KILL -1", "kill -KILL 0x10",

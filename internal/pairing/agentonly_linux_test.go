@@ -24,8 +24,8 @@ import (
 	"github.com/strata-companion/companion/internal/fakeencoder"
 	"github.com/strata-companion/companion/internal/framing"
 	"github.com/strata-companion/companion/internal/relay"
-	"github.com/strata-companion/companion/internal/testenv"
 	"github.com/strata-companion/companion/internal/sshx"
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 func buildGo(t *testing.T, out, pkg string) string {

@@ -114,12 +114,8 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	var installs []string
 	copyEncoder := o.EncoderPath == "" && o.LocalEncoder != "" && o.LocalOS == res.OS && o.LocalArch == res.Arch
 	if copyEncoder {
-		for _, f := range append([]string{o.LocalEncoder}, siblingLibs(o.LocalEncoder)...) {
-			sum, err := sha256File(f)
-			if err != nil {
-				return nil, err
-			}
-			installs = append(installs, sum)
+		if installs, err = InstallSums(o.LocalEncoder); err != nil {
+			return nil, err
 		}
 	}
 	filesArgv := []string{RemoteJoin(res.OS, dir, AgentName(res.OS)), "agent"}
@@ -257,6 +253,21 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 		fmt.Fprintf(p, "  GPU %d: %s, %d MiB of %d MiB free\n", g.Index, g.Name, g.FreeMiB, g.TotalMiB)
 	}
 	return res, nil
+}
+
+// InstallSums are the sha256 sums of what prepare installs for this PC's
+// strata-vision: the program and the libraries beside it. Pairing an
+// agent-only key pins them (pairing.Options.AllowInstall).
+func InstallSums(localEncoder string) ([]string, error) {
+	var out []string
+	for _, f := range append([]string{localEncoder}, siblingLibs(localEncoder)...) {
+		sum, err := sha256File(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sum)
+	}
+	return out, nil
 }
 
 // SelfName asks the agent about its own executable (see agent.SelfName).
