@@ -214,9 +214,15 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 		fi, err = cl.stat(RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
 	}
 	cl.close()
+	missing := fmt.Errorf("there is no strata-vision at %s on the second PC; install Strata's engine there and pass --encoder <its strata-vision>, or run prepare on a server with the same OS and architecture so it can be copied",
+		RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
 	if err != nil || !fi.Exists {
-		return nil, fmt.Errorf("there is no strata-vision at %s on the second PC; install Strata's engine there and pass --encoder <its strata-vision>, or run prepare on a server with the same OS and architecture so it can be copied",
-			RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
+		return nil, missing
+	}
+	// Not looked at above: an encoder that cannot be found says so the same way.
+	notFound := func(msg string) bool {
+		m := strings.ToLower(msg)
+		return remotecmd.IsAbs(res.OS, res.EncoderPath) && (strings.Contains(m, "no such file") || strings.Contains(m, "cannot find the file"))
 	}
 
 	// 4. Start the encoder there exactly as the relay will, and see READY.
@@ -240,10 +246,16 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 		return nil, err
 	}
 	if t == framing.Error {
+		if notFound(errMsg(b)) {
+			return nil, missing
+		}
 		return nil, errors.New(errMsg(b))
 	}
 	var st framing.StatusInfo
 	json.Unmarshal(b, &st)
+	if st.Encoder != "running" && notFound(st.Error) {
+		return nil, missing
+	}
 	if st.Encoder != "running" {
 		return nil, fmt.Errorf("the encoder on the second PC did not start: %s", st.Error)
 	}
