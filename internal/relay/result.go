@@ -13,9 +13,9 @@ import (
 // n_tokens, nx, ny, n_embd), then n_tokens x n_embd float32.
 const sveMagic = 0x31455653
 
-// okFields parses "OK n nx ny ms": exactly four non-negative integers, one
+// parseOK parses "OK n nx ny ms": exactly four non-negative integers, one
 // line. Anything else is not a result.
-func okFields(line string) (f [4]int, ok bool) {
+func parseOK(line string) (f [4]int, ok bool) {
 	if strings.ContainsAny(line, "\r\n") || !strings.HasPrefix(line, "OK ") {
 		return f, false
 	}
@@ -39,7 +39,7 @@ func okFields(line string) (f [4]int, ok bool) {
 // exactly its header's. An agent (or whoever answers in its place) cannot
 // hand Strata a second line or a result that says something else.
 func checkResult(line, sve string, nEmbd int) error {
-	f, ok := okFields(line)
+	f, ok := parseOK(line)
 	if !ok {
 		return fmt.Errorf("the second PC's reply %s is not one line OK <n> <nx> <ny> <ms>", strconv.Quote(clipReply(line)))
 	}
@@ -73,7 +73,7 @@ func checkResult(line, sve string, nEmbd int) error {
 // well-formed OK line, or ERR with line breaks folded. Every request gets
 // exactly one line, whatever an encoder printed.
 func replyLine(s string) string {
-	if _, ok := okFields(s); ok {
+	if _, ok := parseOK(s); ok {
 		return s
 	}
 	if strings.HasPrefix(s, "ERR ") {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -90,7 +91,7 @@ func TestWizardSettingsGoThroughTheOwner(t *testing.T) {
 		t.Errorf("the service looked at the new PC's host key %d times, want once", looked)
 	}
 	got, err := settings.Load(path)
-	if err != nil || got.Remote == nil || *got.Remote != *n.Remote || got.FallbackCPU == nil || !*got.FallbackCPU {
+	if err != nil || got.Remote == nil || !reflect.DeepEqual(*got.Remote, *n.Remote) || got.FallbackCPU == nil || !*got.FallbackCPU {
 		t.Fatalf("settings after Apply: %+v %+v %v", got, got.Remote, err)
 	}
 	// Rolled back to settings without a second PC: unpaired through the owner.
