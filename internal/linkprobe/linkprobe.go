@@ -667,10 +667,6 @@ func join(windows bool, dir, name string) string {
 	return remotecmd.Join(goos, dir, name)
 }
 
-// PowerShell is the command that runs script on Windows whatever the ssh
-// login shell is (remotecmd.EncodedPowerShell).
-func PowerShell(script string) string { return remotecmd.EncodedPowerShell(script) }
-
 func firstLine(b []byte) string {
 	s := string(b)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
