@@ -159,6 +159,9 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	if err != nil {
 		fmt.Fprintf(p, "installing the agent (%s) in %s ...\n", filepath.Base(agentBin), dir)
 		if err := bootstrapAgent(ctx, conn, res.OS, dir, agentBin, p); err != nil {
+			if strings.Contains(err.Error(), "only runs the Strata Companion agent") {
+				return nil, fmt.Errorf("the second PC's agent is missing or another build, and the companion's key there is agent-only, so it cannot install one: pair the second PC again (strata-service remote pair --agent-only), which installs this build with your own login")
+			}
 			return nil, err
 		}
 		fresh = true
