@@ -143,6 +143,22 @@ func TestAgentOnlyKeyRunsOnlyTheAgent(t *testing.T) {
 		t.Fatalf("after prepare: encoder sum %s, n_embd %d", sumOf(t, encoder), pres.NEmbd)
 	}
 
+	// Another agent build cannot be installed through the key: prepare says
+	// to pair again, and the agent there is unchanged.
+	other := filepath.Join(t.TempDir(), "strata-vision-relay")
+	if b, err := exec.Command("go", "build", "-ldflags", "-X github.com/strata-companion/companion/internal/version.Version=other", "-o", other, "github.com/strata-companion/companion/relay").CombinedOutput(); err != nil {
+		t.Fatalf("building another agent: %v\n%s", err, b)
+	}
+	before := sumOf(t, agentPath)
+	_, err = relay.Prepare(ctx, relay.PrepareOptions{Remote: remote, Mmproj: mm, Model: model,
+		AgentBinary: func(string, string) (string, error) { return other, nil }, LocalOS: "linux", LocalArch: runtime.GOARCH})
+	if err == nil || !strings.Contains(err.Error(), "pair the second PC again") {
+		t.Errorf("prepare with another agent build through the agent-only key: %v", err)
+	}
+	if sumOf(t, agentPath) != before {
+		t.Error("the agent was replaced through the agent-only key")
+	}
+
 	// An upload cannot replace the encoder outside prepare's checksummed install.
 	evil := []byte("#!/bin/sh\nid > " + marker + "\n")
 	es := sha256.Sum256(evil)

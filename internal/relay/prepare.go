@@ -473,6 +473,14 @@ func bootstrapAgent(ctx context.Context, conn Conn, goos, dir, bin string, p io.
 	st, _ := f.Stat()
 	pr := &progress{w: p, name: AgentName(goos), total: st.Size()}
 	if _, err := io.Copy(proc.Stdin, io.TeeReader(f, pr)); err != nil {
+		// The remote side ended early: its stderr says why.
+		select {
+		case <-errDone:
+		case <-time.After(5 * time.Second):
+		}
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return fmt.Errorf("copying the agent to the second PC failed: %s", msg)
+		}
 		return fmt.Errorf("copying the agent to the second PC: %v", err)
 	}
 	pr.done()
