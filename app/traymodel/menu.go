@@ -112,6 +112,20 @@ type Input struct {
 	FallbackCPU bool
 	// Relay is what the relay reported: the last picture, wakes, failovers.
 	Relay RelayView
+	// NoGPUVision says why this PC's GPU cannot read pictures, as the probe
+	// found ("" when it can, or before the probe has answered).
+	NoGPUVision string
+}
+
+// DetailWidth is the most characters a status line under the first one
+// shows: a menu is as wide as its widest line, and a whole error message
+// on one line makes it wider than the screen. View logs has the rest.
+const DetailWidth = 72
+
+// NoInstall reports a service that runs with no Strata install chosen yet
+// (installed before Strata was, or its folder was removed).
+func NoInstall(st *controlapi.State) bool {
+	return st != nil && st.Config.StrataRoot == "" && st.Config.Path == ""
 }
 
 // Pending is an action in progress, shown until the server is ready again.
@@ -138,7 +152,7 @@ func Build(in Input) Menu {
 	st := in.State
 	if in.Reach != Connected || st == nil {
 		status(ItemServer, "Strata Companion "+serviceDown(in.Reach))
-		status(ItemServerDetail, in.Problem)
+		status(ItemServerDetail, clipTo(in.Problem, DetailWidth))
 		status(ItemVision, "")
 		status(ItemRemote, "")
 		status(ItemLastPicture, "")
@@ -146,7 +160,7 @@ func Build(in Input) Menu {
 		m.Tooltip = clip("Strata Companion: " + serviceDown(in.Reach))
 	} else {
 		status(ItemServer, serverLine(st, in.Now))
-		status(ItemServerDetail, serverDetail(st))
+		status(ItemServerDetail, clipTo(serverDetail(st), DetailWidth))
 		status(ItemVision, visionLine(st, in.Now))
 		status(ItemRemote, remoteLine(st, in.Now))
 		status(ItemLastPicture, in.Relay.Line(in.Now))
@@ -180,6 +194,9 @@ func Build(in Input) Menu {
 	switch {
 	case in.Reach != Connected || st == nil:
 		why = "service not running"
+	case NoInstall(st):
+		// The service refuses them until the setup has chosen the install.
+		why = "choose Strata's folder in setup first"
 	case in.Pending != nil && in.Pending.Err == "":
 		why = "switching"
 	case st.Server.Phase == controlapi.PhaseStarting || st.Server.Phase == controlapi.PhaseRestarting:
@@ -189,8 +206,12 @@ func Build(in Input) Menu {
 		it := Item{Title: c.title, Visible: true, Enabled: why == "", Checked: c.id.Placement() == current}
 		if why != "" && !it.Checked {
 			it.Title += " (" + why + ")"
+		} else if c.id == ItemVisionGPU && in.NoGPUVision != "" && !it.Checked {
+			// The probe says this GPU cannot run the encoder.
+			it.Enabled = false
+			it.Title += " (" + clipTo(in.NoGPUVision, 40) + ")"
 		}
-		if c.id == ItemVisionRemote && in.RemoteName == "" && why != "service not running" {
+		if c.id == ItemVisionRemote && in.RemoteName == "" && why != "service not running" && !NoInstall(st) {
 			// Not paired yet: the item stays clickable and opens setup on
 			// the second-PC page instead of switching.
 			it.Title = "Vision: second PC (not set up: set up...)"
@@ -272,6 +293,22 @@ func Tooltip(st *controlapi.State) string {
 	return clip(strings.Join(parts, " · "))
 }
 
+// clipTo keeps s within n characters, cut at a word with "…".
+func clipTo(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	cut := n - 1
+	for i := cut; i > n/2; i-- {
+		if r[i] == ' ' {
+			cut = i
+			break
+		}
+	}
+	return strings.TrimRight(string(r[:cut]), " ,;:") + "…"
+}
+
 // clip keeps a tooltip within what Windows shows (127 characters).
 func clip(s string) string {
 	r := []rune(s)
@@ -338,6 +375,9 @@ func serverDetail(st *controlapi.State) string {
 			return fmt.Sprintf("  restarted %d times after crashes", s.Restarts)
 		}
 	case controlapi.PhaseStopped:
+		if NoInstall(st) {
+			return "  No Strata install chosen yet: choose its folder in Open setup..."
+		}
 		if !st.Config.Valid && st.Config.Problem != "" {
 			return "  " + st.Config.Problem
 		}

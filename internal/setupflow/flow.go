@@ -1207,6 +1207,8 @@ func (f *Flow) Cancel() CancelResult {
 }
 
 // FormatSeconds writes a picture time for people: "1.6 s", "15 s", "0.8 s".
+// The probe's reasons round the same way (probe.Seconds): one figure, one
+// way of writing it, in the reason and in the option under it.
 func FormatSeconds(s float64) string {
 	if s >= 10 {
 		return fmt.Sprintf("%.0f s", s)
