@@ -381,9 +381,9 @@ func (c *Controller) resolvePending() (succeeded bool) {
 	return false
 }
 
-// adminWords says where the service commands work: they need an
-// administrator.
-var adminWords = map[bool]string{true: "in an administrator prompt", false: "as root (sudo)"}[runtime.GOOS == "windows"]
+// startWords is how to start the service by hand: it needs an
+// administrator (Windows: an administrator prompt; elsewhere sudo).
+var startWords = map[bool]string{true: "as administrator: strata-service start", false: "sudo strata-service start"}[runtime.GOOS == "windows"]
 
 // describe turns a watcher error into the reach and a line for the menu that
 // says what to do.
@@ -398,9 +398,9 @@ func describe(err error) (traymodel.Reach, string) {
 		return traymodel.Unauthorized, "  it refused this tray's token; check that this user can read its control-token file"
 	case err == controlapi.ErrNotRunning:
 		// NewClient's bare error: no address file, so never started here.
-		return traymodel.NotRunning, "  install it with the setup, or " + adminWords + ": strata-service start"
+		return traymodel.NotRunning, "  Open setup... to install it; or, " + startWords
 	case errors.Is(err, controlapi.ErrNotRunning):
-		return traymodel.Unreachable, "  stopped or restarting; to start it, " + adminWords + ": strata-service start"
+		return traymodel.Unreachable, "  stopped or restarting; to start it: " + startWords
 	}
 	return traymodel.Unreachable, "  " + err.Error()
 }

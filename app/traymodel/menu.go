@@ -120,7 +120,7 @@ type Input struct {
 // DetailWidth is the most characters a status line under the first one
 // shows: a menu is as wide as its widest line, and a whole error message
 // on one line makes it wider than the screen. View logs has the rest.
-const DetailWidth = 72
+const DetailWidth = 76
 
 // NoInstall reports a service that runs with no Strata install chosen yet
 // (installed before Strata was, or its folder was removed).
