@@ -46,6 +46,9 @@ func newGUI(t *testing.T) *gui {
 	disp := testenv.StartDisplay(t, screenW, screenH)
 	w := testenv.WineFor(t, disp.Env)
 	g := &gui{t: t, disp: disp, w: w, dir: t.TempDir(), keep: os.Getenv("STRATA_WINDOWS_SHOTS"), step: 30 * time.Second}
+	if d := os.Getenv("STRATA_WINDOWS_RUN_DIR"); d != "" {
+		g.dir = d // every screenshot and log of the run kept there (debugging)
+	}
 	// wine's own desktop: every window inside one 1280x800 X window, with
 	// a taskbar and a notification area, as on Windows.
 	g.reg("add", `HKCU\Software\Wine\Explorer`, "/v", "Desktop", "/d", "shell", "/f")
@@ -119,6 +122,10 @@ func (g *gui) x(args ...string) string {
 	return strings.TrimSpace(string(out))
 }
 
+// focus gives r the keyboard: a click on its title bar (xdotool's
+// windowactivate does not reach windows inside wine's desktop).
+func (g *gui) focus(r win) { g.click(r.x+r.w/2, r.y+10, "1") }
+
 // key presses keys in the active window.
 func (g *gui) key(keys ...string) { g.x(append([]string{"key", "--delay", "120"}, keys...)...) }
 
@@ -139,7 +146,29 @@ func (r win) String() string { return fmt.Sprintf("%dx%d at %d,%d", r.w, r.h, r.
 // windows lists the visible windows whose title is name (wine's desktop
 // shows every Windows window as an X window of its own), with the position
 // xwininfo reports (xdotool's is doubled here).
-func (g *gui) windows(name string) []win { return g.search("--name", "^"+name+"$") }
+func (g *gui) windows(name string) []win {
+	var out []win
+	for _, r := range g.search("--name", name) {
+		if g.x("getwindowname", r.id) == name {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// tree is every window on the screen, for failure messages.
+func (g *gui) tree() string {
+	cmd := exec.Command("xwininfo", "-root", "-tree")
+	cmd.Env = g.disp.Env
+	b, _ := cmd.Output()
+	var keep []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "x") && !strings.Contains(l, " 1x1+") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
+}
 
 // search is xdotool search --onlyvisible with args, as windows.
 func (g *gui) search(args ...string) []win {
@@ -262,7 +291,7 @@ func (g *gui) untilFor(d time.Duration, what string, ok func() bool) {
 	for !ok() {
 		if time.Since(start) > d {
 			_, p := g.screenshot()
-			g.t.Fatalf("%s: not within %v (the screen then: %s)", what, d, p)
+			g.t.Fatalf("%s: not within %v (the screen then: %s; its windows:\n%s)", what, d, p, g.tree())
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -621,9 +650,10 @@ func TestWindowsGUIUnderWine(t *testing.T) {
 	// 4. The setup, Welcome to Done. Enter is Next on every page.
 	page := func(name string) image.Image {
 		t.Helper()
-		g.x("windowactivate", wz.id)
+		g.focus(wz)
+		before, _ := g.screenshot()
 		g.key("Return")
-		img = g.settled("the setup's "+name+" page", wz.rect(), img)
+		img = g.settled("the setup's "+name+" page", wz.rect(), before)
 		g.keepShot("wizard-" + name)
 		return img
 	}
@@ -633,11 +663,13 @@ func TestWindowsGUIUnderWine(t *testing.T) {
 	// The Second PC page: Tab to the "a second PC" choice, Space, Next;
 	// then Back, and the recommended choice again.
 	g.secondPCDetour(wz, &img)
-	page("review")
+	img = g.settled("the setup's review page", wz.rect(), img)
+	g.keepShot("wizard-review")
 	if !fits(wz) {
 		t.Errorf("the setup's window is %s on the Review page", wz)
 	}
-	g.x("windowactivate", wz.id)
+	g.focus(wz)
+	img, _ = g.screenshot()
 	g.key("Return") // Apply
 	// Apply must lead the service, registered before Strata's folder was
 	// chosen, to run C:\Strata with its config. A page that stops changing
@@ -673,20 +705,114 @@ func TestWindowsGUIUnderWine(t *testing.T) {
 	if v := g.regValue(runKeyHKCU, "StrataCompanionTray"); v != "" {
 		t.Errorf("the setup wrote a second sign-in entry for the tray (HKCU): %q", v)
 	}
-	g.x("windowactivate", wz.id)
+	g.focus(wz)
 	g.key("Return") // Finish
 	g.until("the setup closed", func() bool { return len(g.windows(wizTitle)) == 0 })
 
-	// 5. The tray with Strata ready.
-	g.trayMenu("tray-ready")
-	_ = st
+	// 5. The tray with Strata ready, pictures where the setup put them.
+	if m, _ := g.trayMenu("tray-ready"); m.w > 640 || !fits(m) {
+		t.Errorf("the tray menu, Strata ready, is %s", m)
+	}
+	t.Logf("the setup chose pictures on %q", st.Vision.Placement)
+
+	// 6. The uninstaller, clicked through: settings kept, Strata's picture
+	// settings put back. It starts without the keyboard focus.
+	g.start("uninstaller", nil, `C:\`+instDir+`\uninstall.exe`)
+	uw := g.waitWindow("Strata Companion Uninstall", nil)
+	g.focus(uw)
+	img = g.settled("the uninstaller's first page", uw.rect(), nil)
+	g.keepShot("uninstaller-confirm")
+	g.key("Return") // Next
+	img = g.settled("the uninstaller's options", uw.rect(), img)
+	g.key("alt+p") // Put back Strata's picture (vision) settings
+	img = g.settled("the restore box ticked", uw.rect(), img)
+	g.keepShot("uninstaller-options")
+	g.key("Return") // Uninstall
+	g.untilFor(2*time.Minute, "the install folder removed", func() bool {
+		_, err := os.Stat(g.w.Drive(instDir + `\strata-service.exe`))
+		return os.IsNotExist(err)
+	})
+	img = g.settled("the uninstaller done", uw.rect(), img)
+	g.keepShot("uninstaller-done")
+	g.key("Return") // Close
+	g.until("the uninstaller closed", func() bool { return len(g.windows("Strata Companion Uninstall")) == 0 })
+	if b, _ := os.ReadFile(cfg); string(b) != string(original) {
+		t.Errorf("the uninstaller did not put the config back byte for byte:\n%s\nwant:\n%s", b, original)
+	}
+	for _, k := range []string{regKey, uninstKey} {
+		if out, ok := g.w.Run("reg", "query", k); ok {
+			t.Errorf("%s is still there after the uninstall:\n%s", k, out)
+		}
+	}
+	if v := g.regValue(runKeyHKLM, "StrataCompanionTray"); v != "" {
+		t.Errorf("the sign-in entry outlived the uninstall: %q", v)
+	}
+	if out, ok := g.w.Run("sc", "query", "strata-companion"); ok && strings.Contains(out, "STATE") {
+		t.Errorf("the service outlived the uninstall:\n%s", out)
+	}
+
+	// 7. The installer again, the Strata folder there: the page finds it,
+	// the service runs it from the start.
+	g.start("installer-2", nil, `C:\t\StrataCompanionSetup.exe`)
+	_, img = g.installerPage("the installer's Welcome page (again)", nil)
+	g.key("Return")
+	_, img = g.installerPage("the licence page (again)", img)
+	g.key("Return")
+	_, img = g.installerPage("the install folder page (again)", img)
+	g.key("Return")
+	_, img = g.installerPage("the Strata folder page, found", img)
+	g.keepShot("installer-strata-found")
+	g.key("Return") // Install
+	g.untilFor(2*time.Minute, `the service running C:\Strata from the install`, func() bool {
+		st := g.state()
+		return st != nil && strings.EqualFold(st.Config.StrataRoot, `C:\Strata`) && st.Server.Phase == controlapi.PhaseReady
+	})
+	_, img = g.installerPage("the Finish page (again)", img)
+	if v := g.regValue(regKey, "StrataRoot"); !strings.EqualFold(v, `C:\Strata`) {
+		t.Errorf("the installer remembered the Strata folder as %q", v)
+	}
+	g.key("Return") // Finish: the setup opens
+	wz = g.waitWindow(wizTitle, nil)
+	g.settled("the setup, opened on an installed PC", wz.rect(), nil)
+	g.w.Run("taskkill", "/IM", "strata-setup.exe")
+	g.until("the setup closed (again)", func() bool { return len(g.windows(wizTitle)) == 0 })
+
+	// 8. 150 %: the same 1280x800 screen at 144 dpi. The window fits, its
+	// steps, title and buttons on the screen.
+	g.reg("add", `HKCU\Control Panel\Desktop`, "/v", "LogPixels", "/t", "REG_DWORD", "/d", "144", "/f")
+	g.start("setup-150", nil, `C:\`+instDir+`\strata-setup.exe`)
+	wz = g.waitWindow(wizTitle, nil)
+	img = g.settled("the setup at 150 %", wz.rect(), nil)
+	g.keepShot("wizard-150")
+	if !fits(wz) {
+		t.Errorf("the setup's window at 150 %% is %s: off the 1280x800 screen", wz)
+	}
+	if !hasAppIcon(img, wz) {
+		t.Errorf("the setup's window at 150 %% has no app icon in its title bar")
+	}
 }
 
 // secondPCDetour goes from the Pictures page to the Second PC page and
-// back: Tab moves the focus to the choices (the first is the recommended
-// one), Down to the next until "a second PC" is chosen, which the steps
-// bar shows; Next (clicked: a focused choice takes Enter for itself).
+// back, and leaves the CPU chosen: Tab moves the keyboard to the choices
+// (this GPU, the CPU, a second PC, off: each its own group), Space picks
+// the focused one; Next and Back are clicked (a picked choice keeps the
+// focus, and Enter is then its own), at their place in the window's
+// bottom right corner.
 func (g *gui) secondPCDetour(wz win, img *image.Image) {
 	g.t.Helper()
-	g.t.Skip("TODO")
+	next := func() { g.click(wz.x+wz.w-50, wz.y+wz.h-30, "1") }
+	back := func() { g.click(wz.x+wz.w-126, wz.y+wz.h-30, "1") }
+	g.focus(wz)
+	g.key("Tab", "Tab", "Tab", "space") // a second PC
+	*img = g.settled("a second PC chosen", image.Rect(wz.x, wz.y, wz.x+wz.w, wz.y+wz.h), *img)
+	next()
+	*img = g.settled("the setup's Second PC page", wz.rect(), *img)
+	g.keepShot("wizard-second-pc")
+	back()
+	*img = g.settled("the Pictures page again", wz.rect(), *img)
+	g.focus(wz)
+	g.key("Tab", "Tab", "space") // the CPU
+	*img = g.settled("the CPU chosen", wz.rect(), *img)
+	g.keepShot("wizard-placement-cpu")
+	next()
 }

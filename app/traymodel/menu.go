@@ -125,7 +125,14 @@ const DetailWidth = 76
 // NoInstall reports a service that runs with no Strata install chosen yet
 // (installed before Strata was, or its folder was removed).
 func NoInstall(st *controlapi.State) bool {
-	return st != nil && st.Config.StrataRoot == "" && st.Config.Path == ""
+	if st == nil || st.Config.StrataRoot != "" || st.Config.Path != "" {
+		return false
+	}
+	switch st.Server.Phase {
+	case controlapi.PhaseReady, controlapi.PhaseStarting, controlapi.PhaseRestarting:
+		return false // something runs: an install exists
+	}
+	return true
 }
 
 // Pending is an action in progress, shown until the server is ready again.
@@ -247,6 +254,9 @@ func serviceDown(r Reach) string {
 
 // Icon picks the tray icon for a reachable service.
 func Icon(st *controlapi.State) string {
+	if NoInstall(st) {
+		return assets.TrayOffline // waiting for the setup, not an error
+	}
 	switch st.Server.Phase {
 	case controlapi.PhaseReady:
 		if Degraded(st) != "" {
@@ -341,6 +351,9 @@ func phaseWord(s controlapi.ServerState) string {
 
 func serverLine(st *controlapi.State, now time.Time) string {
 	s := st.Server
+	if NoInstall(st) {
+		return "Strata: not set up yet"
+	}
 	parts := []string{"Strata: " + phaseWord(s)}
 	if s.Model != "" {
 		parts = append(parts, s.Model)
@@ -360,6 +373,11 @@ func serverLine(st *controlapi.State, now time.Time) string {
 
 func serverDetail(st *controlapi.State) string {
 	s := st.Server
+	if NoInstall(st) {
+		// The finder's whole error (where it looked, the command line's
+		// flags) is for the log; the tray says what to do here.
+		return "  No Strata install chosen yet: choose its folder in Open setup..."
+	}
 	switch s.Phase {
 	case controlapi.PhaseFailed:
 		msg := s.LastError
@@ -375,9 +393,6 @@ func serverDetail(st *controlapi.State) string {
 			return fmt.Sprintf("  restarted %d times after crashes", s.Restarts)
 		}
 	case controlapi.PhaseStopped:
-		if NoInstall(st) {
-			return "  No Strata install chosen yet: choose its folder in Open setup..."
-		}
 		if !st.Config.Valid && st.Config.Problem != "" {
 			return "  " + st.Config.Problem
 		}

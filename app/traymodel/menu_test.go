@@ -271,7 +271,8 @@ func TestDurationAndClock(t *testing.T) {
 // says what to do in the tray's own words, and no vision choice the service
 // would refuse.
 func TestNoInstall(t *testing.T) {
-	st := &controlapi.State{Server: controlapi.ServerState{Phase: controlapi.PhaseStopped},
+	// What the service reports: its start failed with the finder's error.
+	st := &controlapi.State{Server: controlapi.ServerState{Phase: controlapi.PhaseFailed, LastError: "no Strata install found; looked in C:\\Program Files\\Strata Companion, C:\\Program Files, C:\\, Z:\\. Install Strata (github.com/Niko1221/Strata), or pass --strata-root DIR (the folder holding serve/server.py and engine/)"},
 		Config: controlapi.ConfigInfo{Problem: "no Strata install found; looked in C:\\Strata, C:\\Users\\sam\\Strata, D:\\Strata, E:\\Strata, F:\\Strata. Install Strata (github.com/Niko1221/Strata), or pass --strata-root DIR (the folder holding serve/server.py and engine/)"}}
 	m := Build(Input{Now: t0, State: st, Reach: Connected})
 	d := m.Items[ItemServerDetail]
@@ -285,6 +286,9 @@ func TestNoInstall(t *testing.T) {
 	}
 	if !m.Items[ItemSetup].Enabled {
 		t.Error("Open setup... must stay enabled")
+	}
+	if m.Icon == assets.TrayError || strings.Contains(m.Items[ItemServer].Title, "failed") {
+		t.Errorf("no install yet shown as a failure: %s, %q", m.Icon, m.Items[ItemServer].Title)
 	}
 }
 

@@ -833,7 +833,7 @@ func failureCard(err error) fyne.CanvasObject {
 	box := container.NewVBox(head)
 	var ae *setupflow.ApplyError
 	if errors.As(err, &ae) {
-		box.Add(para(fmt.Sprintf("Could not %s: %v", ae.Step, ae.Err)))
+		box.Add(para(fmt.Sprintf("Could not %s: %s", ae.Step, guiWords(ae.Err))))
 		if len(ae.RolledBack) > 0 {
 			box.Add(bold("Put back as it was:"))
 			for _, r := range ae.RolledBack {
@@ -848,7 +848,7 @@ func failureCard(err error) fyne.CanvasObject {
 			box.Add(l)
 		}
 	} else {
-		box.Add(para(err.Error()))
+		box.Add(para(guiWords(err)))
 	}
 	return widget.NewCard("", "", box)
 }

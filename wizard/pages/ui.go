@@ -469,3 +469,13 @@ func findHint(err error) string {
 	}
 	return msg + ".\nChoose its folder with Browse... (the one holding " + strataDirs + "), or install Strata first (github.com/Niko1221/Strata)."
 }
+
+// guiWords is an error as this window says it: a missing install in the
+// words of the Strata page (its Browse button), not the command line's.
+func guiWords(err error) string {
+	var nf *stratainstall.NotFoundError
+	if errors.As(err, &nf) {
+		return findHint(nf)
+	}
+	return err.Error()
+}
