@@ -173,6 +173,9 @@ func Build(in Input) Menu {
 		status(ItemLastPicture, in.Relay.Line(in.Now))
 		m.Icon = Icon(st)
 		m.Tooltip = Tooltip(st)
+		if NoInstall(st) {
+			m.Tooltip = "Strata Companion: no Strata install chosen yet (Open setup...)"
+		}
 	}
 	status(ItemProgress, progressLine(in))
 	if in.Pending != nil && in.Pending.Err == "" {
@@ -229,7 +232,7 @@ func Build(in Input) Menu {
 
 	connected := in.Reach == Connected && st != nil
 	m.Items[ItemFallback] = Item{Title: FallbackTitle, Visible: in.RemoteName != "", Enabled: connected, Checked: in.FallbackCPU}
-	m.Items[ItemRestart] = Item{Title: "Restart Strata", Visible: true, Enabled: connected && (in.Pending == nil || in.Pending.Err != "")}
+	m.Items[ItemRestart] = Item{Title: "Restart Strata", Visible: true, Enabled: connected && !NoInstall(st) && (in.Pending == nil || in.Pending.Err != "")}
 	if connected && st.Server.Phase == controlapi.PhaseStopped {
 		m.Items[ItemRestart].Title = "Start Strata"
 	}

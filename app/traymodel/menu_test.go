@@ -287,7 +287,10 @@ func TestNoInstall(t *testing.T) {
 	if !m.Items[ItemSetup].Enabled {
 		t.Error("Open setup... must stay enabled")
 	}
-	if m.Icon == assets.TrayError || strings.Contains(m.Items[ItemServer].Title, "failed") {
+	if m.Items[ItemRestart].Enabled {
+		t.Error("Restart Strata enabled with nothing to start")
+	}
+	if m.Icon == assets.TrayError || strings.Contains(m.Items[ItemServer].Title+m.Tooltip, "failed") {
 		t.Errorf("no install yet shown as a failure: %s, %q", m.Icon, m.Items[ItemServer].Title)
 	}
 }

@@ -634,7 +634,7 @@ func WrapDiff(diff string, cols int) string {
 			}
 			cut := width
 			for i := width; i > width/2; i-- {
-				if r[i-1] == ',' || r[i-1] == ' ' {
+				if r[i-1] == ',' || r[i-1] == ' ' || r[i-1] == '\\' {
 					cut = i
 					break
 				}
