@@ -99,7 +99,7 @@ screenshots: deps
 # as docs/windows-*.png (see docs/installer.md). It reuses build-windows'
 # programs.
 screenshots-windows: build-windows
-	STRATA_WINDOWS_SHOTS=$(CURDIR)/docs STRATA_TEST_WINE=1 go test -count=1 -timeout 20m -run '^TestWindowsGUIUnderWine$$' -v ./installer
+	STRATA_WINDOWS_SHOTS=$(CURDIR)/docs STRATA_TEST_WINE=1 go test -count=1 -timeout 20m -run '^TestWindowsGUIUnderWine$$' -v ./installer/gui
 
 # The relay against the link's limit and plain OpenSSH (root: network namespaces).
 bench-relay: deps

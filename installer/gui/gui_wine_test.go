@@ -1,6 +1,9 @@
 //go:build linux
 
-package installer
+// Package gui is the Windows first-hour test under wine: the installer,
+// the setup, the tray and the uninstaller clicked through (a test binary of
+// its own, so its minutes have their own timeout next to the installer's).
+package gui
 
 import (
 	"context"
@@ -10,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -380,9 +384,9 @@ func guiInstaller(t *testing.T) (setup, bindir string) {
 	dist := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "build.sh")
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join("..", "build.sh"))
 	cmd.Env = append(os.Environ(), "DIST="+dist, "STRATA_NSIS_FAST=1")
-	if prebuilt, err := filepath.Abs(filepath.Join("..", "bin", "windows-amd64")); err == nil {
+	if prebuilt, err := filepath.Abs(filepath.Join("..", "..", "bin", "windows-amd64")); err == nil {
 		cmd.Env = append(cmd.Env, "STRATA_WINDOWS_PREBUILT="+prebuilt)
 	}
 	out, err := cmd.CombinedOutput()
@@ -390,6 +394,18 @@ func guiInstaller(t *testing.T) (setup, bindir string) {
 		t.Fatalf("build.sh: %v\n%s", err, out)
 	}
 	return filepath.Join(dist, "StrataCompanionSetup-"+fyneVersion(t)+".exe"), filepath.Join(dist, "windows-amd64")
+}
+
+func fyneVersion(t *testing.T) string {
+	b, err := os.ReadFile(filepath.Join("..", "..", "FyneApp.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*Version\s*=\s*"([^"]+)"`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("FyneApp.toml has no Version")
+	}
+	return string(m[1])
 }
 
 // strataRoot lays out a stand-in Strata install at C:\Strata: the venv's
