@@ -436,7 +436,7 @@ func secsShort(e Estimate) string {
 // Seconds writes a picture time for people, the same way everywhere it is
 // shown: "1.6 s", "0.8 s", and whole seconds from 10 s on ("111 s").
 func Seconds(s float64) string {
-	if s >= 10 {
+	if s >= 9.95 { // 9.96 is "10 s", not "10.0 s"
 		return fmt.Sprintf("%.0f s", s)
 	}
 	return fmt.Sprintf("%.1f s", s)
