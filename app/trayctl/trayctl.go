@@ -148,6 +148,9 @@ func (c *Controller) Run(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			why := c.NoGPUVision(ctx)
+			if why != "" {
+				c.logf("this PC's GPU cannot read pictures: %s", why)
+			}
 			c.post(func() {
 				c.in.NoGPUVision = why
 				c.show()

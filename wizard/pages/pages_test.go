@@ -542,7 +542,8 @@ func TestSecondPCIdleStopFallbackAndWake(t *testing.T) {
 // empty log; one that fails after it does.
 func TestApplyFailureBeforeStrataStarted(t *testing.T) {
 	w := demo.NewWorld("/opt/strata")
-	w.Fail["write"] = errors.New("no Strata install to change")
+	// As the service answers (text): the finder's message with its flags.
+	w.Fail["write"] = errors.New("no Strata install to change: no Strata install found; looked in C:\\, Z:\\. Install Strata (github.com/Niko1221/Strata), or pass --strata-root DIR (the folder holding serve/server.py and engine/)")
 	h := start(t, w, setupflow.Options{})
 	h.next(setupflow.PageFindStrata)
 	h.next(setupflow.PageThisPC)
@@ -551,6 +552,9 @@ func TestApplyFailureBeforeStrataStarted(t *testing.T) {
 	h.next(setupflow.PageReview)
 	h.next(setupflow.PageApply)
 	h.must("Strata is not running with the new settings", "no Strata install to change", "printed nothing")
+	if txt := h.text(); strings.Contains(txt, "--strata-root") || !strings.Contains(txt, "Browse...") {
+		t.Errorf("a missing install in command-line words:\n%s", txt)
+	}
 	if txt := h.text(); strings.Contains(txt, "The log above") || strings.Contains(txt, "Strata's output") {
 		t.Errorf("the failure points at an empty log:\n%s", txt)
 	}

@@ -477,5 +477,10 @@ func guiWords(err error) string {
 	if errors.As(err, &nf) {
 		return findHint(nf)
 	}
+	if msg := err.Error(); strings.Contains(msg, stratainstall.NotFoundText) {
+		// The service's answer, as text: what it was doing, then ours.
+		before, _, _ := strings.Cut(msg, stratainstall.NotFoundText)
+		return before + "no Strata install was found.\nGo Back to the Strata page and choose its folder with Browse... (the one holding " + strataDirs + "), or install Strata first (github.com/Niko1221/Strata)."
+	}
 	return err.Error()
 }
