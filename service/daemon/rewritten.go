@@ -46,7 +46,14 @@ func Rewritten(c *strataconfig.Config, s *settings.Settings, before configKeys) 
 		if c.Vision != nil {
 			exe = c.Vision.Exe
 		}
-		out = append(out, fmt.Sprintf("the relay was replaced by %s: pictures are read %s, not %s as the companion set", exe, describePlacement(c.Placement()), describePlacement(s.Vision)))
+		now, want := describePlacement(c.Placement()), describePlacement(s.Vision)
+		if now == want {
+			// The same place, but by Strata's own encoder: the relay's
+			// fallback, wake and idle stop no longer apply.
+			out = append(out, fmt.Sprintf("the relay was replaced by %s: pictures are read %s by Strata's own encoder, not through the companion's relay", exe, now))
+		} else {
+			out = append(out, fmt.Sprintf("the relay was replaced by %s: pictures are read %s, not %s as the companion set", exe, now, want))
+		}
 	}
 	if before.known {
 		now := keysOf(c)

@@ -40,6 +40,14 @@ func TestRewrittenFindings(t *testing.T) {
 	if strings.Contains(f, `"k"`) {
 		t.Error("the key's value is in the findings")
 	}
+	// Strata's own CPU encoder where the companion routes pictures to the
+	// CPU through its relay (an uninstaller put the old block back): the
+	// same place, said once, not "on the CPU, not on the CPU".
+	ownCPU := write(`{"exe": "e", "port": 8095, "vision": {"exe": "engine/strata-vision", "gpu": false}}`)
+	same := strings.Join(Rewritten(ownCPU, cpu, keysOf(ownCPU)), "\n")
+	if !strings.Contains(same, "on this PC's CPU by Strata's own encoder, not through the companion's relay") {
+		t.Errorf("the same place by Strata's own encoder: %s", same)
+	}
 	if f := Rewritten(theirs, &settings.Settings{Vision: settings.PlacementGPU}, keysOf(theirs)); len(f) != 0 {
 		t.Errorf("a GPU placement the settings chose: %v", f)
 	}
