@@ -481,7 +481,7 @@ func (g *rig) pictureThere() int {
 			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); filepath.Base(exe) != "strata-vision-relay" {
 				continue
 			}
-			if m, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("strata-vision-relay-%d-*", pid), "*.img")); len(m) > 0 {
+			if m, _ := filepath.Glob(filepath.Join(tempDirOf(pid), fmt.Sprintf("strata-vision-relay-%d-*", pid), "*.img")); len(m) > 0 {
 				return pid
 			}
 		}
@@ -490,6 +490,19 @@ func (g *rig) pictureThere() int {
 			g.t.Fatalf("no picture reached an agent on the second PC within 20 s; engine log:\n%s", b)
 		}
 	}
+}
+
+// tempDirOf is the temp folder of process pid as os.TempDir finds it there:
+// its own TMPDIR, else /tmp. An agent started by sshd has sshd's
+// environment, not this test's (make test sets a TMPDIR of its own).
+func tempDirOf(pid int) string {
+	env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	for _, kv := range strings.Split(string(env), "\x00") {
+		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok && v != "" {
+			return v
+		}
+	}
+	return "/tmp"
 }
 
 func medianOf(ds []time.Duration) time.Duration {
