@@ -35,10 +35,11 @@ type ServiceReporter struct {
 // maxQueued bounds the events kept while the service cannot be reached.
 const maxQueued = 256
 
-// NewServiceReporter starts the sender; find nil means controlapi.NewClient.
+// NewServiceReporter starts the sender; find nil means
+// controlapi.NewRelayClient (the relay's own token).
 func NewServiceReporter(find func() (*controlapi.Client, error)) *ServiceReporter {
 	if find == nil {
-		find = controlapi.NewClient
+		find = controlapi.NewRelayClient
 	}
 	return startReporter(&ServiceReporter{find: find, firstRetry: 2 * time.Second})
 }

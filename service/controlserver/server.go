@@ -2,10 +2,13 @@
 // loopback: the tray, the wizard and the CLI read the state, follow events
 // and ask for changes through it. The JSON types are internal/controlapi's.
 //
-// Three checks guard every request, in this order: the peer must be on this
+// Four checks guard every request, in this order: the peer must be on this
 // machine (403), the Host header must be a local name (403: a web page in a
-// browser on this PC cannot reach us through DNS rebinding), and the bearer
-// token must match (401).
+// browser on this PC cannot reach us through DNS rebinding), the bearer
+// token must be one of the server's (401), and the token's role must allow
+// the request (403, see authorize): reading is for every local account,
+// changing anything for the install's owner and the administrators, and
+// the relay's token may only report the relay's events.
 package controlserver
 
 import (
@@ -24,8 +27,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/strata-companion/companion/internal/account"
 	"github.com/strata-companion/companion/internal/atomicfile"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
@@ -68,10 +73,32 @@ type RequestError struct {
 func (e *RequestError) Error() string { return e.Err.Error() }
 func (e *RequestError) Unwrap() error { return e.Err }
 
+// Role is what a caller's token allows.
+type Role int
+
+const (
+	// RoleNone: no valid token (401).
+	RoleNone Role = iota
+	// RoleReader reads the state and follows events: every local account
+	// (the read token's file is world-readable).
+	RoleReader
+	// RoleRelay may also report the relay's own events (POST /v1/relay):
+	// the relay, which runs as the account that runs Strata's server.
+	RoleRelay
+	// RoleOperator may change everything: the install's owner and the
+	// administrators (the operator token's file admits only them).
+	RoleOperator
+)
+
 // Server is the HTTP side of the control API.
 type Server struct {
-	b     Backend
-	token string
+	b Backend
+	// token is the operator's; readToken and relayToken the others'.
+	token, readToken, relayToken string
+	// Owner names who may change things, for the 403's sentence ("ann and
+	// the administrators"); "" says "the install's owner".
+	Owner string
+	relayRate rate
 	// MaxWait caps /v1/events?wait= (default 10 min: a loopback client that
 	// asks again only when something happens costs the idle tray nothing).
 	MaxWait time.Duration
@@ -99,13 +126,18 @@ var DefaultTimeouts = Timeouts{Header: 10 * time.Second, Body: 10 * time.Second,
 // maxBody caps any request body (each handler has its own, smaller, cap).
 const maxBody = 1 << 20
 
-// New makes a server with a fresh random token.
+// New makes a server with fresh random tokens.
 func New(b Backend) (*Server, error) {
-	tok, err := NewToken()
-	if err != nil {
-		return nil, err
+	var toks [3]string
+	for i := range toks {
+		t, err := NewToken()
+		if err != nil {
+			return nil, err
+		}
+		toks[i] = t
 	}
-	return &Server{b: b, token: tok, MaxWait: 10 * time.Minute, Timeouts: DefaultTimeouts}, nil
+	return &Server{b: b, token: toks[0], readToken: toks[1], relayToken: toks[2], MaxWait: 10 * time.Minute, Timeouts: DefaultTimeouts,
+		relayRate: rate{burst: relayBurst, perSec: relayPerSec}}, nil
 }
 
 // NewToken is 32 random bytes in hex.
@@ -117,8 +149,60 @@ func NewToken() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// Token is the bearer token clients must send.
+// Token is the operator's bearer token: it may do everything.
 func (s *Server) Token() string { return s.token }
+
+// ReadToken is the readers' token: state, events, the second PC's record.
+func (s *Server) ReadToken() string { return s.readToken }
+
+// RelayToken is the relay's token: what a reader may, and POST /v1/relay.
+func (s *Server) RelayToken() string { return s.relayToken }
+
+// role is what tok allows.
+func (s *Server) role(tok string) Role {
+	// Compare with all three, always: the time taken says nothing.
+	op := subtle.ConstantTimeCompare([]byte(tok), []byte(s.token))
+	rd := subtle.ConstantTimeCompare([]byte(tok), []byte(s.readToken))
+	rl := subtle.ConstantTimeCompare([]byte(tok), []byte(s.relayToken))
+	switch {
+	case op == 1:
+		return RoleOperator
+	case rl == 1:
+		return RoleRelay
+	case rd == 1:
+		return RoleReader
+	}
+	return RoleNone
+}
+
+// operatorReads are the GET routes only an operator may read: the server's
+// log is the owner's (the file is 0600), not every local account's.
+var operatorReads = map[string]bool{"/v1/logs": true}
+
+// authorize is the one rule for every route, present and future, by method
+// and path: a GET (or HEAD) reads, and any role may read, but for
+// operatorReads; POST /v1/relay is for the relay and operators; every other
+// request changes something and is for operators alone. It returns "" when
+// allowed, else the sentence for the 403.
+func (s *Server) authorize(role Role, r *http.Request) string {
+	who := s.Owner
+	if who == "" {
+		who = "the Strata install's owner"
+	}
+	who += " and the administrators"
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	switch {
+	case role == RoleOperator:
+		return ""
+	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && operatorReads[path]:
+		return fmt.Sprintf("reading %s is for %s: run this as one of them (an administrator: sudo, or an elevated prompt on Windows)", path, who)
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+		return ""
+	case r.Method == http.MethodPost && path == "/v1/relay" && role == RoleRelay:
+		return ""
+	}
+	return fmt.Sprintf("changing this PC's Strata (%s %s) is for %s: run this as one of them (an administrator: sudo, or an elevated prompt on Windows); every other account may only read", r.Method, path, who)
+}
 
 // Handler is the API with its guards.
 func (s *Server) Handler() http.Handler {
@@ -154,10 +238,19 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(s.token)) != 1 {
+		role := RoleNone
+		if ok {
+			role = s.role(tok)
+		}
+		if role == RoleNone {
 			refuse(http.StatusUnauthorized, "a valid token is required: send Authorization: Bearer <the content of the control-token file>")
 			return
 		}
+		if why := s.authorize(role, r); why != "" {
+			refuse(http.StatusForbidden, why)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), roleKey{}, role))
 		if !s.readBody(w, r) {
 			return
 		}
@@ -324,9 +417,66 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var rep controlapi.RelayReport
-	if decode(w, r, &rep, "a relay report") {
-		answer(w, map[string]any{"ok": true}, s.b.Relay(r.Context(), rep))
+	if !decode(w, r, &rep, "a relay report") {
+		return
 	}
+	if len(rep.Events) > events.MaxRelayEvents {
+		fail(w, http.StatusBadRequest, fmt.Sprintf("a relay report holds at most %d events, not %d", events.MaxRelayEvents, len(rep.Events)))
+		return
+	}
+	for _, e := range rep.Events {
+		if err := events.CheckRelay(e); err != nil {
+			fail(w, http.StatusBadRequest, err.Error()+"; nothing of this report was taken")
+			return
+		}
+	}
+	if !s.relayRate.take(len(rep.Events), time.Now()) {
+		fail(w, http.StatusTooManyRequests, fmt.Sprintf("more relay events than the relay sends (at most %d at once, %d a second): nothing of this report was taken; send fewer", relayBurst, relayPerSec))
+		return
+	}
+	answer(w, map[string]any{"ok": true}, s.b.Relay(r.Context(), rep))
+}
+
+// The relay's events may come at most relayPerSec a second on average, in
+// bursts of up to relayBurst (its whole queue after the service was away):
+// a picture makes a few events, a second PC reads at most a few a second.
+const (
+	relayBurst  = events.MaxRelayEvents
+	relayPerSec = 20
+)
+
+// rate is a token bucket.
+type rate struct {
+	mu     sync.Mutex
+	burst  int
+	perSec int
+	have   float64
+	last   time.Time
+}
+
+// take spends n tokens if the bucket holds them.
+func (b *rate) take(n int, now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last.IsZero() {
+		b.have = float64(b.burst)
+	} else {
+		b.have = min(float64(b.burst), b.have+now.Sub(b.last).Seconds()*float64(b.perSec))
+	}
+	b.last = now
+	if float64(n) > b.have {
+		return false
+	}
+	b.have -= float64(n)
+	return true
+}
+
+type roleKey struct{}
+
+// RoleOf is the role of the request's caller (for handlers that say more).
+func RoleOf(ctx context.Context) Role {
+	r, _ := ctx.Value(roleKey{}).(Role)
+	return r
 }
 
 func (s *Server) remote(w http.ResponseWriter, r *http.Request) {
@@ -444,10 +594,10 @@ func Listen(addr string) (net.Listener, error) {
 	return l, nil
 }
 
-// WriteFiles publishes the address and the token where clients look
+// WriteFiles publishes the address and the read token where clients look
 // (locations.ControlAddrFile / ControlTokenFile). The token file is 0644:
-// every user of this machine may control its Strata (as they could start
-// it by hand); it is never sent over the network. The token is written
+// every user of this machine may read the state (as Tailscale's LocalAPI
+// lets every local user read); it is never sent over the network. The token is written
 // before the address, so a client that finds the address finds the token.
 func WriteFiles(addrFile, tokenFile, addr, token string) error {
 	for _, f := range []string{addrFile, tokenFile} {
@@ -460,6 +610,44 @@ func WriteFiles(addrFile, tokenFile, addr, token string) error {
 	}
 	os.Chmod(tokenFile, 0o644)
 	return atomicfile.Write(addrFile, []byte(addr+"\n"), 0o644)
+}
+
+// Files are where Publish writes the address and the tokens.
+type Files struct {
+	Addr     string // the address (everyone reads it)
+	Read     string // the read token (everyone reads it)
+	Operator string // the operator token: the administrators and the owner
+	Relay    string // the relay token: the administrators and the server's account
+}
+
+// Publish writes the tokens, then the address (a client that finds the
+// address finds the tokens): the read token for everyone, the operator
+// token for the administrators and owner only, the relay token for the
+// administrators and relay (the account that runs Strata's server, whose
+// child the relay is) only. nil owner or relay: the administrators alone.
+func (s *Server) Publish(f Files, addr string, owner, relay *account.Account) error {
+	for _, p := range []string{f.Addr, f.Read, f.Operator, f.Relay} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("creating %s: %w", filepath.Dir(p), err)
+		}
+	}
+	if err := account.WritePrivate(f.Operator, []byte(s.token+"\n"), owner); err != nil {
+		return err
+	}
+	if err := account.WritePrivate(f.Relay, []byte(s.relayToken+"\n"), relay); err != nil {
+		return err
+	}
+	return WriteFiles(f.Addr, f.Read, addr, s.readToken)
+}
+
+// Unpublish deletes the files Publish wrote, those that are still ours.
+func (s *Server) Unpublish(f Files, addr string) {
+	RemoveFiles(f.Addr, f.Read, addr, s.readToken)
+	for _, p := range []struct{ file, tok string }{{f.Operator, s.token}, {f.Relay, s.relayToken}} {
+		if b, err := os.ReadFile(p.file); err == nil && strings.TrimSpace(string(b)) == p.tok {
+			os.Remove(p.file)
+		}
+	}
 }
 
 // RemoveFiles deletes the address and token files if they still hold ours

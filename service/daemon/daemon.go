@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-companion/companion/internal/account"
 	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
@@ -108,6 +109,7 @@ func Run(ctx context.Context, o Options) error {
 
 	var sup *supervisor.Supervisor
 	var ctl controlserver.Control
+	var relayAcct *account.Account
 	if resolveErr != nil {
 		ctl = noInstall{fmt.Errorf("no Strata install to run: %v", resolveErr)}
 		tracker.Publish(events.Event{Kind: events.ServerFailed, Message: resolveErr.Error(), Details: map[string]any{"reason": "install"}})
@@ -179,6 +181,9 @@ func Run(ctx context.Context, o Options) error {
 				return settingsOwner().Paired(rctx)
 			}
 			rm, err := settingsOwner().RecordRemote(rctx, *rec)
+			if err == nil && relayAcct != nil {
+				grantKey(relayAcct, logf) // a key made by this pairing
+			}
 			return rm, httpError(err)
 		},
 		Logs: func(n int) (*controlapi.LogsResponse, error) {
@@ -201,12 +206,28 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("creating the state folder: %w", fserr.Explain(err, locations.Path(locations.StateDir)))
 	}
 	addr := l.Addr().String()
-	if err := controlserver.WriteFiles(locations.ControlAddrFile(), locations.ControlTokenFile(), addr, srv.Token()); err != nil {
+	// Who may change things: the install's owner and the administrators
+	// (the operator token's file); who reports for the relay: the account
+	// that runs Strata's server (the relay is its child).
+	var installOwner *account.Account
+	if resolveErr == nil {
+		if a, err := account.OwnerOf(in.Root); err == nil && !a.Privileged {
+			installOwner = a
+			srv.Owner = a.Name
+		}
+		if a, err := account.ServerAccount(in.Root, sup.Python()); err == nil && a != nil {
+			relayAcct = a
+			grantKey(a, logf)
+		}
+	}
+	files := controlserver.Files{Addr: locations.ControlAddrFile(), Read: locations.ControlTokenFile(),
+		Operator: locations.ControlOperatorTokenFile(), Relay: locations.RelayTokenFile()}
+	if err := srv.Publish(files, addr, installOwner, relayAcct); err != nil {
 		l.Close()
 		return fmt.Errorf("publishing the control API address: %w", fserr.Explain(err, locations.Path(locations.StateDir)))
 	}
-	defer controlserver.RemoveFiles(locations.ControlAddrFile(), locations.ControlTokenFile(), addr, srv.Token())
-	logf("control API on http://%s (token in %s)", addr, locations.ControlTokenFile())
+	defer srv.Unpublish(files, addr)
+	logf("control API on http://%s (read token in %s; changes only with %s, readable by %s)", addr, files.Read, files.Operator, installOwner)
 
 	var wg sync.WaitGroup
 	if sup != nil {
@@ -222,7 +243,7 @@ func Run(ctx context.Context, o Options) error {
 // events often carry only details (where, ms, host), written as k=v.
 func eventWords(e events.Event) string {
 	if e.Message != "" || len(e.Details) == 0 {
-		return e.Message
+		return events.OneLine(e.Message)
 	}
 	keys := make([]string, 0, len(e.Details))
 	for k := range e.Details {
@@ -231,9 +252,21 @@ func eventWords(e events.Event) string {
 	sort.Strings(keys)
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%v", k, e.Details[k]))
+		parts = append(parts, events.OneLine(fmt.Sprintf("%s=%v", k, e.Details[k])))
 	}
 	return strings.Join(parts, " ")
+}
+
+// grantKey lets a (the account that runs Strata's server, and so the
+// relay) read the companion's own ssh key, and no one else.
+func grantKey(a *account.Account, logf func(string, ...any)) {
+	key := locations.RelayKeyFile()
+	if _, err := os.Stat(key); err != nil {
+		return
+	}
+	if err := account.GrantRead(key, locations.Path(locations.SecretsDir), a); err != nil {
+		logf("cannot let %s read the companion's key %s (remote pictures will fail): %v", a, key, err)
+	}
 }
 
 // newBackend is the service's owner of the config and the settings (in may
