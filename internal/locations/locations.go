@@ -98,7 +98,9 @@ func ControlTokenFile() string { return filepath.Join(Path(StateDir), "control-t
 
 // ControlOperatorTokenFile holds the control API's operator token (full
 // control): readable only by the administrators and the install's owner.
-func ControlOperatorTokenFile() string { return filepath.Join(Path(StateDir), "control-operator-token") }
+func ControlOperatorTokenFile() string {
+	return filepath.Join(Path(StateDir), "control-operator-token")
+}
 
 // RelayTokenFile holds the relay's token (it may report the relay's events):
 // readable only by the administrators and the account that runs Strata.

@@ -97,7 +97,7 @@ type Server struct {
 	token, readToken, relayToken string
 	// Owner names who may change things, for the 403's sentence ("ann and
 	// the administrators"); "" says "the install's owner".
-	Owner string
+	Owner     string
 	relayRate rate
 	// MaxWait caps /v1/events?wait= (default 10 min: a loopback client that
 	// asks again only when something happens costs the idle tray nothing).
