@@ -63,7 +63,9 @@ func (r *recorder) backend(bus *events.Bus) Backend {
 			}
 			return nil, nil
 		},
-		Logs: func(n int) (*controlapi.LogsResponse, error) { return &controlapi.LogsResponse{Lines: []string{"secret line"}}, nil },
+		Logs: func(n int) (*controlapi.LogsResponse, error) {
+			return &controlapi.LogsResponse{Lines: []string{"secret line"}}, nil
+		},
 	}
 }
 
