@@ -118,7 +118,7 @@ func TestOnlyTheOperatorChangesAnything(t *testing.T) {
 	}{{"reader", s.ReadToken()}, {"relay", s.RelayToken()}} {
 		for _, w := range writes {
 			code, msg := call(t, base, who.tok, w.method, w.path, w.body)
-			if code != http.StatusForbidden || !strings.Contains(msg, "ann and the administrators") {
+			if code != http.StatusForbidden || !strings.Contains(msg, "ann (the Strata install's owner) and the administrators") {
 				t.Errorf("%s token, %s %s: %d %q, want 403 saying who may", who.name, w.method, w.path, code, msg)
 			}
 		}

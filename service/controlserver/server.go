@@ -95,8 +95,9 @@ type Server struct {
 	b Backend
 	// token is the operator's; readToken and relayToken the others'.
 	token, readToken, relayToken string
-	// Owner names who may change things, for the 403's sentence ("ann and
-	// the administrators"); "" says "the install's owner".
+	// Owner names the install's owner for the 403's sentence ("ann (the
+	// Strata install's owner) and the administrators"); "" when the install
+	// is an administrator's (or there is none): "the administrators".
 	Owner     string
 	relayRate rate
 	// MaxWait caps /v1/events?wait= (default 10 min: a loopback client that
@@ -185,11 +186,10 @@ var operatorReads = map[string]bool{"/v1/logs": true}
 // request changes something and is for operators alone. It returns "" when
 // allowed, else the sentence for the 403.
 func (s *Server) authorize(role Role, r *http.Request) string {
-	who := s.Owner
-	if who == "" {
-		who = "the Strata install's owner"
+	who := "the administrators"
+	if s.Owner != "" {
+		who = s.Owner + " (the Strata install's owner) and the administrators"
 	}
-	who += " and the administrators"
 	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
 	case role == RoleOperator:
