@@ -112,6 +112,9 @@ func ServerAccount(root, python string) (*Account, error) {
 	if err != nil {
 		return nil, err
 	}
+	if me, err := Current(); err == nil && me.SID == own.SID {
+		return nil, nil // the service runs as the install's owner already
+	}
 	if !own.Privileged {
 		return own, nil
 	}
@@ -155,7 +158,7 @@ func (a *Account) Token() (syscall.Token, error) {
 		}
 		tok.Close()
 	}
-	return 0, fmt.Errorf("Strata's folder belongs to %s, who is not signed in: the service runs Strata as %s and starts it when %s signs in (or move Strata to a folder only administrators can change)", a.Name, a.Name, a.Name)
+	return 0, fmt.Errorf("Strata's folder belongs to %s, who is not signed in: the service runs Strata as %s, in that account's session, never with its own rights. Sign in as %s and choose Start Strata in the tray; or move Strata to a folder only administrators can change", a.Name, a.Name, a.Name)
 }
 
 // WritePrivate replaces path with data, readable only by SYSTEM, the
