@@ -69,6 +69,20 @@ type ServerState struct {
 	// to its log file (a full disk); LogProblem says why while it lasts.
 	LogDropped int    `json:"log_dropped,omitempty"`
 	LogProblem string `json:"log_problem,omitempty"`
+	// Version is the running Strata's version (its /v1/status), Engine the
+	// engine build it reports.
+	Version string `json:"version,omitempty"`
+	Engine  string `json:"engine,omitempty"`
+	// Foreign is a Strata server the service did not start that holds the
+	// port (Strata's own console or model switcher); nil when none.
+	Foreign *ForeignServer `json:"foreign,omitempty"`
+}
+
+// ForeignServer names a process on the server's port the service did not start.
+type ForeignServer struct {
+	Port    int    `json:"port"`
+	PID     int    `json:"pid,omitempty"`
+	Cmdline string `json:"cmdline,omitempty"`
 }
 
 // VisionState is where pictures are read and how the encoder is.
@@ -114,6 +128,10 @@ type ConfigInfo struct {
 	Path       string `json:"path,omitempty"`
 	Valid      bool   `json:"valid"`
 	Problem    string `json:"problem,omitempty"`
+	// Rewritten lists what someone else (Strata's setup) changed of the
+	// companion's keys in the config: the relay replaced, host, api_key or
+	// port dropped. Empty when the config is as the companion left it.
+	Rewritten []string `json:"rewritten,omitempty"`
 }
 
 // EventsResponse is one answer of GET /v1/events?since=N&wait=S.
@@ -137,6 +155,9 @@ type VisionRequest struct {
 	Backup string `json:"backup,omitempty"`
 	// Restart the server after writing (default true in the server when nil).
 	Restart *bool `json:"restart,omitempty"`
+	// Config is the file the caller means; if it is not the one running,
+	// the service answers 409 (a conflict) and changes nothing.
+	Config string `json:"config,omitempty"`
 }
 
 // VisionResponse answers POST /v1/vision.
@@ -233,4 +254,78 @@ type WakeSettings struct {
 	Broadcast string `json:"broadcast,omitempty"`
 	Port      int    `json:"port,omitempty"`
 	WaitS     int    `json:"wait_s,omitempty"`
+}
+
+// ConfigEntry is one of the install's Strata configs (strata-<tag>.json).
+type ConfigEntry struct {
+	Path      string `json:"path"` // absolute path of strata-<tag>.json
+	Tag       string `json:"tag"`  // "iq2_xs", "coder-iq1_m"
+	ModelName string `json:"model_name,omitempty"`
+	// Ready: it can run as it is (engine, model files present, valid JSON).
+	Ready bool `json:"ready"`
+	// Problem says why it is not ready, in words.
+	Problem string `json:"problem,omitempty"`
+	// Running: the one the service runs now.
+	Running bool `json:"running"`
+}
+
+// ConfigList answers GET /v1/configs: the install's configs and which runs.
+type ConfigList struct {
+	StrataRoot string        `json:"strata_root"`
+	Running    string        `json:"running,omitempty"` // path; "" = none
+	Configs    []ConfigEntry `json:"configs"`
+}
+
+// ConfigRequest is POST /v1/config: run another config (or a first install
+// after a bare service install).
+type ConfigRequest struct {
+	StrataRoot string `json:"strata_root,omitempty"` // "" = the install the service has
+	Config     string `json:"config"`                // path or tag
+	// IfRunning, when set, must equal the config running now, else 409
+	// (never applied to the wrong file).
+	IfRunning string `json:"if_running,omitempty"`
+	// Confirm: go ahead even while a request is being served (else 409
+	// with Busy set).
+	Confirm bool `json:"confirm,omitempty"`
+	DryRun  bool `json:"dry_run,omitempty"`
+}
+
+// ConfigResponse answers POST /v1/config.
+type ConfigResponse struct {
+	Previous string `json:"previous,omitempty"`
+	Running  string `json:"running"`
+	// Diff is the placement carried over to the new config, as a diff.
+	Diff    string `json:"diff,omitempty"`
+	Message string `json:"message"`
+	Busy    bool   `json:"busy,omitempty"`
+}
+
+// UpdateRequest is POST /v1/strata/update: check for, or run, Strata's own update.
+type UpdateRequest struct {
+	// Check only says whether an update exists.
+	Check bool `json:"check,omitempty"`
+	// Confirm: go ahead even while a request is being served (else 409 with Busy).
+	Confirm bool `json:"confirm,omitempty"`
+}
+
+// UpdateResponse answers POST /v1/strata/update. The update's output lines
+// come as update.progress events while it runs.
+type UpdateResponse struct {
+	Available bool   `json:"available"`
+	Offline   bool   `json:"offline,omitempty"`
+	From      string `json:"from,omitempty"` // the version before
+	To        string `json:"to,omitempty"`   // the version after (or on offer, for a check)
+	Updated   bool   `json:"updated,omitempty"`
+	// RolledBack: the update failed and the old engine was put back.
+	RolledBack bool     `json:"rolled_back,omitempty"`
+	Message    string   `json:"message"`
+	Busy       bool     `json:"busy,omitempty"`
+	Lines      []string `json:"lines,omitempty"`
+}
+
+// RepairResponse answers POST /v1/config/repair: the companion's placement
+// put back into a config Strata's setup rewrote.
+type RepairResponse struct {
+	Diff    string `json:"diff,omitempty"`
+	Message string `json:"message"`
 }

@@ -40,6 +40,22 @@ const (
 	RemoteUnreachable  Kind = "remote.unreachable"  // it does not; Message: reason
 
 	ConfigChanged Kind = "config.changed" // Details: path, placement, backup
+	// ConfigSwitched: the service runs another config (stopped, switched,
+	// started); Details: previous, running, strata_root, diff.
+	ConfigSwitched Kind = "config.switched"
+	// ConfigRewritten: the config in use was rewritten by someone else
+	// (Strata's setup): Details: path, findings (what was replaced or dropped).
+	ConfigRewritten Kind = "config.rewritten"
+
+	// ServerForeign: a Strata server the service did not start holds the
+	// port; Details: port, pid, cmdline.
+	ServerForeign Kind = "server.foreign"
+
+	// Strata's own update run by the service (update-strata).
+	UpdateStarted  Kind = "update.started"  // Details: from (engine version)
+	UpdateProgress Kind = "update.progress" // one line of its output; Message: the line
+	UpdateFinished Kind = "update.finished" // Details: from, to, ok
+	UpdateFailed   Kind = "update.failed"   // Message says what failed; Details: from, rolled_back
 )
 
 // ServerLogDropped: captured server output lines could not be written to the
