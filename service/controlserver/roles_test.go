@@ -104,7 +104,9 @@ func TestOnlyTheOperatorChangesAnything(t *testing.T) {
 		{"POST", "/v1/remote", `{"unpair":true}`},
 		{"POST", "/v1/server/restart", ``},
 		{"POST", "/v1/server/stop", ``},
-		{"POST", "/v1/config", `{"config":"iq2_xs"}`}, // a route added by another change
+		{"POST", "/v1/config", `{"config":"iq2_xs"}`}, // routes added by other changes
+		{"POST", "/v1/config/repair", `{}`},
+		{"POST", "/v1/strata/update", `{}`},
 		{"POST", "/v1/anything-new", `{}`},
 		{"PUT", "/v1/settings", `{}`},
 		{"DELETE", "/v1/remote", ``},
