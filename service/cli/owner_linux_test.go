@@ -253,3 +253,8 @@ func TestOnlyTheOwnerChangesThroughARootService(t *testing.T) {
 		t.Fatal("the service's output shows the api_key")
 	}
 }
+
+// nobodyAttr runs a command as nobody.
+func nobodyAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+}
