@@ -172,6 +172,7 @@ func registerServiceCommands() {
 					fmt.Fprintf(env.stderr, "strata-service install: %v\nThe service will look for Strata each time it starts; install again with --strata-root and --config to choose.\n", err)
 				}
 			}
+			sayServerAccount(env, env.strataRoot, io.user)
 			var extra []string
 			for _, p := range []struct{ flag, v string }{{"--strata-root", env.strataRoot}, {"--config", env.configPath}} {
 				if p.v == "" {
