@@ -27,8 +27,8 @@ func tryLock(f *os.File) (bool, error) {
 func unlock(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
 
 // openPrivate opens (or makes) path 0600. A lock file another account
-// could open (an older 0644 one, or one that is not ours) is replaced by a
-// private one first: an open descriptor of the old one holds nothing then.
+// could open (an older 0644 one) is replaced by a private one first: an
+// open descriptor of the old one holds nothing then.
 func openPrivate(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
@@ -39,7 +39,10 @@ func openPrivate(path string) (*os.File, error) {
 		f.Close()
 		return nil, err
 	}
-	if st.Mode().Perm()&0o077 == 0 && st.Sys().(*syscall.Stat_t).Uid == uint32(os.Geteuid()) && st.Mode().IsRegular() {
+	// Only this account can open a 0600 file. (Its owner is not checked:
+	// the folder is the service's, so no one else could have made it, and
+	// an administrator's CLI must not take over a portable install's lock.)
+	if st.Mode().Perm()&0o077 == 0 && st.Mode().IsRegular() {
 		return f, nil
 	}
 	f.Close()

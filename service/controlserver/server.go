@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -199,7 +200,7 @@ func (s *Server) authorize(role Role, r *http.Request) string {
 	if s.Owner != "" {
 		who = s.Owner + " (the Strata install's owner) and the administrators"
 	}
-	path := strings.TrimSuffix(r.URL.Path, "/")
+	path := pathpkg.Clean("/" + r.URL.Path) // "/v1/./logs/" is /v1/logs
 	switch {
 	case role == RoleOperator:
 		return ""
