@@ -263,3 +263,32 @@ func TestLogsUnderAnyName(t *testing.T) {
 		}
 	}
 }
+
+// M5's other half: the server's output lines an exit event quotes are the
+// log's, so only an operator's /v1/events carries them.
+func TestEventsQuoteTheLogOnlyToOperators(t *testing.T) {
+	bus := events.NewBus(10)
+	rec := &recorder{}
+	s, c := serve(t, rec.backend(bus))
+	bus.Publish(events.Event{Kind: events.ServerExited, Message: "exited", Details: map[string]any{"code": 3, "last_lines": []string{"Traceback: secret"}}})
+	ctx := context.Background()
+	for _, who := range []struct {
+		tok  string
+		want bool
+	}{{s.ReadToken(), false}, {s.RelayToken(), false}, {s.Token(), true}} {
+		cl := *c
+		cl.Token = who.tok
+		r, err := cl.Events(ctx, 0, 0)
+		if err != nil || len(r.Events) != 1 {
+			t.Fatalf("events: %v %+v", err, r)
+		}
+		_, has := r.Events[0].Details["last_lines"]
+		if has != who.want || r.Events[0].Details["code"] == nil {
+			t.Errorf("token %s...: last_lines %v, details %v", who.tok[:6], has, r.Events[0].Details)
+		}
+	}
+	evs, _ := bus.Since(0)
+	if _, ok := evs[0].Details["last_lines"]; !ok {
+		t.Fatal("the bus's own event lost its lines")
+	}
+}

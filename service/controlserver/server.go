@@ -378,7 +378,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if since > bus.Last() {
 		// A client from before a service restart: the numbers began again.
 		evs, _ := bus.Since(0)
-		reply(w, controlapi.EventsResponse{Events: nonNil(evs), Next: bus.Last(), Gap: true})
+		reply(w, controlapi.EventsResponse{Events: forRole(r, evs), Next: bus.Last(), Gap: true})
 		return
 	}
 	evs, gap := bus.Since(since)
@@ -391,7 +391,37 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if len(evs) > 0 {
 		next = evs[len(evs)-1].Seq
 	}
-	reply(w, controlapi.EventsResponse{Events: nonNil(evs), Next: next, Gap: gap})
+	reply(w, controlapi.EventsResponse{Events: forRole(r, evs), Next: next, Gap: gap})
+}
+
+// logDetails are event details that quote the server's output (its log
+// is the owner's): only an operator's events carry them.
+var logDetails = []string{"last_lines"}
+
+// forRole is evs as the caller may see them.
+func forRole(r *http.Request, evs []events.Event) []events.Event {
+	evs = nonNil(evs)
+	if RoleOf(r.Context()) == RoleOperator {
+		return evs
+	}
+	out := make([]events.Event, len(evs))
+	for i, e := range evs {
+		out[i] = e
+		for _, k := range logDetails {
+			if _, ok := e.Details[k]; ok {
+				d := make(map[string]any, len(e.Details))
+				for dk, dv := range e.Details {
+					d[dk] = dv
+				}
+				for _, k := range logDetails {
+					delete(d, k)
+				}
+				out[i].Details = d
+				break
+			}
+		}
+	}
+	return out
 }
 
 func nonNil(e []events.Event) []events.Event {
