@@ -28,6 +28,9 @@ const (
 	EncoderIdle     = "idle" // stopped after idle; wakes on the next picture
 	EncoderWaking   = "waking"
 	EncoderFailed   = "failed"
+	// EncoderDegraded: it reads pictures, but on a CPU where a GPU was
+	// expected (VisionState.Degraded says why).
+	EncoderDegraded = "degraded"
 )
 
 // State is a snapshot of everything the service knows. Seq is the sequence
@@ -105,6 +108,18 @@ type VisionState struct {
 	// "woke" (LastWokeMS after the packet), "no_answer".
 	LastWake   string `json:"last_wake,omitempty"`
 	LastWokeMS int    `json:"last_woke_ms,omitempty"`
+	// Where the encoder really reads pictures, from its own start line
+	// (the relay's vision.ready): "gpu" or "cpu", on which PC (Host: the
+	// second PC; empty: this one), the GPU's name and the VRAM it took.
+	Device  string `json:"device,omitempty"`
+	Host    string `json:"host,omitempty"`
+	GPU     string `json:"gpu,omitempty"`
+	VRAMMiB int    `json:"vram_mib,omitempty"`
+	// Degraded says why the encoder runs on a CPU where a GPU was expected.
+	Degraded string `json:"degraded,omitempty"`
+	// LastOK is the last picture's outcome (nil: none yet); Error then
+	// holds its reason when it failed. A success clears a failure.
+	LastOK *bool `json:"last_ok,omitempty"`
 }
 
 // RemoteInfo is the second PC, when vision runs there.
@@ -233,13 +248,17 @@ type RemoteRecord struct {
 	Unpair bool `json:"unpair,omitempty"`
 }
 
-// RemotePrepared is relay.PrepareResult on the wire (without the GPUs).
+// RemotePrepared is relay.PrepareResult on the wire.
 type RemotePrepared struct {
 	OS          string `json:"os,omitempty"`
 	Arch        string `json:"arch,omitempty"`
 	RemoteDir   string `json:"remote_dir,omitempty"`
 	EncoderPath string `json:"encoder_path,omitempty"`
 	NEmbd       int    `json:"n_embd,omitempty"`
+	// What prepare found there: its GPUs (NoGPU: none), the encoder's start.
+	GPUs           []settings.RemoteGPU `json:"gpus,omitempty"`
+	NoGPU          bool                 `json:"no_gpu,omitempty"`
+	EncoderStartMS int                  `json:"encoder_start_ms,omitempty"`
 }
 
 // RemoteResponse answers GET and POST /v1/remote: the second PC recorded

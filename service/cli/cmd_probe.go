@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/peterbourgon/ff/v3/ffcli"
 	"io"
 	"strings"
 	"time"
@@ -24,7 +25,8 @@ type probeOutput struct {
 	Recommendation probe.Recommendation `json:"recommendation"`
 }
 
-func registerProbe() {
+// probeCmd is `probe`: this PC, or a second PC with --ssh.
+func probeCmd(env *cliEnv) *ffcli.Command {
 	var (
 		asJSON    bool
 		sshTarget string
@@ -35,11 +37,11 @@ func registerProbe() {
 		remoteDir string
 		transfer  int
 	)
-	register(&command{
-		name:    "probe",
-		summary: "probe this PC's GPUs, VRAM, CPU and RAM (or a second PC with --ssh)",
-		usage:   "strata-service probe [--json] [--ssh [user@]host[:port]]",
-		setFlags: func(fs *flag.FlagSet) {
+	return &ffcli.Command{
+		Name:       "probe",
+		ShortHelp:  "probe this PC's GPUs, VRAM, CPU and RAM (or a second PC with --ssh)",
+		ShortUsage: "strata-service probe [--json] [--ssh [user@]host[:port]]",
+		FlagSet: env.flagSet("probe", func(fs *flag.FlagSet) {
 			fs.BoolVar(&asJSON, "json", false, "print the report as JSON (the structure is in docs/probe.md)")
 			fs.StringVar(&sshTarget, "ssh", "", "probe a second PC over ssh instead: [user@]host[:port]")
 			fs.StringVar(&smiPath, "nvidia-smi", "", "use this nvidia-smi instead of searching PATH and the driver's folders")
@@ -47,8 +49,8 @@ func registerProbe() {
 			login.addFlags(fs)
 			fs.StringVar(&remoteDir, "remote-dir", "", "with --ssh: the folder on the second PC to look for strata-vision and the model files in (default: the paired PC's, from the settings)")
 			fs.IntVar(&transfer, "transfer-mb", 4, "with --ssh: megabytes sent each way to measure the link")
-		},
-		run: func(ctx context.Context, env *cliEnv, args []string) error {
+		}),
+		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
 				return fmt.Errorf("unexpected argument %q (to probe a second PC, use --ssh %s)", args[0], args[0])
 			}
@@ -63,7 +65,7 @@ func registerProbe() {
 			writeProbeText(env.stdout, r, rec, configuredRemote())
 			return nil
 		},
-	})
+	}
 }
 
 func writeProbeJSON(w io.Writer, r *probe.Report, rec probe.Recommendation) error {

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/peterbourgon/ff/v3/ffcli"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -22,148 +22,31 @@ import (
 	"github.com/strata-companion/companion/internal/sshx"
 )
 
-// remoteSubcommands is filled by registerRemote from remoteTree.
-var remoteSubcommands = map[string]remoteSubcommand{}
-
-// remoteTree is the remote command's subcommands, explicit like tree: each
-// entry adds its own (pair and unpair here, prepare in cmd_remote_prepare.go,
-// idle-stop in cmd_remote_idle.go).
-var remoteTree = []func(){addRemotePairing, addRemotePrepare, addRemoteIdleStop}
-
-// remoteSubcommand is one "strata-service remote <name>" action. setFlags
-// adds its own flags to the remote command's flag set (all subcommands share
-// one set, so flag names must not clash); run gets the positional arguments
-// after the subcommand's name.
-type remoteSubcommand struct {
-	summary string
-	// usage is the subcommand's own line ("strata-service remote pair
-	// [user@]host[:port] [flags]"), printed by `remote <name> --help`.
-	usage    string
-	setFlags func(fs *flag.FlagSet)
-	run      func(ctx context.Context, env *cliEnv, args []string) error
-}
-
-func registerRemote() {
-	for _, add := range remoteTree {
-		add()
-	}
-	register(&command{
-		name:    "remote",
-		summary: "pair, unpair or prepare the second PC that reads pictures",
-		usage:   "strata-service remote <subcommand> [arguments] [flags]",
-		// The command's flag set is parsed before the subcommand is known, so
-		// it accepts every subcommand's flags (a name two subcommands share is
-		// added once); runRemote then hands the ones given to the chosen
-		// subcommand's own flag set, which rejects flags that are not its.
-		setFlags: func(fs *flag.FlagSet) {
-			remoteFlags = fs
-			// --help is the remote command's own flag, so that
-			// "remote <name> --help" reaches runRemote and prints that
-			// subcommand's usage (not the union of every subcommand's flags).
-			remoteHelp = false
-			fs.BoolVar(&remoteHelp, "help", false, "show the usage of remote or of one subcommand")
-			fs.BoolVar(&remoteHelp, "h", false, "the same as --help")
-			for _, name := range remoteNames() {
-				sc := remoteSubcommands[name]
-				if sc.setFlags == nil {
-					continue
-				}
-				tmp := flag.NewFlagSet(name, flag.ContinueOnError)
-				sc.setFlags(tmp)
-				tmp.VisitAll(func(f *flag.Flag) {
-					if fs.Lookup(f.Name) == nil {
-						fs.Var(f.Value, f.Name, f.Usage)
-					}
-				})
+// remoteCmd is the remote group: its subcommands are commands of their own
+// (pair and unpair here, prepare in cmd_remote_prepare.go, idle-stop in
+// cmd_remote_idle.go), each with its own flags.
+func remoteCmd(env *cliEnv) *ffcli.Command {
+	var subs []*ffcli.Command
+	subs = append(subs, remotePairingCmds(env)...)
+	subs = append(subs, remotePrepareCmd(env), remoteIdleStopCmd(env))
+	return &ffcli.Command{
+		Name:        "remote",
+		ShortHelp:   "pair, unpair or prepare the second PC that reads pictures",
+		ShortUsage:  "strata-service remote <subcommand> [arguments] [flags]",
+		FlagSet:     env.flagSet("remote", nil),
+		Subcommands: subs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) == 0 {
+				return usageError{}
 			}
+			names := make([]string, len(subs))
+			for i, s := range subs {
+				names[i] = s.Name
+			}
+			return usageError{fmt.Errorf("unknown subcommand %q (one of: %s)", args[0], strings.Join(names, ", "))}
 		},
-		run: runRemote,
-	})
+	}
 }
-
-func remoteNames() []string {
-	names := make([]string, 0, len(remoteSubcommands))
-	for n := range remoteSubcommands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// remoteHelp is the remote command's --help (see setFlags).
-var remoteHelp bool
-
-func printRemoteUsage(w io.Writer) {
-	fmt.Fprintln(w, "Usage: strata-service remote <subcommand> [arguments] [flags]")
-	fmt.Fprintln(w, "\nSubcommands:")
-	for _, n := range remoteNames() {
-		fmt.Fprintf(w, "  %-9s %s\n            %s\n", n, remoteSubcommands[n].summary, remoteSubcommands[n].usage)
-	}
-	fmt.Fprintln(w, "\nRun \"strata-service remote <subcommand> --help\" for its flags.")
-}
-
-// printSubcommandUsage prints one subcommand's usage and only its own flags.
-func printSubcommandUsage(w io.Writer, name string, sc remoteSubcommand) {
-	fmt.Fprintf(w, "%s\n\nUsage: %s\n", sc.summary, sc.usage)
-	fs := flag.NewFlagSet("strata-service remote "+name, flag.ContinueOnError)
-	if sc.setFlags != nil {
-		sc.setFlags(fs)
-	}
-	fs.StringVar(new(string), "strata-root", "", "the Strata install folder (the one holding serve/ and engine/)")
-	fs.StringVar(new(string), "config", "", "the Strata config file (strata-<tag>.json) to use")
-	fmt.Fprintln(w, "\nFlags:")
-	fs.SetOutput(w)
-	fs.PrintDefaults()
-}
-
-func runRemote(ctx context.Context, env *cliEnv, args []string) error {
-	if len(args) == 0 {
-		if remoteHelp {
-			printRemoteUsage(env.stdout)
-			return nil
-		}
-		printRemoteUsage(env.stderr)
-		return &exitCode{code: 2}
-	}
-	sc, ok := remoteSubcommands[args[0]]
-	if ok && remoteHelp {
-		printSubcommandUsage(env.stdout, args[0], sc)
-		return nil
-	}
-	if !ok {
-		printRemoteUsage(env.stderr)
-		return &exitCode{code: 2, err: fmt.Errorf("unknown subcommand %q (one of: %s)", args[0], strings.Join(remoteNames(), ", "))}
-	}
-	// Re-apply the flags given to the chosen subcommand's own set. Their
-	// values are read first: setFlags below resets the variables behind them.
-	type given struct{ name, value string }
-	var set []given
-	if remoteFlags != nil {
-		remoteFlags.Visit(func(f *flag.Flag) {
-			if f.Name != "strata-root" && f.Name != "config" && f.Name != "help" && f.Name != "h" {
-				set = append(set, given{f.Name, f.Value.String()})
-			}
-		})
-	}
-	sub := flag.NewFlagSet("strata-service remote "+args[0], flag.ContinueOnError)
-	sub.SetOutput(io.Discard)
-	if sc.setFlags != nil {
-		sc.setFlags(sub)
-	}
-	for _, g := range set {
-		if sub.Lookup(g.name) == nil {
-			return &exitCode{code: 2, err: fmt.Errorf("--%s does not apply to \"remote %s\"", g.name, args[0])}
-		}
-		if err := sub.Set(g.name, g.value); err != nil {
-			return &exitCode{code: 2, err: fmt.Errorf("--%s: %v", g.name, err)}
-		}
-	}
-	return sc.run(ctx, env, args[1:])
-}
-
-// remoteFlags is the remote command's parsed flag set (set by setFlags, which
-// Main calls once per invocation before run).
-var remoteFlags *flag.FlagSet
 
 // sshLogin is how the CLI logs in to a second PC with the user's own
 // credentials: flags, ~/.ssh/config prefill, prompts on a terminal.
@@ -274,24 +157,26 @@ func isTerminal(r io.Reader) bool {
 // OS and architecture is found beside this program (docs/second-pc.md).
 const agentBinaryUsage = "the strata-vision-relay build for the second PC (default: found beside this program, in <os>-<arch>/ or bin/<os>-<arch>/)"
 
-// addRemotePairing adds "remote pair" and "remote unpair".
-func addRemotePairing() {
+// remotePairingCmds are "remote pair" and "remote unpair".
+func remotePairingCmds(env *cliEnv) []*ffcli.Command {
+	var cmds []*ffcli.Command
 	var (
 		login         sshLogin
 		forced        string
 		authorizedKey string
 		pairAgent     string
 	)
-	remoteSubcommands["pair"] = remoteSubcommand{
-		summary: "give the companion its own key on the second PC (asks for your credentials once)",
-		usage:   "strata-service remote pair [user@]host[:port] [flags]",
-		setFlags: func(fs *flag.FlagSet) {
+	cmds = append(cmds, &ffcli.Command{
+		Name:       "pair",
+		ShortHelp:  "give the companion its own key on the second PC (asks for your credentials once)",
+		ShortUsage: "strata-service remote pair [user@]host[:port] [flags]",
+		FlagSet: env.flagSet("remote pair", func(fs *flag.FlagSet) {
 			login.addFlags(fs)
 			fs.StringVar(&forced, "forced-command", "", "pin the companion's key to this one command on the second PC (see docs/second-pc.md)")
 			fs.StringVar(&authorizedKey, "authorized-keys", "", "install the key in this file on the second PC (when its sshd's AuthorizedKeysFile is not ~/.ssh/authorized_keys)")
 			fs.StringVar(&pairAgent, "agent-binary", "", agentBinaryUsage)
-		},
-		run: func(ctx context.Context, env *cliEnv, args []string) error {
+		}),
+		Exec: func(ctx context.Context, args []string) error {
 			if len(args) != 1 {
 				return &exitCode{code: 2, err: errors.New("usage: strata-service remote pair [user@]host[:port]")}
 			}
@@ -324,7 +209,7 @@ func addRemotePairing() {
 			fmt.Fprintf(env.stdout, "Next: strata-service probe --ssh %s, then strata-service remote prepare\n", ep)
 			return nil
 		},
-	}
+	})
 
 	var (
 		unLogin sshLogin
@@ -332,16 +217,17 @@ func addRemotePairing() {
 		unAK    string
 		unAgent string
 	)
-	remoteSubcommands["unpair"] = remoteSubcommand{
-		summary: "remove the companion's key from the second PC, and its pin and key here",
-		usage:   "strata-service remote unpair [[user@]host[:port]] [--force] [flags]",
-		setFlags: func(fs *flag.FlagSet) {
+	cmds = append(cmds, &ffcli.Command{
+		Name:       "unpair",
+		ShortHelp:  "remove the companion's key from the second PC, and its pin and key here",
+		ShortUsage: "strata-service remote unpair [[user@]host[:port]] [--force] [flags]",
+		FlagSet: env.flagSet("remote unpair", func(fs *flag.FlagSet) {
 			unLogin.addFlags(fs)
 			fs.BoolVar(&force, "force", false, "forget the second PC here even when it cannot be reached (its authorized_keys line then stays)")
 			fs.StringVar(&unAK, "authorized-keys", "", "the file on the second PC the key was installed in, if not the default")
 			fs.StringVar(&unAgent, "agent-binary", "", agentBinaryUsage)
-		},
-		run: func(ctx context.Context, env *cliEnv, args []string) error {
+		}),
+		Exec: func(ctx context.Context, args []string) error {
 			rec := remoteRecorder(ctx)
 			rm, err := rec.Paired(ctx)
 			if err != nil {
@@ -378,5 +264,6 @@ func addRemotePairing() {
 			}
 			return err
 		},
-	}
+	})
+	return cmds
 }

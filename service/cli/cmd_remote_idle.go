@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/settings"
@@ -15,11 +16,13 @@ import (
 // control API (POST /v1/settings), so the service stays the one writer of
 // the settings; with no service this process hosts the same backend, under
 // the same cross-process lock.
-func addRemoteIdleStop() {
-	remoteSubcommands["idle-stop"] = remoteSubcommand{
-		summary: "stop the second PC's encoder after this long without a picture (off: keep it running)",
-		usage:   "strata-service remote idle-stop <seconds>|<duration like 10m>|off",
-		run: func(ctx context.Context, env *cliEnv, args []string) error {
+func remoteIdleStopCmd(env *cliEnv) *ffcli.Command {
+	return &ffcli.Command{
+		Name:       "idle-stop",
+		FlagSet:    env.flagSet("remote idle-stop", nil),
+		ShortHelp:  "stop the second PC's encoder after this long without a picture (off: keep it running)",
+		ShortUsage: "strata-service remote idle-stop <seconds>|<duration like 10m>|off",
+		Exec: func(ctx context.Context, args []string) error {
 			if len(args) != 1 {
 				return &exitCode{code: 2, err: errors.New("usage: strata-service remote idle-stop <seconds>|off (e.g. 600, 10m, off)")}
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/peterbourgon/ff/v3/ffcli"
 	"os"
 
 	"github.com/strata-companion/companion/internal/relay"
@@ -19,16 +20,17 @@ import (
 // this PC's build fits) and start the encoder there once to see READY. The
 // work is in internal/secondpc (the wizard calls the same); this file only
 // has the flags and prints the answer.
-func addRemotePrepare() {
+func remotePrepareCmd(env *cliEnv) *ffcli.Command {
 	var (
 		mmproj, model, encoder, localEncoder, agentBin, remoteDir string
 		gpu                                                       bool
 		threads, maxTokens                                        int
 	)
-	remoteSubcommands["prepare"] = remoteSubcommand{
-		summary: "put the agent, the mmproj and a vocabulary stub on the second PC and check its encoder starts",
-		usage:   "strata-service remote prepare [--mmproj FILE --model FILE] [--encoder PATH] [flags] (the paired PC; no host)",
-		setFlags: func(fs *flag.FlagSet) {
+	return &ffcli.Command{
+		Name:       "prepare",
+		ShortHelp:  "put the agent, the mmproj and a vocabulary stub on the second PC and check its encoder starts",
+		ShortUsage: "strata-service remote prepare [--mmproj FILE --model FILE] [--encoder PATH] [flags] (the paired PC; no host)",
+		FlagSet: env.flagSet("remote prepare", func(fs *flag.FlagSet) {
 			fs.StringVar(&mmproj, "mmproj", "", "the vision projector GGUF here (default: the Strata config's vision.mmproj)")
 			fs.StringVar(&model, "model", "", "the text model's shard 1 here (default: the Strata config's vision.model)")
 			fs.StringVar(&encoder, "encoder", "", "strata-vision already on the second PC (absolute, or relative to the remote folder)")
@@ -38,8 +40,8 @@ func addRemotePrepare() {
 			fs.BoolVar(&gpu, "gpu", false, "check the encoder on the second PC's GPU (default: as the Strata config says)")
 			fs.IntVar(&threads, "threads", 0, "CPU encoder threads on the second PC")
 			fs.IntVar(&maxTokens, "max-tokens", 0, "image tokens per picture")
-		},
-		run: func(ctx context.Context, env *cliEnv, args []string) error {
+		}),
+		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
 				return &exitCode{code: 2, err: errors.New("usage: strata-service remote prepare [--mmproj FILE --model FILE] [--encoder PATH]")}
 			}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/peterbourgon/ff/v3/ffcli"
 	"io"
 	"log"
 	"sync"
@@ -33,13 +34,14 @@ type runOptions struct {
 	foreground   bool
 }
 
-func registerRun() {
+// runCmd is `run`: the service's main loop.
+func runCmd(env *cliEnv) *ffcli.Command {
 	var o runOptions
-	register(&command{
-		name:    "run",
-		summary: "run the Strata server supervised, with the control API (the service's main loop; in a terminal, in the foreground)",
-		usage:   "strata-service run [--strata-root DIR] [--config FILE] [flags]",
-		setFlags: func(fs *flag.FlagSet) {
+	return &ffcli.Command{
+		Name:       "run",
+		ShortHelp:  "run the Strata server supervised, with the control API (the service's main loop; in a terminal, in the foreground)",
+		ShortUsage: "strata-service run [--strata-root DIR] [--config FILE] [flags]",
+		FlagSet: env.flagSet("run", func(fs *flag.FlagSet) {
 			o = runOptions{}
 			fs.StringVar(&o.controlAddr, "control-addr", "127.0.0.1:0", "where the control API listens (loopback only; port 0 picks a free one)")
 			fs.IntVar(&o.port, "port", 0, "the Strata server's port (default: the config's port, else 8080)")
@@ -47,8 +49,8 @@ func registerRun() {
 			fs.DurationVar(&o.startTimeout, "start-timeout", 10*time.Minute, "how long the server may take to get ready")
 			fs.DurationVar(&o.stopTimeout, "stop-timeout", 30*time.Second, "how long a stop waits before killing the server's process tree")
 			fs.BoolVar(&o.foreground, "foreground", false, "run in the foreground even when not started from a terminal")
-		},
-		run: func(ctx context.Context, env *cliEnv, args []string) error {
+		}),
+		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
 				return &exitCode{code: 2, err: fmt.Errorf("unexpected argument %q", args[0])}
 			}
@@ -70,7 +72,7 @@ func registerRun() {
 			}
 			return runAsService(env, o)
 		},
-	})
+	}
 }
 
 // runAsService hands control to the service manager; program.Start and

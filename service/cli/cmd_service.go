@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/peterbourgon/ff/v3/ffcli"
 	"path/filepath"
 	"strings"
 	"time"
@@ -143,17 +144,19 @@ func installedService() (kservice.Service, kservice.Status, error) {
 
 var errNotInstalled = errors.New("the Strata Companion service is not installed; install it with `strata-service install` (as an administrator)")
 
-func registerServiceCommands() {
+// serviceCmds are the OS service's commands: install, uninstall, start, stop.
+func serviceCmds(env *cliEnv) []*ffcli.Command {
 	var io installOptions
-	register(&command{
-		name:    "install",
-		summary: "install strata-service as an OS service that starts with the computer (administrator/root)",
-		usage:   "strata-service install [--strata-root DIR] [--config FILE] [--user NAME]",
-		setFlags: func(fs *flag.FlagSet) {
+	var cmds []*ffcli.Command
+	cmds = append(cmds, &ffcli.Command{
+		Name:       "install",
+		ShortHelp:  "install strata-service as an OS service that starts with the computer (administrator/root)",
+		ShortUsage: "strata-service install [--strata-root DIR] [--config FILE] [--user NAME]",
+		FlagSet: env.flagSet("install", func(fs *flag.FlagSet) {
 			io = installOptions{}
 			fs.StringVar(&io.user, "user", "", "Linux/macOS: the account the service runs as (default root; its files then live in "+systemStateHome+")")
-		},
-		run: func(ctx context.Context, env *cliEnv, args []string) error {
+		}),
+		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
 				return &exitCode{code: 2, err: fmt.Errorf("unexpected argument %q", args[0])}
 			}
@@ -207,11 +210,12 @@ func registerServiceCommands() {
 			return nil
 		},
 	})
-	register(&command{
-		name:    "uninstall",
-		summary: "stop and remove the OS service (administrator/root)",
-		usage:   "strata-service uninstall",
-		run: func(ctx context.Context, env *cliEnv, args []string) error {
+	cmds = append(cmds, &ffcli.Command{
+		Name:       "uninstall",
+		FlagSet:    env.flagSet("uninstall", nil),
+		ShortHelp:  "stop and remove the OS service (administrator/root)",
+		ShortUsage: "strata-service uninstall",
+		Exec: func(ctx context.Context, args []string) error {
 			s, st, err := installedService()
 			if err != nil {
 				return err
@@ -233,11 +237,12 @@ func registerServiceCommands() {
 		{"stop", "stop the OS service and the Strata server with it (administrator/root)", "Stopped"},
 	} {
 		a := a
-		register(&command{
-			name:    a.name,
-			summary: a.summary,
-			usage:   "strata-service " + a.name,
-			run: func(ctx context.Context, env *cliEnv, args []string) error {
+		cmds = append(cmds, &ffcli.Command{
+			Name:       a.name,
+			FlagSet:    env.flagSet(a.name, nil),
+			ShortHelp:  a.summary,
+			ShortUsage: "strata-service " + a.name,
+			Exec: func(ctx context.Context, args []string) error {
 				s, st, err := installedService()
 				if err != nil {
 					return err
@@ -258,6 +263,7 @@ func registerServiceCommands() {
 			},
 		})
 	}
+	return cmds
 }
 
 func statusWord(st kservice.Status) string {
@@ -368,6 +374,12 @@ func printServiceStatus(w interface{ Write([]byte) (int, error) }, ss *serviceSt
 			enc += ": " + st.Vision.Error
 		}
 		fmt.Fprintf(w, "Encoder:    %s\n", enc)
+		if where := VisionWhere(st.Vision); where != "" {
+			fmt.Fprintf(w, "Pictures:   %s\n", where)
+		}
+		if st.Vision.Degraded != "" {
+			fmt.Fprintf(w, "  degraded: %s\n", st.Vision.Degraded)
+		}
 	}
 	if r := st.Remote; r != nil {
 		if r.Reachable {
@@ -376,4 +388,32 @@ func printServiceStatus(w interface{ Write([]byte) (int, error) }, ss *serviceSt
 			fmt.Fprintf(w, "Second PC:  %s unreachable: %s\n", r.Host, r.Reason)
 		}
 	}
+}
+
+// VisionWhere says where pictures are really read, from the encoder's own
+// start line: "second PC gpu-laptop: NVIDIA GeForce RTX 3060 Laptop GPU
+// (1383 MiB of VRAM), 1.6 s per picture".
+func VisionWhere(v controlapi.VisionState) string {
+	if v.Device == "" {
+		return ""
+	}
+	s := "this PC"
+	if v.Host != "" {
+		s = "second PC " + v.Host
+	}
+	switch {
+	case v.Device == "gpu" && v.GPU != "":
+		s += ": " + v.GPU
+		if v.VRAMMiB > 0 {
+			s += fmt.Sprintf(" (%d MiB of VRAM)", v.VRAMMiB)
+		}
+	case v.Device == "gpu":
+		s += ": its GPU"
+	default:
+		s += ": its CPU"
+	}
+	if v.LastPictureMS > 0 {
+		s += fmt.Sprintf(", %.1f s per picture", float64(v.LastPictureMS)/1000)
+	}
+	return s
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/peterbourgon/ff/v3/ffcli"
 	"strconv"
 
 	"github.com/strata-companion/companion/internal/controlapi"
@@ -24,13 +25,14 @@ type settingsOptions struct {
 	mac, wakeBroadcast               string
 }
 
-func registerSettings() {
+// settingsCmd is `settings`: show or change the settings that need no restart.
+func settingsCmd(env *cliEnv) *ffcli.Command {
 	var o settingsOptions
-	register(&command{
-		name:    "settings",
-		summary: "show or change settings that need no restart: CPU fallback, idle stop, Wake-on-LAN, notifications",
-		usage:   "strata-service settings [--fallback-cpu on|off] [--idle-stop-s N] [--mac MAC] [--wake on|off] [--notifications on|off]",
-		setFlags: func(fs *flag.FlagSet) {
+	return &ffcli.Command{
+		Name:       "settings",
+		ShortHelp:  "show or change settings that need no restart: CPU fallback, idle stop, Wake-on-LAN, notifications",
+		ShortUsage: "strata-service settings [--fallback-cpu on|off] [--idle-stop-s N] [--mac MAC] [--wake on|off] [--notifications on|off]",
+		FlagSet: env.flagSet("settings", func(fs *flag.FlagSet) {
 			o = settingsOptions{idleStop: -1, wakePort: -1, wakeWait: -1}
 			fs.StringVar(&o.fallbackCPU, "fallback-cpu", "", "on: read a picture on this PC's CPU when the second PC cannot be reached; off: answer with the reason")
 			fs.Var((*unsetInt)(&o.idleStop), "idle-stop-s", "stop the second PC's encoder after `N` seconds without a picture (0: never)")
@@ -40,8 +42,8 @@ func registerSettings() {
 			fs.Var((*unsetInt)(&o.wakePort), "wake-port", "with --wake on: the UDP `port` (default 9)")
 			fs.Var((*unsetInt)(&o.wakeWait), "wake-wait-s", "with --wake on: how many `seconds` a picture waits for the woken PC (default 60)")
 			fs.StringVar(&o.notifications, "notifications", "", "on|off: the tray's notifications")
-		},
-		run: func(ctx context.Context, env *cliEnv, args []string) error {
+		}),
+		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
 				return &exitCode{code: 2, err: fmt.Errorf("unexpected argument %q", args[0])}
 			}
@@ -60,7 +62,7 @@ func registerSettings() {
 			}
 			return patchSettings(ctx, env, *p)
 		},
-	})
+	}
 }
 
 func onOff(name, v string) (*bool, error) {

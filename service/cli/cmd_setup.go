@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"github.com/peterbourgon/ff/v3/ffcli"
 	"os"
 
 	"github.com/strata-companion/companion/internal/setupflow"
@@ -27,19 +28,20 @@ var setupDeps = func(env *cliEnv, confirm setupflow.ConfirmHostKey) setupflow.De
 	return live.Deps(live.Options{StrataRoot: env.strataRoot, ConfigPath: env.configPath, ServiceExe: self, Confirm: confirm})
 }
 
-func registerSetup() {
-	register(&command{
-		name:    "setup",
-		summary: "the first-run setup (--cli for a terminal)",
-		usage:   "strata-service setup --cli [--yes] [--page NAME] [--accept-host-key SHA256:...]",
-		setFlags: func(fs *flag.FlagSet) {
+// setupCmd is `setup --cli`.
+func setupCmd(env *cliEnv) *ffcli.Command {
+	return &ffcli.Command{
+		Name:       "setup",
+		ShortHelp:  "the first-run setup (--cli for a terminal)",
+		ShortUsage: "strata-service setup --cli [--yes] [--page NAME] [--accept-host-key SHA256:...]",
+		FlagSet: env.flagSet("setup", func(fs *flag.FlagSet) {
 			fs.BoolVar(&setupFlags.cli, "cli", false, "run the setup in this terminal (the window is strata-setup)")
 			fs.BoolVar(&setupFlags.yes, "yes", false, "take the default answer wherever it is safe (never trusts a new host key)")
 			fs.StringVar(&setupFlags.page, "page", "", "start at this page: welcome, strata, this-pc, placement, remote")
 			fs.StringVar(&setupFlags.acceptHost, "accept-host-key", "", "trust the second PC's host key if its fingerprint is this (SHA256:...)")
-		},
-		run: runSetup,
-	})
+		}),
+		Exec: func(ctx context.Context, args []string) error { return runSetup(ctx, env, args) },
+	}
 }
 
 func runSetup(ctx context.Context, env *cliEnv, args []string) error {

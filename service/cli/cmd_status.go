@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/peterbourgon/ff/v3/ffcli"
 	"io"
 	"strings"
 
@@ -89,16 +90,17 @@ func collectStrataStatus(ctx context.Context, env *cliEnv) *strataStatus {
 	return st
 }
 
-func registerStatus() {
+// statusCmd is `status`.
+func statusCmd(env *cliEnv) *ffcli.Command {
 	var asJSON bool
-	register(&command{
-		name:    "status",
-		summary: "show the Strata install, the config in use, where vision runs, and whether the config is valid",
-		usage:   "strata-service status [--json]",
-		setFlags: func(fs *flag.FlagSet) {
+	return &ffcli.Command{
+		Name:       "status",
+		ShortHelp:  "show the Strata install, the config in use, where vision runs, and whether the config is valid",
+		ShortUsage: "strata-service status [--json]",
+		FlagSet: env.flagSet("status", func(fs *flag.FlagSet) {
 			fs.BoolVar(&asJSON, "json", false, "print the status as JSON")
-		},
-		run: func(ctx context.Context, env *cliEnv, args []string) error {
+		}),
+		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
 				return &exitCode{code: 2, err: fmt.Errorf("unexpected argument %q", args[0])}
 			}
@@ -116,7 +118,7 @@ func registerStatus() {
 			}
 			return nil
 		},
-	})
+	}
 }
 
 func printStrataStatus(w io.Writer, st *strataStatus) {

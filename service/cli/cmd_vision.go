@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/peterbourgon/ff/v3/ffcli"
 	"strconv"
 	"strings"
 
@@ -38,14 +39,14 @@ type visionOptions struct {
 
 const restartHint = "Strata reads the vision settings only at start: restart the Strata server for this to take effect."
 
-func registerVision() {
+// visionCmd is `vision`: where pictures are read.
+func visionCmd(env *cliEnv) *ffcli.Command {
 	var o visionOptions
-	register(&command{
-		name:    "vision",
-		summary: "change where Strata's image encoder runs: gpu | cpu | remote | off | restore",
-		usage: `strata-service vision gpu [--device N] | cpu [--threads N] | remote --host [user@]host[:port] | off | restore [--dry-run]
-
-  gpu      read pictures on this PC's GPU (--device N: on another GPU, by nvidia-smi index; -1: the server's)
+	return &ffcli.Command{
+		Name:       "vision",
+		ShortHelp:  "change where Strata's image encoder runs: gpu | cpu | remote | off | restore",
+		ShortUsage: "strata-service vision gpu [--device N] | cpu [--threads N] | remote --host [user@]host[:port] | off | restore [--dry-run]",
+		LongHelp: `  gpu      read pictures on this PC's GPU (--device N: on another GPU, by nvidia-smi index; -1: the server's)
   cpu      read pictures on this PC's CPU, through strata-vision-relay (--threads N); frees ~1.4 GB of VRAM
   remote   read pictures on a second PC over ssh, through strata-vision-relay
   off      no pictures (text only)
@@ -60,7 +61,7 @@ With a running service, a change that restarts Strata (text stops for a
 while) is asked about first on a terminal; elsewhere (a script) it is
 refused with exit code 2 unless --yes is given. Without a service nothing
 is restarted: the command only saves the config.`,
-		setFlags: func(fs *flag.FlagSet) {
+		FlagSet: env.flagSet("vision", func(fs *flag.FlagSet) {
 			o = visionOptions{}
 			fs.BoolVar(&o.dryRun, "dry-run", false, "print the change and write nothing")
 			fs.StringVar(&o.device, "device", "", "gpu: the GPU (nvidia-smi index) for the encoder; -1 for the server's own")
@@ -70,9 +71,9 @@ is restarted: the command only saves the config.`,
 			fs.IntVar(&o.vramMiB, "vram-total-mib", 0, "the server GPU's memory in MiB, to size the config's VRAM reserve argument (default: ask nvidia-smi; without a running service)")
 			fs.BoolVar(&o.yes, "yes", false, "with a running service: make a change that restarts Strata without asking (needed when not at a terminal)")
 			fs.BoolVar(&o.noProbe, "no-probe", false, "do not run nvidia-smi (the VRAM reserve is then 700 MiB; without a running service)")
-		},
-		run: func(ctx context.Context, env *cliEnv, args []string) error { return runVision(ctx, env, o, args) },
-	})
+		}),
+		Exec: func(ctx context.Context, args []string) error { return runVision(ctx, env, o, args) },
+	}
 }
 
 // loadSettings reads the companion's settings from their usual place.
