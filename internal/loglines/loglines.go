@@ -64,13 +64,15 @@ var (
 
 // Parse turns one line from src into an event. Relay event lines
 // (events.LinePrefix) are recognised from either source, and only the
-// relay's own kinds (events.CheckRelay).
+// relay's own kinds, bounded (events.BoundRelay).
 func Parse(src Source, line string) (events.Event, bool) {
 	line = strings.TrimRight(line, "\r\n")
 	if strings.Contains(line, events.LinePrefix) {
 		// Only the relay writes such lines: only its kinds, bounded.
-		if e, ok := events.ParseLine(line); ok && events.CheckRelay(e) == nil {
-			return e, true
+		if e, ok := events.ParseLine(line); ok {
+			if e, err := events.BoundRelay(e); err == nil {
+				return e, true
+			}
 		}
 		return events.Event{}, false
 	}

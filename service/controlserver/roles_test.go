@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
@@ -167,17 +169,18 @@ func TestRelayReportsAreBounded(t *testing.T) {
 	relay := *c
 	relay.Token = s.RelayToken()
 	ctx := context.Background()
-	big := strings.Repeat("x", 1<<20-200)
+	big := strings.Repeat("x", 100<<10)
 	refused := []controlapi.RelayReport{
 		{Events: []events.Event{{Kind: events.ServerReady, Details: map[string]any{"url": "http://evil.example/v1"}}}},
 		{Events: []events.Event{{Kind: events.ConfigChanged, Details: map[string]any{"placement": "gpu"}}}},
-		{Events: []events.Event{{Kind: events.PictureEncoded, Message: big}}},
-		{Events: []events.Event{{Kind: events.PictureEncoded, Details: map[string]any{"where": strings.Repeat("y", 5000)}}}},
 		{Events: []events.Event{{Kind: events.PictureEncoded, Details: map[string]any{"nested": map[string]any{"a": 1}}}}},
+		{Events: []events.Event{{Kind: events.PictureEncoded, Details: map[string]any{strings.Repeat("k", 100): 1}}}},
+		{Events: []events.Event{{Kind: events.PictureEncoded, Details: manyDetails(events.MaxRelayDetails + 1)}}},
 		{Events: make([]events.Event, events.MaxRelayEvents+1)},
 	}
-	for i := range refused[5].Events {
-		refused[5].Events[i].Kind = events.PictureEncoded
+	refused[len(refused)-1], refused[len(refused)-2] = refused[len(refused)-2], refused[len(refused)-1]
+	for i := range refused[len(refused)-1].Events {
+		refused[len(refused)-1].Events[i].Kind = events.PictureEncoded
 	}
 	for i, r := range refused {
 		var se *controlapi.StatusError
@@ -193,12 +196,23 @@ func TestRelayReportsAreBounded(t *testing.T) {
 		evs, _ := bus.Since(0)
 		t.Fatalf("refused reports published %d events: %+v", len(evs), evs[0])
 	}
+	// Long texts (an error from the second PC) are cut, not refused.
+	if err := relay.ReportRelay(ctx, controlapi.RelayReport{Events: []events.Event{{Kind: events.PictureEncoded, Message: big,
+		Details: map[string]any{"error": strings.Repeat("é", 5000), "ms": 12}}}}); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := bus.Since(0)
+	if len(evs) != 1 || len(evs[0].Message) > events.MaxRelayMessage || len(evs[0].Details["error"].(string)) > events.MaxRelayString ||
+		!utf8.ValidString(evs[0].Details["error"].(string)) || evs[0].Details["ms"] != float64(12) {
+		t.Fatalf("the cut event: %d events, message %d bytes, details %v", len(evs), len(evs[0].Message), evs[0].Details)
+	}
+	first := bus.Last()
 	// 400 reports of the biggest events allowed: the memory they hold is
 	// bounded by the rate (the burst, then 20 a second) and the bus.
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	ev := events.Event{Kind: events.PictureEncoded, Message: strings.Repeat("m", 1000), Details: map[string]any{"where": strings.Repeat("w", 2500)}}
+	ev := events.Event{Kind: events.PictureEncoded, Message: strings.Repeat("m", 1000), Details: manyDetails(10)}
 	batch := make([]events.Event, 8)
 	for i := range batch {
 		batch[i] = ev
@@ -220,15 +234,23 @@ func TestRelayReportsAreBounded(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	t.Logf("400 reports of 8 largest events: %d taken, %d refused as too many; heap %d -> %d KiB", taken, limited, before.HeapAlloc>>10, after.HeapAlloc>>10)
-	if limited == 0 || bus.Last() > uint64(relayBurst+8*relayPerSec*60) {
+	if limited == 0 || bus.Last()-first > uint64(relayBurst+8*relayPerSec*60) {
 		t.Fatalf("the rate bound did not hold: %d taken, %d events published", taken, bus.Last())
 	}
+}
+
+func manyDetails(n int) map[string]any {
+	d := map[string]any{}
+	for i := 0; i < n; i++ {
+		d[fmt.Sprintf("detail_%02d", i)] = strings.Repeat("v", events.MaxRelayString)
+	}
+	return d
 }
 
 // The relay's kinds are exactly what the relay sends (internal/relay),
 // checked by the same function for the engine log's event lines.
 func TestRelayKinds(t *testing.T) {
-	for _, k := range []events.Kind{events.RemoteConnected, events.RemoteUnreachable, events.PictureEncoded, "vision.fallback", "remote.wake", events.EncoderReady} {
+	for _, k := range []events.Kind{events.RemoteConnected, events.RemoteUnreachable, events.PictureEncoded, events.VisionFallback, events.RemoteWake, events.EncoderDegraded, events.EncoderReady} {
 		if events.CheckRelay(events.Event{Kind: k}) != nil {
 			t.Errorf("%s refused", k)
 		}

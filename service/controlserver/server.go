@@ -514,11 +514,13 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, fmt.Sprintf("a relay report holds at most %d events, not %d", events.MaxRelayEvents, len(rep.Events)))
 		return
 	}
-	for _, e := range rep.Events {
-		if err := events.CheckRelay(e); err != nil {
+	for i, e := range rep.Events {
+		b, err := events.BoundRelay(e)
+		if err != nil {
 			fail(w, http.StatusBadRequest, err.Error()+"; nothing of this report was taken")
 			return
 		}
+		rep.Events[i] = b
 	}
 	if !s.relayRate.take(len(rep.Events), time.Now()) {
 		fail(w, http.StatusTooManyRequests, fmt.Sprintf("more relay events than the relay sends (at most %d at once, %d a second): nothing of this report was taken; send fewer", relayBurst, relayPerSec))
