@@ -54,3 +54,18 @@ func (e *ServerRefusedError) Error() string {
 func tokenTemp(path string) string {
 	return filepath.Join(filepath.Dir(path), fmt.Sprintf(".%s.tmp-%d", filepath.Base(path), os.Getpid()))
 }
+
+// PrivateSDDL is the access list of a file only SYSTEM, the Administrators
+// and the account sid ("" for none) may read (Windows): protected, so
+// nothing is inherited from the folder (%ProgramData% lets Users read).
+func PrivateSDDL(sid string) string {
+	s := "D:P(A;;FA;;;SY)(A;;FA;;;BA)"
+	if sid != "" {
+		s += "(A;;FR;;;" + sid + ")"
+	}
+	return s
+}
+
+// LockSDDL is a lock file's access list (Windows): SYSTEM, the
+// Administrators and the file's maker (OWNER RIGHTS), no one else.
+const LockSDDL = "D:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;OW)"

@@ -165,10 +165,11 @@ func (a *Account) Token() (syscall.Token, error) {
 // Administrators and reader (nil: those two alone): the temporary file gets
 // its protected access list before the data is written into it.
 func WritePrivate(path string, data []byte, reader *Account) error {
-	sddl := "D:P(A;;FA;;;SY)(A;;FA;;;BA)"
-	if reader != nil && reader.SID != "" {
-		sddl += "(A;;FR;;;" + reader.SID + ")"
+	sid := ""
+	if reader != nil {
+		sid = reader.SID
 	}
+	sddl := PrivateSDDL(sid)
 	tmp := tokenTemp(path)
 	os.Remove(tmp)
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
@@ -221,5 +222,5 @@ func GrantRead(path, dir string, a *Account) error {
 	if a == nil || a.SID == "" || !Privileged() {
 		return nil
 	}
-	return SetACL(path, "D:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FR;;;"+a.SID+")")
+	return SetACL(path, PrivateSDDL(a.SID))
 }

@@ -37,7 +37,7 @@ func unlock(f *os.File) error {
 func openPrivate(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err == nil {
-		if err := account.SetACL(path, "D:P(A;;FA;;;SY)(A;;FA;;;BA)(A;;FA;;;OW)"); err != nil {
+		if err := account.SetACL(path, account.LockSDDL); err != nil {
 			f.Close()
 			return nil, err
 		}
