@@ -109,7 +109,10 @@ type Server struct {
 	// Strata install's owner) and the administrators"); "" when the install
 	// is an administrator's (or there is none): "the administrators".
 	Owner     string
+	ownerMu   sync.Mutex
 	relayRate rate
+	filesMu   sync.Mutex
+	files     Files
 	// MaxWait caps /v1/events?wait= (default 10 min: a loopback client that
 	// asks again only when something happens costs the idle tray nothing).
 	MaxWait time.Duration
@@ -197,9 +200,11 @@ var operatorReads = map[string]bool{"/v1/logs": true}
 // allowed, else the sentence for the 403.
 func (s *Server) authorize(role Role, r *http.Request) string {
 	who := "the administrators"
+	s.ownerMu.Lock()
 	if s.Owner != "" {
 		who = s.Owner + " (the Strata install's owner) and the administrators"
 	}
+	s.ownerMu.Unlock()
 	path := pathpkg.Clean("/" + r.URL.Path) // "/v1/./logs/" is /v1/logs
 	switch {
 	case role == RoleOperator:
@@ -723,13 +728,41 @@ func (s *Server) Publish(f Files, addr string, owner, relay *account.Account) er
 			return fmt.Errorf("creating %s: %w", filepath.Dir(p), err)
 		}
 	}
-	if err := account.WritePrivate(f.Operator, []byte(s.token+"\n"), owner); err != nil {
+	s.filesMu.Lock()
+	s.files = f
+	s.filesMu.Unlock()
+	if err := s.SetOwner(owner); err != nil {
 		return err
 	}
 	if err := account.WritePrivate(f.Relay, []byte(s.relayToken+"\n"), relay); err != nil {
 		return err
 	}
 	return WriteFiles(f.Addr, f.Read, addr, s.readToken)
+}
+
+// SetOwner makes owner (nil: none but the administrators) the one account
+// besides the administrators that may read the operator token, and names
+// them in refusals: after Publish, and again when the service switches to
+// an install another account owns. A privileged owner counts as none.
+func (s *Server) SetOwner(owner *account.Account) error {
+	s.filesMu.Lock()
+	defer s.filesMu.Unlock()
+	if owner != nil && owner.Privileged {
+		owner = nil
+	}
+	if s.files.Operator != "" {
+		if err := account.WritePrivate(s.files.Operator, []byte(s.token+"\n"), owner); err != nil {
+			return err
+		}
+	}
+	name := ""
+	if owner != nil {
+		name = owner.Name
+	}
+	s.ownerMu.Lock()
+	s.Owner = name
+	s.ownerMu.Unlock()
+	return nil
 }
 
 // Unpublish deletes the files Publish wrote, those that are still ours.

@@ -213,7 +213,6 @@ func Run(ctx context.Context, o Options) error {
 	if resolveErr == nil {
 		if a, err := account.OwnerOf(in.Root); err == nil && !a.Privileged {
 			installOwner = a
-			srv.Owner = a.Name
 		}
 		if a, err := account.ServerAccount(in.Root, sup.Python()); err == nil && a != nil {
 			relayAcct = a
