@@ -26,6 +26,7 @@ import (
 	"os"
 	pathpkg "path"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -210,14 +211,22 @@ func (s *Server) authorize(role Role, r *http.Request) string {
 	case role == RoleOperator:
 		return ""
 	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && operatorReads[path]:
-		return fmt.Sprintf("reading %s is for %s: run this as one of them (an administrator: sudo, or an elevated prompt on Windows)", path, who)
+		return fmt.Sprintf("reading %s is for %s: %s", path, who, howAdmin)
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
 		return ""
 	case r.Method == http.MethodPost && path == "/v1/relay" && role == RoleRelay:
 		return ""
 	}
-	return fmt.Sprintf("changing this PC's Strata (%s %s) is for %s: run this as one of them (an administrator: sudo, or an elevated prompt on Windows); every other account may only read", r.Method, path, who)
+	return fmt.Sprintf("changing this PC's Strata (%s %s) is for %s: %s; every other account may only read", r.Method, path, who, howAdmin)
 }
+
+// howAdmin says how to act as one of them, in this OS's words.
+var howAdmin = func() string {
+	if runtime.GOOS == "windows" {
+		return "sign in as the owner, or run it as an administrator (right-click, Run as administrator)"
+	}
+	return "run this as the owner, or as an administrator (sudo)"
+}()
 
 // Handler is the API with its guards.
 func (s *Server) Handler() http.Handler {
