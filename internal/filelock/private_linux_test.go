@@ -120,7 +120,7 @@ func TestHeldNamesTheRealHolder(t *testing.T) {
 	if HolderPID(path) != 99999 {
 		t.Fatalf("the holder did not write its forged number: %d", HolderPID(path))
 	}
-	// flock(1) takes the lock and then runs sh, in the same process.
+	// flock(1) holds the lock itself (the sh it runs is its child).
 	if he.PID != cmd.Process.Pid {
 		t.Fatalf("the refusal names process %d, the holder is %d (%v)", he.PID, cmd.Process.Pid, err)
 	}
