@@ -154,11 +154,38 @@ func (a *Account) Token() (syscall.Token, error) {
 		}
 		u, err := tok.GetTokenUser()
 		if err == nil && u.User.Sid.String() == a.SID {
-			return syscall.Token(tok), nil
+			st, err := inServiceSession(tok)
+			tok.Close()
+			if err != nil {
+				return 0, err
+			}
+			return syscall.Token(st), nil
 		}
 		tok.Close()
 	}
 	return 0, fmt.Errorf("Strata's folder belongs to %s, who is not signed in: the service runs Strata as %s, in that account's session, never with its own rights. Sign in as %s and choose Start Strata in the tray; or move Strata to a folder only administrators can change", a.Name, a.Name, a.Name)
+}
+
+// inServiceSession is a primary copy of tok in the service's own session
+// (session 0), where Strata ran before as SYSTEM: the same GPU access, and
+// the service's console, which Ctrl-Break (Strata's stop) needs to share.
+// Only the account changes. (SYSTEM holds SeTcbPrivilege, which setting a
+// token's session needs.)
+func inServiceSession(tok windows.Token) (windows.Token, error) {
+	var dup windows.Token
+	if err := windows.DuplicateTokenEx(tok, windows.MAXIMUM_ALLOWED, nil, windows.SecurityImpersonation, windows.TokenPrimary, &dup); err != nil {
+		return 0, fmt.Errorf("copying the owner's token: %w", err)
+	}
+	var session uint32
+	if err := windows.ProcessIdToSessionId(windows.GetCurrentProcessId(), &session); err != nil {
+		dup.Close()
+		return 0, err
+	}
+	if err := windows.SetTokenInformation(dup, windows.TokenSessionId, (*byte)(unsafe.Pointer(&session)), uint32(unsafe.Sizeof(session))); err != nil {
+		dup.Close()
+		return 0, fmt.Errorf("moving the owner's token to the service's session: %w", err)
+	}
+	return dup, nil
 }
 
 // WritePrivate replaces path with data, readable only by SYSTEM, the

@@ -9,9 +9,10 @@ import (
 	"github.com/strata-companion/companion/internal/account"
 )
 
-// runAs starts cmd in a's signed-in session with a's token and a's own
-// environment (nil: as this process); the returned func closes the token
-// once the process is started. Windows lends a service (SYSTEM) the token
+// runAs starts cmd as a, with the token of a's signed-in session moved
+// into the service's session (account.Token) and a's own environment (nil:
+// as this process); the returned func closes the token once the process is
+// started. Windows lends a service (SYSTEM) the token
 // of a signed-in user only: while a is not signed in this fails, saying so.
 func runAs(cmd *exec.Cmd, a *account.Account) (func(), error) {
 	if a == nil {
