@@ -37,7 +37,9 @@
 //     and the time tell a wrapper that no GPU read the picture.
 //
 // Extra time for tests (environment): STRATA_STANDIN_START_MS delays READY,
-// STRATA_STANDIN_ENCODE_MS adds time to each picture.
+// STRATA_STANDIN_ENCODE_MS adds time to each picture; for benchmarks of the
+// transport, STRATA_STANDIN_NO_DEVICE_TIME=1 leaves out the modelled device
+// time (warm-up and per picture).
 package fakeencoder
 
 import (
@@ -144,7 +146,7 @@ func WriteModel(path string, n int) error {
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
-// GPUVRAMMiB is what a GPU encoder holds from its warm-up on (STRATA.md:
+// GPUVRAMMiB is what a GPU encoder holds from its warm-up on (Strata's figure:
 // 1383 MiB measured on the reference machine).
 const GPUVRAMMiB = 1383
 
@@ -157,7 +159,7 @@ const CUDAInitFailed = "ggml_cuda_init: failed to initialize CUDA: no CUDA-capab
 // stand-in nvidia-smi reports it as used.
 const ClaimsDir = "nvidia-smi.claims"
 
-// Per-picture time of the stand-in (scaled down from STRATA.md's reference
+// Per-picture time of the stand-in (scaled down from Strata's measured reference
 // figures, keeping their ratio: 15.3 s on 8 CPU threads against 1.6 s on a
 // GPU at 1024 image tokens): on the CPU cpuMSPerToken x tokens / threads, on a
 // GPU gpuTokensPerMS tokens per ms; a GPU warm-up costs gpuContextMS plus one
@@ -182,6 +184,9 @@ type device struct {
 }
 
 func (d device) pictureTime(tokens int) time.Duration {
+	if os.Getenv("STRATA_STANDIN_NO_DEVICE_TIME") == "1" {
+		return 0
+	}
 	if d.gpu {
 		return time.Duration(tokens) * time.Millisecond / gpuTokensPerMS
 	}
@@ -324,7 +329,9 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if gpu {
 		if d.gpu {
 			defer claimVRAM(d)()
-			time.Sleep(gpuContextMS * time.Millisecond)
+			if d.pictureTime(1) > 0 {
+				time.Sleep(gpuContextMS * time.Millisecond)
+			}
 		}
 		time.Sleep(d.pictureTime(n)) // the warm-up picture, on whatever runs it
 		fmt.Fprintf(stderr, "strata-vision: warmed up at %d image tokens\n", n)
