@@ -47,7 +47,7 @@ func TestSettingsBounds(t *testing.T) {
 		"mac":             {MAC: str("aa-bb-cc-dd-ee-ff")},
 		"broadcast":       {Wake: wake("192.168.1.255", MaxWakeWaitS)},
 		"limited":         {Wake: wake("255.255.255.255", 0)},
-		"idle_stop_s day": {IdleStopS: i(MaxIdleStopS)},
+		"idle_stop_s week": {IdleStopS: i(settings.MaxIdleStopS)},
 	} {
 		if _, err := f.b.PatchSettings(ctx, p); err != nil {
 			t.Errorf("%s: %v", name, err)

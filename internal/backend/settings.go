@@ -15,8 +15,8 @@ import (
 // edit and no restart (the relay reads them per picture).
 func (b *Backend) PatchSettings(ctx context.Context, p controlapi.SettingsPatch) (*settings.Settings, error) {
 	var what []string
-	if p.IdleStopS != nil && (*p.IdleStopS < 0 || *p.IdleStopS > MaxIdleStopS) {
-		return nil, &RequestError{fmt.Errorf("idle_stop_s must be 0 (never stop) to %d (a day)", MaxIdleStopS)}
+	if p.IdleStopS != nil && (*p.IdleStopS < 0 || *p.IdleStopS > settings.MaxIdleStopS) {
+		return nil, &RequestError{fmt.Errorf("idle_stop_s must be 0 (never stop) to %d (a week)", settings.MaxIdleStopS)}
 	}
 	if p.MAC != nil && *p.MAC != "" {
 		if err := CheckMAC(*p.MAC); err != nil {
@@ -33,31 +33,24 @@ func (b *Backend) PatchSettings(ctx context.Context, p controlapi.SettingsPatch)
 			}
 		}
 	}
-	if p.Remote != nil && p.Remote.Host == "" {
-		return nil, &RequestError{errors.New("remote: the record needs the host it is about")}
+	if p.Remote != nil {
+		return nil, &RequestError{errors.New("remote: the settings take no second-PC record; it comes only from pairing and prepare (strata-service remote pair, then remote prepare, or the setup wizard's second-PC page), which check the host key and the system there")}
 	}
-	needRemote := p.IdleStopS != nil || p.Wake != nil || p.MAC != nil || p.Remote != nil
+	needRemote := p.IdleStopS != nil || p.Wake != nil || p.MAC != nil
 	for _, f := range []struct {
 		name string
 		set  bool
-	}{{"fallback_cpu", p.FallbackCPU != nil}, {"notifications", p.Notifications != nil}, {"idle_stop_s", p.IdleStopS != nil}, {"mac", p.MAC != nil}, {"wake", p.Wake != nil}, {"remote", p.Remote != nil}} {
+	}{{"fallback_cpu", p.FallbackCPU != nil}, {"notifications", p.Notifications != nil}, {"idle_stop_s", p.IdleStopS != nil}, {"mac", p.MAC != nil}, {"wake", p.Wake != nil}} {
 		if f.set {
 			what = append(what, f.name)
 		}
 	}
 	if len(what) == 0 {
-		return nil, &RequestError{errors.New("the patch changes nothing: set fallback_cpu, notifications, idle_stop_s, mac, wake or remote")}
+		return nil, &RequestError{errors.New("the patch changes nothing: set fallback_cpu, notifications, idle_stop_s, mac or wake")}
 	}
 	return b.Update(ctx, "settings changed: "+strings.Join(what, ", "), func(s *settings.Settings) error {
 		if needRemote && (s.Remote == nil || s.Remote.Host == "") {
 			return &RequestError{errors.New("no second PC is set up yet: pair one first (strata-service remote pair [user@]host), then set its idle stop, wake or MAC")}
-		}
-		if p.Remote != nil {
-			if p.Remote.Host != s.Remote.Host || p.Remote.Port != s.Remote.Port {
-				return &RequestError{fmt.Errorf("remote: the settings name the second PC %s, not %s: choose the PC first (vision remote --host)", s.Remote.Host, p.Remote.Host)}
-			}
-			r := *p.Remote
-			s.Remote = &r
 		}
 		if p.FallbackCPU != nil {
 			s.FallbackCPU = p.FallbackCPU
@@ -78,13 +71,10 @@ func (b *Backend) PatchSettings(ctx context.Context, p controlapi.SettingsPatch)
 	})
 }
 
-// Bounds on the second PC's settings: a picture waits at most MaxWakeWaitS
-// for a PC to wake (Strata's own request would have given up long before);
-// an encoder idles at most a day before it is stopped.
-const (
-	MaxWakeWaitS = 600
-	MaxIdleStopS = 86400
-)
+// MaxWakeWaitS bounds how long a picture waits for a woken PC (Strata's own
+// request would have given up long before). The idle stop's bound is
+// settings.MaxIdleStopS, the one the CLI and the wizard parse with.
+const MaxWakeWaitS = 600
 
 // CheckMAC accepts a network card's address: exactly 6 bytes
 // (aa:bb:cc:dd:ee:ff), the only kind a wake-on-LAN packet carries.

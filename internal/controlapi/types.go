@@ -4,6 +4,7 @@
 package controlapi
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/strata-companion/companion/internal/events"
@@ -230,10 +231,11 @@ type SettingsPatch struct {
 	Wake          *WakeSettings `json:"wake,omitempty"`
 	MAC           *string       `json:"mac,omitempty"`
 	Notifications *bool         `json:"notifications,omitempty"`
-	// Remote replaces the second PC's whole record (pairing: host key, key
-	// file; prepare: remote folder, OS, encoder path). Its host must be the
-	// one the settings already name (change the PC with POST /v1/vision).
-	Remote *settings.Remote `json:"remote,omitempty"`
+	// Remote is refused, whatever it holds: the second PC's record (host,
+	// port, user, host key, key file, folder, OS, encoder) comes only from
+	// pairing and prepare, through POST /v1/remote, which checks it. The
+	// field exists so the refusal can say so.
+	Remote json.RawMessage `json:"remote,omitempty"`
 }
 
 // RemoteRecord is POST /v1/remote: what the second-PC code did (pair,
