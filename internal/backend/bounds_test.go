@@ -44,9 +44,9 @@ func TestSettingsBounds(t *testing.T) {
 		t.Fatalf("refused patches changed the settings: %+v -> %+v", before.Remote, after.Remote)
 	}
 	for name, p := range map[string]controlapi.SettingsPatch{
-		"mac":             {MAC: str("aa-bb-cc-dd-ee-ff")},
-		"broadcast":       {Wake: wake("192.168.1.255", MaxWakeWaitS)},
-		"limited":         {Wake: wake("255.255.255.255", 0)},
+		"mac":              {MAC: str("aa-bb-cc-dd-ee-ff")},
+		"broadcast":        {Wake: wake("192.168.1.255", MaxWakeWaitS)},
+		"limited":          {Wake: wake("255.255.255.255", 0)},
 		"idle_stop_s week": {IdleStopS: i(settings.MaxIdleStopS)},
 	} {
 		if _, err := f.b.PatchSettings(ctx, p); err != nil {
