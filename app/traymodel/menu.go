@@ -33,14 +33,45 @@ const (
 	ItemVisionRemote               // choice: vision on the second PC
 	ItemVisionOff                  // choice: no vision
 	ItemFallback                   // switch: read on this PC's CPU when the second PC is off (hidden without a second PC)
-	ItemRestart                    // Restart Strata
-	ItemOpenBrowser                // Open Strata in the browser
-	ItemViewLogs                   // View logs
-	ItemSetup                      // Open setup...
-	ItemAutostart                  // Start tray at login (checkbox)
-	ItemQuit                       // Quit tray
+	ItemModel                      // submenu: "Model: <tag>", the configs below it (hidden without an install)
+	ItemModel0                     // the Model submenu's slots, one per config (MaxModels of them)
+	ItemModel1
+	ItemModel2
+	ItemModel3
+	ItemModel4
+	ItemModel5
+	ItemModel6
+	ItemModel7
+	ItemRepair      // put the companion's placement back into a config Strata's setup rewrote (hidden unless it did)
+	ItemRestart     // Restart Strata
+	ItemUpdate      // Update Strata...
+	ItemOpenBrowser // Open Strata in the browser
+	ItemViewLogs    // View logs
+	ItemSetup       // Open setup...
+	ItemAutostart   // Start tray at login (checkbox)
+	ItemQuit        // Quit tray
 	NumItems
 )
+
+// MaxModels is how many configs the Model submenu lists (systray items are
+// made once; a longer list says where to see the rest).
+const MaxModels = 8
+
+// Parent is the submenu id belongs to (-1: the top menu).
+func (id ItemID) Parent() ItemID {
+	if id >= ItemModel0 && id < ItemModel0+MaxModels {
+		return ItemModel
+	}
+	return -1
+}
+
+// ModelSlot is the config index of a Model submenu slot (-1 for other items).
+func (id ItemID) ModelSlot() int {
+	if id.Parent() == ItemModel {
+		return int(id - ItemModel0)
+	}
+	return -1
+}
 
 // SeparatorAfter lists the items followed by a separator line.
 var SeparatorAfter = map[ItemID]bool{ItemProgress: true, ItemFallback: true, ItemSetup: true}
@@ -52,7 +83,7 @@ func (id ItemID) Checkable() bool {
 	case ItemVisionGPU, ItemVisionCPU, ItemVisionRemote, ItemVisionOff, ItemAutostart, ItemFallback:
 		return true
 	}
-	return false
+	return id.Parent() == ItemModel
 }
 
 // VisionItem maps a vision choice item to its placement ("" for other items).
@@ -113,12 +144,17 @@ type Input struct {
 	FallbackCPU bool
 	// Relay is what the relay reported: the last picture, wakes, failovers.
 	Relay RelayView
+	// Configs is the install's configs as the service lists them (nil:
+	// not read yet).
+	Configs *controlapi.ConfigList
+	// UpdateLine is the last line of an update of Strata under way ("" when none).
+	UpdateLine string
 }
 
 // Pending is an action in progress, shown until the server is ready again.
 type Pending struct {
-	Action    string // "vision" or "restart"
-	Placement string // for "vision"
+	Action    string // "vision", "restart", "model", "update" or "repair"
+	Placement string // for "vision"; the config's tag for "model"
 	Started   time.Time
 	// Err is set when the request failed: shown once in the progress line.
 	Err string
@@ -202,7 +238,16 @@ func Build(in Input) Menu {
 
 	connected := in.Reach == Connected && st != nil
 	m.Items[ItemFallback] = Item{Title: FallbackTitle, Visible: in.RemoteName != "", Enabled: connected, Checked: in.FallbackCPU}
+	buildModels(&m, in, connected, why)
 	m.Items[ItemRestart] = Item{Title: "Restart Strata", Visible: true, Enabled: connected && (in.Pending == nil || in.Pending.Err != "")}
+	m.Items[ItemUpdate] = Item{Title: "Update Strata...", Visible: connected && st.Config.StrataRoot != "", Enabled: why == "" && in.UpdateLine == ""}
+	if in.UpdateLine != "" {
+		m.Items[ItemUpdate].Title = "Update Strata (updating)"
+	}
+	m.Items[ItemRepair] = Item{Visible: false}
+	if connected && len(st.Config.Rewritten) > 0 {
+		m.Items[ItemRepair] = Item{Title: "Put pictures back " + placementWords(st) + " (Strata's setup changed the config)", Visible: true, Enabled: why == ""}
+	}
 	if connected && st.Server.Phase == controlapi.PhaseStopped {
 		m.Items[ItemRestart].Title = "Start Strata"
 	}
@@ -212,6 +257,54 @@ func Build(in Input) Menu {
 	m.Items[ItemAutostart] = Item{Title: "Start tray at login", Visible: true, Enabled: true, Checked: in.Autostart}
 	m.Items[ItemQuit] = Item{Title: "Quit tray", Visible: true, Enabled: true}
 	return m
+}
+
+// buildModels fills the Model submenu: the parent names the running
+// config's tag, each slot a config (checked: the one that runs; disabled
+// when it cannot run as it is, with why).
+func buildModels(m *Menu, in Input, connected bool, why string) {
+	m.Items[ItemModel] = Item{Visible: false}
+	for i := 0; i < MaxModels; i++ {
+		m.Items[ItemModel0+ItemID(i)] = Item{Visible: false}
+	}
+	l := in.Configs
+	if !connected || l == nil || len(l.Configs) == 0 {
+		return
+	}
+	title := "Model"
+	for _, e := range l.Configs {
+		if e.Running {
+			title = "Model: " + e.Tag
+		}
+	}
+	m.Items[ItemModel] = Item{Title: title, Visible: true, Enabled: true}
+	for i, e := range l.Configs {
+		if i >= MaxModels {
+			break
+		}
+		t := e.Tag
+		if e.ModelName != "" {
+			t += " (" + e.ModelName + ")"
+		}
+		it := Item{Title: t, Visible: true, Enabled: e.Ready && why == "", Checked: e.Running}
+		switch {
+		case i == MaxModels-1 && len(l.Configs) > MaxModels:
+			it = Item{Title: fmt.Sprintf("%d more: strata-service model", len(l.Configs)-MaxModels+1), Visible: true}
+		case !e.Ready:
+			it.Title += " (not ready: " + clipWords(e.Problem, 60) + ")"
+		case why != "" && !e.Running:
+			it.Title += " (" + why + ")"
+		}
+		m.Items[ItemModel0+ItemID(i)] = it
+	}
+}
+
+func clipWords(s string, n int) string {
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 func serviceDown(r Reach) string {
@@ -308,6 +401,9 @@ func serverLine(st *controlapi.State, now time.Time) string {
 	parts := []string{"Strata: " + phaseWord(s)}
 	if s.Model != "" {
 		parts = append(parts, s.Model)
+	}
+	if s.Version != "" {
+		parts = append(parts, "Strata "+s.Version)
 	}
 	switch s.Phase {
 	case controlapi.PhaseReady:
@@ -431,11 +527,21 @@ func remoteLine(st *controlapi.State, now time.Time) string {
 func progressLine(in Input) string {
 	p := in.Pending
 	if p == nil {
+		if in.UpdateLine != "" {
+			return "Updating Strata: " + clipWords(in.UpdateLine, 80)
+		}
 		return ""
 	}
 	what := "Restarting Strata"
-	if p.Action == "vision" {
+	switch p.Action {
+	case "vision":
 		what = "Switching vision to " + PlacementName(p.Placement, in.RemoteName)
+	case "model":
+		what = "Switching the model to " + p.Placement
+	case "update":
+		what = "Starting the updated Strata"
+	case "repair":
+		what = "Putting the picture setting back"
 	}
 	if p.Err != "" {
 		return what + " failed: " + p.Err

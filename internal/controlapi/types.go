@@ -210,6 +210,9 @@ type LogsResponse struct {
 // Error is the body of every non-2xx answer.
 type Error struct {
 	Error string `json:"error"`
+	// Busy: refused because Strata is answering a request; asking again
+	// with confirm goes ahead.
+	Busy bool `json:"busy,omitempty"`
 }
 
 // RelayReport is POST /v1/relay: what the relay learned (n_embd) or did
@@ -312,6 +315,12 @@ type ConfigRequest struct {
 	// with Busy set).
 	Confirm bool `json:"confirm,omitempty"`
 	DryRun  bool `json:"dry_run,omitempty"`
+	// NoCarry: start the new config as it is, without carrying the
+	// picture placement over (the setup, which changes it next itself).
+	NoCarry bool `json:"no_carry,omitempty"`
+	// NoStart: stop the old server and take the new config, but leave
+	// Strata stopped (the caller starts it once it changed the config).
+	NoStart bool `json:"no_start,omitempty"`
 }
 
 // ConfigResponse answers POST /v1/config.

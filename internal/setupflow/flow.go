@@ -935,6 +935,18 @@ func (f *Flow) apply(ctx context.Context, progress func(Progress), plan Plan, rv
 			return "the service installed a moment ago was removed", nil
 		})
 	}
+	// A service that ran another config took this one: a rollback gives
+	// it back (live.Service; the flow's stand-ins take none).
+	if tk, ok := f.d.Service.(configTaker); ok {
+		if root, old := tk.TookFrom(); old != "" {
+			undo = append(undo, func(c context.Context) (string, error) {
+				if err := tk.Take(c, root, old); err != nil {
+					return "", fmt.Errorf("having the service run %s again: %w", old, err)
+				}
+				return "the service runs " + old + " again", nil
+			})
+		}
+	}
 	if ctx.Err() != nil {
 		return fail("install the service", ctx.Err())
 	}
@@ -1021,6 +1033,13 @@ func (f *Flow) apply(ctx context.Context, progress func(Progress), plan Plan, rv
 	}
 	f.mu.Unlock()
 	return nil
+}
+
+// configTaker is a Service that can say which config it ran before Install
+// had it take the setup's, and take that one again.
+type configTaker interface {
+	TookFrom() (root, cfg string)
+	Take(ctx context.Context, root, cfg string) error
 }
 
 func isEmptySettings(s *settings.Settings) bool {

@@ -79,6 +79,9 @@ type Backend struct {
 type RequestError struct {
 	Code int
 	Err  error
+	// Busy: refused because Strata is answering a request (the client may
+	// ask again with confirm); answered as the body's "busy".
+	Busy bool
 }
 
 func (e *RequestError) Error() string { return e.Err.Error() }
@@ -612,7 +615,9 @@ func answer(w http.ResponseWriter, v any, err error) {
 	if err != nil {
 		var re *RequestError
 		if errors.As(err, &re) {
-			fail(w, re.Code, re.Error())
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(re.Code)
+			json.NewEncoder(w).Encode(controlapi.Error{Error: re.Error(), Busy: re.Busy})
 			return
 		}
 		fail(w, http.StatusInternalServerError, err.Error())
@@ -743,7 +748,7 @@ func (s *Server) Publish(f Files, addr string, owner, relay *account.Account) er
 	if err := s.SetOwner(owner); err != nil {
 		return err
 	}
-	if err := account.WritePrivate(f.Relay, []byte(s.relayToken+"\n"), relay); err != nil {
+	if err := s.SetRelay(relay); err != nil {
 		return err
 	}
 	return WriteFiles(f.Addr, f.Read, addr, s.readToken)
@@ -772,6 +777,17 @@ func (s *Server) SetOwner(owner *account.Account) error {
 	s.Owner = name
 	s.ownerMu.Unlock()
 	return nil
+}
+
+// SetRelay makes relay (nil: none but the administrators) the account
+// that may read the relay token: the one that runs Strata's server.
+func (s *Server) SetRelay(relay *account.Account) error {
+	s.filesMu.Lock()
+	defer s.filesMu.Unlock()
+	if s.files.Relay == "" {
+		return nil
+	}
+	return account.WritePrivate(s.files.Relay, []byte(s.relayToken+"\n"), relay)
 }
 
 // Unpublish deletes the files Publish wrote, those that are still ours.

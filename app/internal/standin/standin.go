@@ -32,6 +32,7 @@ type Request struct {
 	Path     string
 	Vision   *controlapi.VisionRequest
 	Settings *controlapi.SettingsPatch
+	Config   *controlapi.ConfigRequest
 }
 
 // API is the running stand-in.
@@ -49,6 +50,16 @@ type API struct {
 	rejectVision string
 	noRestart    bool
 	capacity     int
+	configs      *controlapi.ConfigList
+}
+
+// SetConfigs sets what GET /v1/configs answers; POST /v1/config then
+// switches among them as the service does: the named one runs, the state
+// names it, and config.switched and server.restarting are published.
+func (a *API) SetConfigs(l controlapi.ConfigList) {
+	a.mu.Lock()
+	a.configs = &l
+	a.mu.Unlock()
 }
 
 // New starts a stand-in with state st on loopback; it stops when t ends.
@@ -257,6 +268,57 @@ func (a *API) serve(w http.ResponseWriter, r *http.Request) {
 		a.posts = append(a.posts, Request{Path: r.URL.Path, Settings: &p})
 		a.mu.Unlock()
 		writeJSON(w, http.StatusOK, a.State())
+	case r.Method == http.MethodGet && r.URL.Path == "/v1/configs":
+		a.mu.Lock()
+		l := a.configs
+		a.mu.Unlock()
+		if l == nil {
+			writeJSON(w, http.StatusNotImplemented, controlapi.Error{Error: "no configs in this stand-in"})
+			return
+		}
+		writeJSON(w, http.StatusOK, l)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/config":
+		var req controlapi.ConfigRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			writeJSON(w, http.StatusBadRequest, controlapi.Error{Error: "bad JSON: " + err.Error()})
+			return
+		}
+		a.mu.Lock()
+		a.posts = append(a.posts, Request{Path: r.URL.Path, Config: &req})
+		l := a.configs
+		var prev, next string
+		if l != nil {
+			prev = l.Running
+			if req.IfRunning != "" && req.IfRunning != prev {
+				a.mu.Unlock()
+				writeJSON(w, http.StatusConflict, controlapi.Error{Error: "the service runs " + prev + ", not " + req.IfRunning})
+				return
+			}
+			for i := range l.Configs {
+				e := &l.Configs[i]
+				e.Running = e.Path == req.Config || e.Tag == req.Config
+				if e.Running {
+					next = e.Path
+				}
+			}
+			if next == "" {
+				for i := range l.Configs {
+					l.Configs[i].Running = l.Configs[i].Path == prev
+				}
+			} else {
+				l.Running = next
+			}
+		}
+		a.mu.Unlock()
+		if next == "" {
+			writeJSON(w, http.StatusBadRequest, controlapi.Error{Error: "no such config: " + req.Config})
+			return
+		}
+		writeJSON(w, http.StatusOK, controlapi.ConfigResponse{Previous: prev, Running: next, Message: "switched"})
+		a.Change(func(s *controlapi.State) {
+			s.Config.Path = next
+			s.Server.Phase, s.Server.Since = controlapi.PhaseRestarting, time.Now()
+		}, events.Event{Kind: events.ConfigSwitched, Details: map[string]any{"previous": prev, "running": next}}, events.Event{Kind: events.ServerRestarting})
 	case r.Method == http.MethodGet && r.URL.Path == "/v1/logs":
 		writeJSON(w, http.StatusOK, controlapi.LogsResponse{File: a.LogFile, Lines: []string{}})
 	default:
