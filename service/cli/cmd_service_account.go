@@ -25,6 +25,12 @@ func sayServerAccount(env *cliEnv, root, serviceUser string) {
 	case a != nil:
 		fmt.Fprintf(env.stdout, "Strata will run as %s, the owner of %s (never with the service's administrator rights).\n", a, root)
 	default:
+		own, oerr := account.OwnerOf(root)
+		me, merr := account.Current()
+		if oerr == nil && merr == nil && own.Name == me.Name && !me.Privileged {
+			fmt.Fprintf(env.stdout, "Strata will run as %s, the owner of %s and the service's own account.\n", own, root)
+			return
+		}
 		fmt.Fprintf(env.stdout, "Strata will run with the service's rights: only administrators can change %s.\n", root)
 	}
 }
