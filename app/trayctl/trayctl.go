@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -82,6 +83,10 @@ type Controller struct {
 	// Default with the default LoadSettings: watchSettingsFiles (change
 	// notification on the settings files' folders); none with a custom one.
 	WatchSettings func(ctx context.Context, changed func()) error
+	// NoGPUVision, when set, asks once (off Run's goroutine) whether this
+	// PC's GPU can read pictures: "" when it can, else why not in a few
+	// words (the probe's view: the GPU choice is greyed out then).
+	NoGPUVision func(ctx context.Context) string
 
 	work chan func()
 	stop chan struct{} // closed when Run returns
@@ -144,6 +149,20 @@ func (c *Controller) Run(ctx context.Context) {
 	c.in.Problem = "  connecting to the Strata Companion service..."
 	c.loadLocal()
 	c.show()
+	if c.NoGPUVision != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			why := c.NoGPUVision(ctx)
+			if why != "" {
+				c.logf("this PC's GPU cannot read pictures: %s", why)
+			}
+			c.post(func() {
+				c.in.NoGPUVision = why
+				c.show()
+			})
+		}()
+	}
 	fast := c.Refresh
 	if fast <= 0 {
 		fast = 5 * time.Second
@@ -428,6 +447,10 @@ func (c *Controller) resolvePending() (succeeded bool) {
 	return false
 }
 
+// startWords is how to start the service by hand: it needs an
+// administrator (Windows: an administrator prompt; elsewhere sudo).
+var startWords = map[bool]string{true: "as administrator: strata-service start", false: "sudo strata-service start"}[runtime.GOOS == "windows"]
+
 // describe turns a watcher error into the reach and a line for the menu that
 // says what to do.
 func describe(err error) (traymodel.Reach, string) {
@@ -441,9 +464,9 @@ func describe(err error) (traymodel.Reach, string) {
 		return traymodel.Unauthorized, "  it refused this tray's token; check that this user can read its control-token file"
 	case err == controlapi.ErrNotRunning:
 		// NewClient's bare error: no address file, so never started here.
-		return traymodel.NotRunning, "  install or start it: strata-service install, then strata-service start"
+		return traymodel.NotRunning, "  Open setup... to install it; or, " + startWords
 	case errors.Is(err, controlapi.ErrNotRunning):
-		return traymodel.Unreachable, "  it is stopped or restarting; start it with: strata-service start"
+		return traymodel.Unreachable, "  stopped or restarting; to start it: " + startWords
 	}
 	return traymodel.Unreachable, "  " + err.Error()
 }

@@ -149,6 +149,27 @@ type Input struct {
 	Configs *controlapi.ConfigList
 	// UpdateLine is the last line of an update of Strata under way ("" when none).
 	UpdateLine string
+	// NoGPUVision says why this PC's GPU cannot read pictures, as the probe
+	// found ("" when it can, or before the probe has answered).
+	NoGPUVision string
+}
+
+// DetailWidth is the most characters a status line under the first one
+// shows: a menu is as wide as its widest line, and a whole error message
+// on one line makes it wider than the screen. View logs has the rest.
+const DetailWidth = 76
+
+// NoInstall reports a service that runs with no Strata install chosen yet
+// (installed before Strata was, or its folder was removed).
+func NoInstall(st *controlapi.State) bool {
+	if st == nil || st.Config.StrataRoot != "" || st.Config.Path != "" {
+		return false
+	}
+	switch st.Server.Phase {
+	case controlapi.PhaseReady, controlapi.PhaseStarting, controlapi.PhaseRestarting:
+		return false // something runs: an install exists
+	}
+	return true
 }
 
 // Pending is an action in progress, shown until the server is ready again.
@@ -175,7 +196,7 @@ func Build(in Input) Menu {
 	st := in.State
 	if in.Reach != Connected || st == nil {
 		status(ItemServer, "Strata Companion "+serviceDown(in.Reach))
-		status(ItemServerDetail, in.Problem)
+		status(ItemServerDetail, clipTo(in.Problem, DetailWidth))
 		status(ItemVision, "")
 		status(ItemRemote, "")
 		status(ItemLastPicture, "")
@@ -183,12 +204,15 @@ func Build(in Input) Menu {
 		m.Tooltip = clip("Strata Companion: " + serviceDown(in.Reach))
 	} else {
 		status(ItemServer, serverLine(st, in.Now))
-		status(ItemServerDetail, serverDetail(st))
+		status(ItemServerDetail, clipTo(serverDetail(st), DetailWidth))
 		status(ItemVision, visionLine(st, in.Now))
 		status(ItemRemote, remoteLine(st, in.Now))
 		status(ItemLastPicture, in.Relay.Line(in.Now))
 		m.Icon = Icon(st)
 		m.Tooltip = Tooltip(st)
+		if NoInstall(st) {
+			m.Tooltip = "Strata Companion: no Strata install chosen yet (Open setup...)"
+		}
 	}
 	status(ItemProgress, progressLine(in))
 	if in.Pending != nil && in.Pending.Err == "" {
@@ -217,6 +241,9 @@ func Build(in Input) Menu {
 	switch {
 	case in.Reach != Connected || st == nil:
 		why = "service not running"
+	case NoInstall(st):
+		// The service refuses them until the setup has chosen the install.
+		why = "choose Strata's folder in setup first"
 	case in.Pending != nil && in.Pending.Err == "":
 		why = "switching"
 	case st.Server.Phase == controlapi.PhaseStarting || st.Server.Phase == controlapi.PhaseRestarting:
@@ -226,8 +253,12 @@ func Build(in Input) Menu {
 		it := Item{Title: c.title, Visible: true, Enabled: why == "", Checked: c.id.Placement() == current}
 		if why != "" && !it.Checked {
 			it.Title += " (" + why + ")"
+		} else if c.id == ItemVisionGPU && in.NoGPUVision != "" && !it.Checked {
+			// The probe says this GPU cannot run the encoder.
+			it.Enabled = false
+			it.Title += " (" + clipTo(in.NoGPUVision, 40) + ")"
 		}
-		if c.id == ItemVisionRemote && in.RemoteName == "" && why != "service not running" {
+		if c.id == ItemVisionRemote && in.RemoteName == "" && why != "service not running" && !NoInstall(st) {
 			// Not paired yet: the item stays clickable and opens setup on
 			// the second-PC page instead of switching.
 			it.Title = "Vision: second PC (not set up: set up...)"
@@ -239,7 +270,7 @@ func Build(in Input) Menu {
 	connected := in.Reach == Connected && st != nil
 	m.Items[ItemFallback] = Item{Title: FallbackTitle, Visible: in.RemoteName != "", Enabled: connected, Checked: in.FallbackCPU}
 	buildModels(&m, in, connected, why)
-	m.Items[ItemRestart] = Item{Title: "Restart Strata", Visible: true, Enabled: connected && (in.Pending == nil || in.Pending.Err != "")}
+	m.Items[ItemRestart] = Item{Title: "Restart Strata", Visible: true, Enabled: connected && !NoInstall(st) && (in.Pending == nil || in.Pending.Err != "")}
 	m.Items[ItemUpdate] = Item{Title: "Update Strata...", Visible: connected && st.Config.StrataRoot != "", Enabled: why == "" && in.UpdateLine == ""}
 	if in.UpdateLine != "" {
 		m.Items[ItemUpdate].Title = "Update Strata (updating)"
@@ -320,6 +351,9 @@ func serviceDown(r Reach) string {
 
 // Icon picks the tray icon for a reachable service.
 func Icon(st *controlapi.State) string {
+	if NoInstall(st) {
+		return assets.TrayOffline // waiting for the setup, not an error
+	}
 	switch st.Server.Phase {
 	case controlapi.PhaseReady:
 		if Degraded(st) != "" {
@@ -366,6 +400,22 @@ func Tooltip(st *controlapi.State) string {
 	return clip(strings.Join(parts, " · "))
 }
 
+// clipTo keeps s within n characters, cut at a word with "…".
+func clipTo(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	cut := n - 1
+	for i := cut; i > n/2; i-- {
+		if r[i] == ' ' {
+			cut = i
+			break
+		}
+	}
+	return strings.TrimRight(string(r[:cut]), " ,;:") + "…"
+}
+
 // clip keeps a tooltip within what Windows shows (127 characters).
 func clip(s string) string {
 	r := []rune(s)
@@ -398,6 +448,9 @@ func phaseWord(s controlapi.ServerState) string {
 
 func serverLine(st *controlapi.State, now time.Time) string {
 	s := st.Server
+	if NoInstall(st) {
+		return "Strata: not set up yet"
+	}
 	parts := []string{"Strata: " + phaseWord(s)}
 	if s.Model != "" {
 		parts = append(parts, s.Model)
@@ -420,6 +473,11 @@ func serverLine(st *controlapi.State, now time.Time) string {
 
 func serverDetail(st *controlapi.State) string {
 	s := st.Server
+	if NoInstall(st) {
+		// The finder's whole error (where it looked, the command line's
+		// flags) is for the log; the tray says what to do here.
+		return "  No Strata install chosen yet: choose its folder in Open setup..."
+	}
 	switch s.Phase {
 	case controlapi.PhaseFailed:
 		msg := s.LastError

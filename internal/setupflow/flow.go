@@ -1226,8 +1226,10 @@ func (f *Flow) Cancel() CancelResult {
 }
 
 // FormatSeconds writes a picture time for people: "1.6 s", "15 s", "0.8 s".
+// The probe's reasons round the same way (probe.Seconds): one figure, one
+// way of writing it, in the reason and in the option under it.
 func FormatSeconds(s float64) string {
-	if s >= 10 {
+	if s >= 9.95 { // 9.96 is "10 s", not "10.0 s"
 		return fmt.Sprintf("%.0f s", s)
 	}
 	return fmt.Sprintf("%.1f s", s)

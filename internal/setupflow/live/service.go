@@ -91,7 +91,7 @@ func (s *Service) Status(ctx context.Context) (setupflow.ServiceStatus, error) {
 		st, err := c.State(ctx)
 		if err == nil {
 			return setupflow.ServiceStatus{Installed: true, Running: true, ServerPhase: st.Server.Phase, Seq: st.Seq,
-				Describe: fmt.Sprintf("strata-service %s runs; Strata is %s", st.Service.Version, st.Server.Phase)}, nil
+				Describe: fmt.Sprintf("strata-service %s runs; %s", st.Service.Version, serverWords(st.Server.Phase))}, nil
 		}
 	}
 	// `strata-service status --json` asks the OS service manager.
@@ -356,4 +356,20 @@ func samePath(a, b string) bool {
 		return strings.EqualFold(filepath.Clean(a), filepath.Clean(b))
 	}
 	return filepath.Clean(a) == filepath.Clean(b)
+}
+
+// serverWords is the server's phase as a sentence ("Strata has failed",
+// never "Strata is failed").
+func serverWords(phase string) string {
+	switch phase {
+	case controlapi.PhaseFailed:
+		return "Strata has failed"
+	case controlapi.PhaseStopped:
+		return "Strata is stopped"
+	case controlapi.PhaseStarting, controlapi.PhaseRestarting, controlapi.PhaseReady:
+		return "Strata is " + phase
+	case "":
+		return "Strata's state is not known"
+	}
+	return "Strata: " + phase
 }
