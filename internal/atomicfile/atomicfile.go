@@ -16,7 +16,9 @@ import (
 var beforeRename = func(tmpPath string) error { return nil }
 
 // Write replaces path with data. perm is used when the file does not exist
-// yet; an existing file keeps its mode.
+// yet; an existing file keeps its mode, and its owner where this process
+// may give it (a root service editing a user's Strata config leaves it the
+// user's).
 func Write(path string, data []byte, perm os.FileMode) error {
 	return WriteChecked(path, data, perm, nil)
 }
@@ -28,12 +30,16 @@ func Write(path string, data []byte, perm os.FileMode) error {
 // refuse when someone else changed it since it was read.
 func WriteChecked(path string, data []byte, perm os.FileMode, check func() error) (err error) {
 	dir := filepath.Dir(path)
-	if st, statErr := os.Stat(path); statErr == nil {
+	st, statErr := os.Stat(path)
+	if statErr == nil {
 		perm = st.Mode().Perm()
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("creating a temporary file beside %s: %w", path, err)
+	}
+	if statErr == nil {
+		keepOwner(tmp, st)
 	}
 	tmpPath := tmp.Name()
 	defer func() {

@@ -2,7 +2,10 @@
 
 package atomicfile
 
-import "os"
+import (
+	"os"
+	"syscall"
+)
 
 // syncDir flushes a folder's entries so a rename in it is durable. Errors are
 // ignored: some file systems refuse to fsync a folder, and the data itself is
@@ -15,3 +18,12 @@ func syncDir(dir string) {
 }
 
 func isUnsupported(error) bool { return false }
+
+// keepOwner gives tmp the owner of the file it replaces (root only may).
+func keepOwner(tmp *os.File, old os.FileInfo) {
+	sys, ok := old.Sys().(*syscall.Stat_t)
+	if !ok || os.Geteuid() != 0 || (sys.Uid == 0 && sys.Gid == 0) {
+		return
+	}
+	_ = tmp.Chown(int(sys.Uid), int(sys.Gid))
+}

@@ -15,20 +15,22 @@ import (
 // edit and no restart (the relay reads them per picture).
 func (b *Backend) PatchSettings(ctx context.Context, p controlapi.SettingsPatch) (*settings.Settings, error) {
 	var what []string
-	if p.IdleStopS != nil && *p.IdleStopS < 0 {
-		return nil, &RequestError{errors.New("idle_stop_s must be 0 (never stop) or more")}
+	if p.IdleStopS != nil && (*p.IdleStopS < 0 || *p.IdleStopS > settings.MaxIdleStopS) {
+		return nil, &RequestError{fmt.Errorf("idle_stop_s must be 0 (never stop) to %d (a week)", settings.MaxIdleStopS)}
 	}
 	if p.MAC != nil && *p.MAC != "" {
-		if _, err := net.ParseMAC(*p.MAC); err != nil {
-			return nil, &RequestError{fmt.Errorf("mac %q is not a network card address: write it as aa:bb:cc:dd:ee:ff", *p.MAC)}
+		if err := CheckMAC(*p.MAC); err != nil {
+			return nil, &RequestError{err}
 		}
 	}
 	if w := p.Wake; w != nil {
-		if w.Port < 0 || w.Port > 65535 || w.WaitS < 0 {
-			return nil, &RequestError{errors.New("wake: port must be 1-65535 (0: 9) and wait_s 0 or more")}
+		if w.Port < 0 || w.Port > 65535 || w.WaitS < 0 || w.WaitS > MaxWakeWaitS {
+			return nil, &RequestError{fmt.Errorf("wake: port must be 1-65535 (0: 9) and wait_s 0 to %d", MaxWakeWaitS)}
 		}
-		if w.Broadcast != "" && net.ParseIP(w.Broadcast) == nil {
-			return nil, &RequestError{fmt.Errorf("wake: broadcast %q is not an IP address (e.g. 192.168.1.255)", w.Broadcast)}
+		if w.Broadcast != "" {
+			if err := CheckBroadcast(w.Broadcast); err != nil {
+				return nil, &RequestError{err}
+			}
 		}
 	}
 	if p.Remote != nil {
@@ -67,6 +69,35 @@ func (b *Backend) PatchSettings(ctx context.Context, p controlapi.SettingsPatch)
 		}
 		return nil
 	})
+}
+
+// MaxWakeWaitS bounds how long a picture waits for a woken PC (Strata's own
+// request would have given up long before). The idle stop's bound is
+// settings.MaxIdleStopS, the one the CLI and the wizard parse with.
+const MaxWakeWaitS = 600
+
+// CheckMAC accepts a network card's address: exactly 6 bytes
+// (aa:bb:cc:dd:ee:ff), the only kind a wake-on-LAN packet carries.
+func CheckMAC(s string) error {
+	hw, err := net.ParseMAC(s)
+	if err != nil || len(hw) != 6 {
+		return fmt.Errorf("mac %q is not a network card's address (6 bytes): write it as aa:bb:cc:dd:ee:ff", s)
+	}
+	return nil
+}
+
+// CheckBroadcast accepts where a wake packet may go: an IPv4 address on
+// the network (a broadcast such as 192.168.1.255, 255.255.255.255, or the
+// PC's own address), never loopback, multicast or 0.0.0.0.
+func CheckBroadcast(s string) error {
+	ip := net.ParseIP(s)
+	switch {
+	case ip == nil || ip.To4() == nil:
+		return fmt.Errorf("wake: broadcast %q is not an IPv4 address (e.g. 192.168.1.255)", s)
+	case ip.IsLoopback(), ip.IsMulticast(), ip.IsUnspecified():
+		return fmt.Errorf("wake: broadcast %s is not on the network (loopback, multicast and 0.0.0.0 are refused): use the network's broadcast address, e.g. 192.168.1.255", s)
+	}
+	return nil
 }
 
 // RelayReport takes what the relay learned or did: n_embd goes into the

@@ -48,16 +48,43 @@ func NewClientFrom(dirs ...string) (*Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading the control API address %s: %w", addrFile, err)
 		}
-		tokFile := filepath.Join(dir, filepath.Base(locations.ControlTokenFile()))
-		tok, err := os.ReadFile(tokFile)
-		if err != nil {
-			return nil, fmt.Errorf("reading the control API token %s (are you a user of this machine?): %w", tokFile, err)
+		// The operator token when this account may read it (the install's
+		// owner, an administrator), else the read token (everyone).
+		tok, err := os.ReadFile(filepath.Join(dir, filepath.Base(locations.ControlOperatorTokenFile())))
+		if err != nil || len(strings.TrimSpace(string(tok))) == 0 {
+			tokFile := filepath.Join(dir, filepath.Base(locations.ControlTokenFile()))
+			if tok, err = os.ReadFile(tokFile); err != nil {
+				return nil, fmt.Errorf("reading the control API token %s (are you a user of this machine?): %w", tokFile, err)
+			}
 		}
 		return &Client{
 			BaseURL: "http://" + strings.TrimSpace(string(addr)),
 			Token:   strings.TrimSpace(string(tok)),
 			HTTP:    &http.Client{},
 		}, nil
+	}
+	return nil, ErrNotRunning
+}
+
+// NewRelayClient is the relay's client: the relay token (it may report the
+// relay's events and read), found as NewClient finds the service. An
+// account that may not read the relay token (not the one that runs
+// Strata's server) gets an error saying so.
+func NewRelayClient() (*Client, error) {
+	for _, dir := range locations.ServiceStateDirs() {
+		addr, err := os.ReadFile(filepath.Join(dir, filepath.Base(locations.ControlAddrFile())))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		tokFile := filepath.Join(dir, filepath.Base(locations.RelayTokenFile()))
+		tok, err := os.ReadFile(tokFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the relay's token %s (only the account that runs Strata's server may): %w", tokFile, err)
+		}
+		return &Client{BaseURL: "http://" + strings.TrimSpace(string(addr)), Token: strings.TrimSpace(string(tok)), HTTP: &http.Client{}}, nil
 	}
 	return nil, ErrNotRunning
 }

@@ -46,29 +46,41 @@ func open(path string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("creating the folder for the lock file %s: %w", path, err)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := openPrivate(path)
 	if err != nil {
-		return nil, fmt.Errorf("opening the lock file %s: %w", path, err)
+		return nil, fmt.Errorf("opening the lock file %s (only the account that made it, and the administrators, may): %w", path, err)
 	}
 	return f, nil
 }
 
 // TryLock takes the lock at once or returns a *HeldError naming the holder.
+// The lock file is private (0600, or an access list of its maker and the
+// administrators): no other account can open it, so none can hold it.
 func TryLock(path string) (*Lock, error) {
-	f, err := open(path)
-	if err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		f, err := open(path)
+		if err != nil {
+			return nil, err
+		}
+		ok, err := tryLock(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		if !ok {
+			pid := holder(f)
+			f.Close()
+			return nil, &HeldError{Path: path, PID: pid}
+		}
+		// A file made private anew (one from before, readable by others)
+		// replaced the one this lock is on: lock the new one.
+		if !samePath(f, path) && attempt < 5 {
+			unlock(f)
+			f.Close()
+			continue
+		}
+		return &Lock{f: f, path: path}, nil
 	}
-	ok, err := tryLock(f)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", path, err)
-	}
-	if !ok {
-		f.Close()
-		return nil, &HeldError{Path: path, PID: HolderPID(path)}
-	}
-	return &Lock{f: f, path: path}, nil
 }
 
 // Acquire waits for the lock until ctx ends; then it returns a *HeldError.

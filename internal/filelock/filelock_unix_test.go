@@ -21,6 +21,11 @@ func TestLockAcrossProcesses(t *testing.T) {
 		t.Skip("flock(1) not installed")
 	}
 	path := filepath.Join(t.TempDir(), "x.lock")
+	// Made as TryLock makes it (private): flock(1) would make it 0644,
+	// which TryLock replaces (see TestAnotherAccountCannotHoldTheLock).
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ready := filepath.Join(t.TempDir(), "ready")
 	cmd := exec.Command(bin, path, "sh", "-c", "touch "+ready+"; sleep 30")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

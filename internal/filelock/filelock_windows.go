@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/windows"
+
+	"github.com/strata-companion/companion/internal/account"
 )
 
 // The locked range lies far past the PID written at the start of the file,
@@ -29,3 +31,20 @@ func unlock(f *os.File) error {
 	ol := &windows.Overlapped{Offset: lockOffset}
 	return windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, ol)
 }
+
+// openPrivate opens path, or makes it with an access list of SYSTEM, the
+// Administrators and its maker only (no one else can open it to lock it).
+func openPrivate(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		if err := account.SetACL(path, account.LockSDDL); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	}
+	return os.OpenFile(path, os.O_RDWR, 0)
+}
+
+// samePath: the file is never replaced on Windows.
+func samePath(*os.File, string) bool { return true }

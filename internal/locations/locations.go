@@ -96,6 +96,16 @@ func RelayKeyFile() string { return filepath.Join(Path(SecretsDir), "relay_ed255
 // ControlTokenFile holds the control API's bearer token.
 func ControlTokenFile() string { return filepath.Join(Path(StateDir), "control-token") }
 
+// ControlOperatorTokenFile holds the control API's operator token (full
+// control): readable only by the administrators and the install's owner.
+func ControlOperatorTokenFile() string {
+	return filepath.Join(Path(StateDir), "control-operator-token")
+}
+
+// RelayTokenFile holds the relay's token (it may report the relay's events):
+// readable only by the administrators and the account that runs Strata.
+func RelayTokenFile() string { return filepath.Join(Path(StateDir), "relay-token") }
+
 // ControlAddrFile holds the control API's listening address (host:port).
 func ControlAddrFile() string { return filepath.Join(Path(StateDir), "control-addr") }
 

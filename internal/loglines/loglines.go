@@ -63,11 +63,18 @@ var (
 )
 
 // Parse turns one line from src into an event. Relay event lines
-// (events.LinePrefix) are recognised from either source.
+// (events.LinePrefix) are recognised from either source, and only the
+// relay's own kinds, bounded (events.BoundRelay).
 func Parse(src Source, line string) (events.Event, bool) {
 	line = strings.TrimRight(line, "\r\n")
 	if strings.Contains(line, events.LinePrefix) {
-		return events.ParseLine(line)
+		// Only the relay writes such lines: only its kinds, bounded.
+		if e, ok := events.ParseLine(line); ok {
+			if e, err := events.BoundRelay(e); err == nil {
+				return e, true
+			}
+		}
+		return events.Event{}, false
 	}
 	// Most output lines are request logs: leave them before the regexps.
 	if !strings.Contains(line, "ready:") && !strings.Contains(line, "strata") &&

@@ -13,8 +13,9 @@ import (
 // companion's service (POST /v1/relay), asynchronously and best effort: a
 // report never delays a reply to Strata, a service that is not running
 // costs nothing but the dropped events, and nothing reaches Strata's engine
-// log. The service's address and token are found as every client finds
-// them (controlapi.NewClient), again after each failure, so a service that
+// log. The service's address and the relay's own token (it may report
+// only the relay's events) are found as every client finds them
+// (controlapi.NewRelayClient), again after each failure, so a service that
 // starts after Strata is found.
 type ServiceReporter struct {
 	find func() (*controlapi.Client, error)
@@ -35,10 +36,11 @@ type ServiceReporter struct {
 // maxQueued bounds the events kept while the service cannot be reached.
 const maxQueued = 256
 
-// NewServiceReporter starts the sender; find nil means controlapi.NewClient.
+// NewServiceReporter starts the sender; find nil means
+// controlapi.NewRelayClient (the relay's own token).
 func NewServiceReporter(find func() (*controlapi.Client, error)) *ServiceReporter {
 	if find == nil {
-		find = controlapi.NewClient
+		find = controlapi.NewRelayClient
 	}
 	return startReporter(&ServiceReporter{find: find, firstRetry: 2 * time.Second})
 }

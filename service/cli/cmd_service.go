@@ -99,6 +99,7 @@ func recordChoice(ctx context.Context, env *cliEnv, user string) error {
 		return fmt.Errorf("recording the Strata install in the settings: %w", err)
 	}
 	fmt.Fprintf(env.stdout, "The service will run %s with %s (recorded in %s).\n", in.Root, in.ConfigInUse, locations.SettingsFile())
+	sayServerAccount(env, in.Root, user)
 	return nil
 }
 

@@ -198,60 +198,6 @@ func TestSecondRunRefusesAndTheFirstStaysReachable(t *testing.T) {
 	}
 }
 
-// With a running service, the CLI (run as a normal user, in its own
-// process) changes the config only through the API: it cannot write the
-// root-owned files itself, and every file it changed is written by the
-// service's process (owned by root; an inotify watch sees the writes).
-func TestCLIChangesTheConfigOnlyThroughTheService(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the service runs as root, the CLI as nobody")
-	}
-	r := visionRoot(t)
-	c, _ := startRun(t, r)
-	var since uint64
-	follow(t, c, &since, events.ServerReady)
-	// A copy of this binary a normal user may run, and folders they may
-	// read (not write).
-	binDir := t.TempDir()
-	self, _ := os.Executable()
-	bin := filepath.Join(binDir, "strata-service.test")
-	copyFile(t, self, bin)
-	for _, d := range []string{binDir, filepath.Dir(binDir), r.Dir, filepath.Dir(r.Dir), os.Getenv(locations.EnvHome), filepath.Dir(os.Getenv(locations.EnvHome))} {
-		os.Chmod(d, 0o755)
-	}
-	watch := watchDir(t, r.Dir)
-	nobody := &syscall.Credential{Uid: 65534, Gid: 65534}
-
-	for _, pl := range []string{"cpu", "remote", "gpu"} {
-		args := []string{"vision", pl, "--yes"}
-		if pl == "remote" {
-			args = append(args, "--host", "me@pc2.lan")
-		}
-		cmd, out := childCLI(t, bin, nobody, args...)
-		cmd.Env = append(cmd.Env, "HOME="+binDir)
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("vision %s as a normal user: %v\n%s", pl, err, out)
-		}
-		p, err := agreement(context.Background(), c, r.Config)
-		if err != nil || p != pl {
-			t.Fatalf("after vision %s: %s %v\n%s", pl, p, err, out)
-		}
-	}
-	writes := watch()
-	if !contains(writes, filepath.Base(r.Config)) {
-		t.Fatalf("the inotify watch saw no replacement of the config: %v", writes)
-	}
-	for _, f := range append([]string{r.Config, locations.SettingsFile()}, strataconfig.Backups(r.Config)...) {
-		st, err := os.Stat(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if uid := st.Sys().(*syscall.Stat_t).Uid; uid != 0 {
-			t.Fatalf("%s was written by uid %d, not by the service (root)", f, uid)
-		}
-	}
-}
-
 func copyFile(t *testing.T, from, to string) {
 	if err := testenv.CopyFile(from, to, 0o755); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -111,12 +112,19 @@ func TestWindowsServiceUnderWine(t *testing.T) {
 
 	// The control API from this side of wine: the same files, the same loopback.
 	addr, _ := os.ReadFile(w.drive(`ProgramData\StrataCompanion\state\control-addr`))
-	tok, _ := os.ReadFile(w.drive(`ProgramData\StrataCompanion\state\control-token`))
+	// The read token reads and changes nothing; the operator's restarts.
+	readTok, _ := os.ReadFile(w.drive(`ProgramData\StrataCompanion\state\control-token`))
+	tok, _ := os.ReadFile(w.drive(`ProgramData\StrataCompanion\state\control-operator-token`))
+	reader := &controlapi.Client{BaseURL: "http://" + strings.TrimSpace(string(addr)), Token: strings.TrimSpace(string(readTok))}
 	c := &controlapi.Client{BaseURL: "http://" + strings.TrimSpace(string(addr)), Token: strings.TrimSpace(string(tok))}
 	ctx := context.Background()
-	s0, err := c.State(ctx)
+	s0, err := reader.State(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var se *controlapi.StatusError
+	if err := reader.Server(ctx, "restart"); !errors.As(err, &se) || se.Code != 403 {
+		t.Fatalf("a restart with the read token: %v", err)
 	}
 	since := s0.Seq
 	if err := c.Server(ctx, "restart"); err != nil {

@@ -2,10 +2,13 @@
 // loopback: the tray, the wizard and the CLI read the state, follow events
 // and ask for changes through it. The JSON types are internal/controlapi's.
 //
-// Three checks guard every request, in this order: the peer must be on this
+// Four checks guard every request, in this order: the peer must be on this
 // machine (403), the Host header must be a local name (403: a web page in a
-// browser on this PC cannot reach us through DNS rebinding), and the bearer
-// token must match (401).
+// browser on this PC cannot reach us through DNS rebinding), the bearer
+// token must be one of the server's (401), and the token's role must allow
+// the request (403, see authorize): reading is for every local account,
+// changing anything for the install's owner and the administrators, and
+// the relay's token may only report the relay's events.
 package controlserver
 
 import (
@@ -21,11 +24,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	pathpkg "path"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/strata-companion/companion/internal/account"
 	"github.com/strata-companion/companion/internal/atomicfile"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
@@ -80,10 +87,36 @@ type RequestError struct {
 func (e *RequestError) Error() string { return e.Err.Error() }
 func (e *RequestError) Unwrap() error { return e.Err }
 
+// Role is what a caller's token allows.
+type Role int
+
+const (
+	// RoleNone: no valid token (401).
+	RoleNone Role = iota
+	// RoleReader reads the state and follows events: every local account
+	// (the read token's file is world-readable).
+	RoleReader
+	// RoleRelay may also report the relay's own events (POST /v1/relay):
+	// the relay, which runs as the account that runs Strata's server.
+	RoleRelay
+	// RoleOperator may change everything: the install's owner and the
+	// administrators (the operator token's file admits only them).
+	RoleOperator
+)
+
 // Server is the HTTP side of the control API.
 type Server struct {
-	b     Backend
-	token string
+	b Backend
+	// token is the operator's; readToken and relayToken the others'.
+	token, readToken, relayToken string
+	// Owner names the install's owner for the 403's sentence ("ann (the
+	// Strata install's owner) and the administrators"); "" when the install
+	// is an administrator's (or there is none): "the administrators".
+	Owner     string
+	ownerMu   sync.Mutex
+	relayRate rate
+	filesMu   sync.Mutex
+	files     Files
 	// MaxWait caps /v1/events?wait= (default 10 min: a loopback client that
 	// asks again only when something happens costs the idle tray nothing).
 	MaxWait time.Duration
@@ -111,13 +144,18 @@ var DefaultTimeouts = Timeouts{Header: 10 * time.Second, Body: 10 * time.Second,
 // maxBody caps any request body (each handler has its own, smaller, cap).
 const maxBody = 1 << 20
 
-// New makes a server with a fresh random token.
+// New makes a server with fresh random tokens.
 func New(b Backend) (*Server, error) {
-	tok, err := NewToken()
-	if err != nil {
-		return nil, err
+	var toks [3]string
+	for i := range toks {
+		t, err := NewToken()
+		if err != nil {
+			return nil, err
+		}
+		toks[i] = t
 	}
-	return &Server{b: b, token: tok, MaxWait: 10 * time.Minute, Timeouts: DefaultTimeouts}, nil
+	return &Server{b: b, token: toks[0], readToken: toks[1], relayToken: toks[2], MaxWait: 10 * time.Minute, Timeouts: DefaultTimeouts,
+		relayRate: rate{burst: relayBurst, perSec: relayPerSec}}, nil
 }
 
 // NewToken is 32 random bytes in hex.
@@ -129,8 +167,69 @@ func NewToken() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// Token is the bearer token clients must send.
+// Token is the operator's bearer token: it may do everything.
 func (s *Server) Token() string { return s.token }
+
+// ReadToken is the readers' token: state, events, the second PC's record.
+func (s *Server) ReadToken() string { return s.readToken }
+
+// RelayToken is the relay's token: what a reader may, and POST /v1/relay.
+func (s *Server) RelayToken() string { return s.relayToken }
+
+// role is what tok allows.
+func (s *Server) role(tok string) Role {
+	// Compare with all three, always: the time taken says nothing.
+	op := subtle.ConstantTimeCompare([]byte(tok), []byte(s.token))
+	rd := subtle.ConstantTimeCompare([]byte(tok), []byte(s.readToken))
+	rl := subtle.ConstantTimeCompare([]byte(tok), []byte(s.relayToken))
+	switch {
+	case op == 1:
+		return RoleOperator
+	case rl == 1:
+		return RoleRelay
+	case rd == 1:
+		return RoleReader
+	}
+	return RoleNone
+}
+
+// operatorReads are the GET routes only an operator may read: the server's
+// log is the owner's (the file is 0600), not every local account's.
+var operatorReads = map[string]bool{"/v1/logs": true}
+
+// authorize is the one rule for every route, present and future, by method
+// and path: a GET (or HEAD) reads, and any role may read, but for
+// operatorReads; POST /v1/relay is for the relay and operators; every other
+// request changes something and is for operators alone. It returns "" when
+// allowed, else the sentence for the 403.
+func (s *Server) authorize(role Role, r *http.Request) string {
+	who := "the administrators"
+	s.ownerMu.Lock()
+	if s.Owner != "" {
+		who = s.Owner + " (the Strata install's owner) and the administrators"
+	}
+	s.ownerMu.Unlock()
+	path := pathpkg.Clean("/" + r.URL.Path) // "/v1/./logs/" is /v1/logs
+	switch {
+	case role == RoleOperator:
+		return ""
+	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && operatorReads[path]:
+		return fmt.Sprintf("reading %s is for %s: %s", path, who, howAdmin)
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+		return ""
+	case r.Method == http.MethodPost && path == "/v1/relay" && role == RoleRelay:
+		return ""
+	}
+	return fmt.Sprintf("changing this PC's Strata (%s %s) is for %s: %s; every other account may only read", r.Method, path, who, howAdmin)
+}
+
+// howAdmin says how to act as one of them, in this OS's words.
+var howAdmin = func() string {
+	if runtime.GOOS == "windows" {
+		return "sign in as the owner, or run it as an administrator (right-click, Run as administrator)"
+	}
+	return "run this as the owner, or as an administrator (sudo)"
+}()
 
 // Handler is the API with its guards.
 func (s *Server) Handler() http.Handler {
@@ -170,10 +269,19 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(s.token)) != 1 {
+		role := RoleNone
+		if ok {
+			role = s.role(tok)
+		}
+		if role == RoleNone {
 			refuse(http.StatusUnauthorized, "a valid token is required: send Authorization: Bearer <the content of the control-token file>")
 			return
 		}
+		if why := s.authorize(role, r); why != "" {
+			refuse(http.StatusForbidden, why)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), roleKey{}, role))
 		if !s.readBody(w, r) {
 			return
 		}
@@ -287,7 +395,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if since > bus.Last() {
 		// A client from before a service restart: the numbers began again.
 		evs, _ := bus.Since(0)
-		reply(w, controlapi.EventsResponse{Events: nonNil(evs), Next: bus.Last(), Gap: true})
+		reply(w, controlapi.EventsResponse{Events: forRole(r, evs), Next: bus.Last(), Gap: true})
 		return
 	}
 	evs, gap := bus.Since(since)
@@ -300,7 +408,37 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if len(evs) > 0 {
 		next = evs[len(evs)-1].Seq
 	}
-	reply(w, controlapi.EventsResponse{Events: nonNil(evs), Next: next, Gap: gap})
+	reply(w, controlapi.EventsResponse{Events: forRole(r, evs), Next: next, Gap: gap})
+}
+
+// logDetails are event details that quote the server's output (its log
+// is the owner's): only an operator's events carry them.
+var logDetails = []string{"last_lines"}
+
+// forRole is evs as the caller may see them.
+func forRole(r *http.Request, evs []events.Event) []events.Event {
+	evs = nonNil(evs)
+	if RoleOf(r.Context()) == RoleOperator {
+		return evs
+	}
+	out := make([]events.Event, len(evs))
+	for i, e := range evs {
+		out[i] = e
+		for _, k := range logDetails {
+			if _, ok := e.Details[k]; ok {
+				d := make(map[string]any, len(e.Details))
+				for dk, dv := range e.Details {
+					d[dk] = dv
+				}
+				for _, k := range logDetails {
+					delete(d, k)
+				}
+				out[i].Details = d
+				break
+			}
+		}
+	}
+	return out
 }
 
 func nonNil(e []events.Event) []events.Event {
@@ -386,9 +524,68 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var rep controlapi.RelayReport
-	if decode(w, r, &rep, "a relay report") {
-		answer(w, map[string]any{"ok": true}, s.b.Relay(r.Context(), rep))
+	if !decode(w, r, &rep, "a relay report") {
+		return
 	}
+	if len(rep.Events) > events.MaxRelayEvents {
+		fail(w, http.StatusBadRequest, fmt.Sprintf("a relay report holds at most %d events, not %d", events.MaxRelayEvents, len(rep.Events)))
+		return
+	}
+	for i, e := range rep.Events {
+		b, err := events.BoundRelay(e)
+		if err != nil {
+			fail(w, http.StatusBadRequest, err.Error()+"; nothing of this report was taken")
+			return
+		}
+		rep.Events[i] = b
+	}
+	if !s.relayRate.take(len(rep.Events), time.Now()) {
+		fail(w, http.StatusTooManyRequests, fmt.Sprintf("more relay events than the relay sends (at most %d at once, %d a second): nothing of this report was taken; send fewer", relayBurst, relayPerSec))
+		return
+	}
+	answer(w, map[string]any{"ok": true}, s.b.Relay(r.Context(), rep))
+}
+
+// The relay's events may come at most relayPerSec a second on average, in
+// bursts of up to relayBurst (its whole queue after the service was away):
+// a picture makes a few events, a second PC reads at most a few a second.
+const (
+	relayBurst  = events.MaxRelayEvents
+	relayPerSec = 20
+)
+
+// rate is a token bucket.
+type rate struct {
+	mu     sync.Mutex
+	burst  int
+	perSec int
+	have   float64
+	last   time.Time
+}
+
+// take spends n tokens if the bucket holds them.
+func (b *rate) take(n int, now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last.IsZero() {
+		b.have = float64(b.burst)
+	} else {
+		b.have = min(float64(b.burst), b.have+now.Sub(b.last).Seconds()*float64(b.perSec))
+	}
+	b.last = now
+	if float64(n) > b.have {
+		return false
+	}
+	b.have -= float64(n)
+	return true
+}
+
+type roleKey struct{}
+
+// RoleOf is the role of the request's caller (for handlers that say more).
+func RoleOf(ctx context.Context) Role {
+	r, _ := ctx.Value(roleKey{}).(Role)
+	return r
 }
 
 func (s *Server) remote(w http.ResponseWriter, r *http.Request) {
@@ -508,10 +705,10 @@ func Listen(addr string) (net.Listener, error) {
 	return l, nil
 }
 
-// WriteFiles publishes the address and the token where clients look
+// WriteFiles publishes the address and the read token where clients look
 // (locations.ControlAddrFile / ControlTokenFile). The token file is 0644:
-// every user of this machine may control its Strata (as they could start
-// it by hand); it is never sent over the network. The token is written
+// every user of this machine may read the state (as Tailscale's LocalAPI
+// lets every local user read); it is never sent over the network. The token is written
 // before the address, so a client that finds the address finds the token.
 func WriteFiles(addrFile, tokenFile, addr, token string) error {
 	for _, f := range []string{addrFile, tokenFile} {
@@ -524,6 +721,83 @@ func WriteFiles(addrFile, tokenFile, addr, token string) error {
 	}
 	os.Chmod(tokenFile, 0o644)
 	return atomicfile.Write(addrFile, []byte(addr+"\n"), 0o644)
+}
+
+// Files are where Publish writes the address and the tokens.
+type Files struct {
+	Addr     string // the address (everyone reads it)
+	Read     string // the read token (everyone reads it)
+	Operator string // the operator token: the administrators and the owner
+	Relay    string // the relay token: the administrators and the server's account
+}
+
+// Publish writes the tokens, then the address (a client that finds the
+// address finds the tokens): the read token for everyone, the operator
+// token for the administrators and owner only, the relay token for the
+// administrators and relay (the account that runs Strata's server, whose
+// child the relay is) only. nil owner or relay: the administrators alone.
+func (s *Server) Publish(f Files, addr string, owner, relay *account.Account) error {
+	for _, p := range []string{f.Addr, f.Read, f.Operator, f.Relay} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("creating %s: %w", filepath.Dir(p), err)
+		}
+	}
+	s.filesMu.Lock()
+	s.files = f
+	s.filesMu.Unlock()
+	if err := s.SetOwner(owner); err != nil {
+		return err
+	}
+	if err := s.SetRelay(relay); err != nil {
+		return err
+	}
+	return WriteFiles(f.Addr, f.Read, addr, s.readToken)
+}
+
+// SetOwner makes owner (nil: none but the administrators) the one account
+// besides the administrators that may read the operator token, and names
+// them in refusals: after Publish, and again when the service switches to
+// an install another account owns. A privileged owner counts as none.
+func (s *Server) SetOwner(owner *account.Account) error {
+	s.filesMu.Lock()
+	defer s.filesMu.Unlock()
+	if owner != nil && owner.Privileged {
+		owner = nil
+	}
+	if s.files.Operator != "" {
+		if err := account.WritePrivate(s.files.Operator, []byte(s.token+"\n"), owner); err != nil {
+			return err
+		}
+	}
+	name := ""
+	if owner != nil {
+		name = owner.Name
+	}
+	s.ownerMu.Lock()
+	s.Owner = name
+	s.ownerMu.Unlock()
+	return nil
+}
+
+// SetRelay makes relay (nil: none but the administrators) the account
+// that may read the relay token: the one that runs Strata's server.
+func (s *Server) SetRelay(relay *account.Account) error {
+	s.filesMu.Lock()
+	defer s.filesMu.Unlock()
+	if s.files.Relay == "" {
+		return nil
+	}
+	return account.WritePrivate(s.files.Relay, []byte(s.relayToken+"\n"), relay)
+}
+
+// Unpublish deletes the files Publish wrote, those that are still ours.
+func (s *Server) Unpublish(f Files, addr string) {
+	RemoveFiles(f.Addr, f.Read, addr, s.readToken)
+	for _, p := range []struct{ file, tok string }{{f.Operator, s.token}, {f.Relay, s.relayToken}} {
+		if b, err := os.ReadFile(p.file); err == nil && strings.TrimSpace(string(b)) == p.tok {
+			os.Remove(p.file)
+		}
+	}
 }
 
 // RemoveFiles deletes the address and token files if they still hold ours

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-companion/companion/internal/account"
 	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
@@ -298,6 +299,7 @@ func (d *Daemon) start(ctx context.Context, r *running) {
 	d.mu.Lock()
 	d.cur = r
 	d.mu.Unlock()
+	d.useAccounts(r)
 	if r.sup == nil {
 		if r.resolveErr != nil {
 			d.publish(events.Event{Kind: events.ServerFailed, Message: r.resolveErr.Error(), Details: map[string]any{"reason": "install"}})
@@ -390,6 +392,11 @@ func (d *Daemon) newServer() error {
 				return d.owner().Paired(rctx)
 			}
 			rm, err := d.owner().RecordRemote(rctx, *rec)
+			if err == nil {
+				if _, server := accountsOf(d.current()); server != nil {
+					grantKey(server, d.logf) // a key made by this pairing
+				}
+			}
 			return rm, httpError(err)
 		},
 		Logs: func(n int) (*controlapi.LogsResponse, error) {
@@ -419,12 +426,19 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return fmt.Errorf("creating the state folder: %w", fserr.Explain(err, locations.Path(locations.StateDir)))
 	}
 	addr := l.Addr().String()
-	if err := controlserver.WriteFiles(locations.ControlAddrFile(), locations.ControlTokenFile(), addr, d.srv.Token()); err != nil {
+	// Who may change things: the install's owner and the administrators
+	// (the operator token's file); who reports for the relay: the account
+	// that runs Strata's server (the relay is its child). A switch to
+	// another install hands both on (useAccounts in start).
+	owner, server := accountsOf(d.current())
+	files := controlserver.Files{Addr: locations.ControlAddrFile(), Read: locations.ControlTokenFile(),
+		Operator: locations.ControlOperatorTokenFile(), Relay: locations.RelayTokenFile()}
+	if err := d.srv.Publish(files, addr, owner, server); err != nil {
 		l.Close()
 		return fmt.Errorf("publishing the control API address: %w", fserr.Explain(err, locations.Path(locations.StateDir)))
 	}
-	defer controlserver.RemoveFiles(locations.ControlAddrFile(), locations.ControlTokenFile(), addr, d.srv.Token())
-	d.logf("control API on http://%s (token in %s)", addr, locations.ControlTokenFile())
+	defer d.srv.Unpublish(files, addr)
+	d.logf("control API on http://%s (read token in %s; changes only with %s, readable by %s)", addr, files.Read, files.Operator, owner)
 
 	d.mu.Lock()
 	d.runCtx = ctx
@@ -445,7 +459,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 // events often carry only details (where, ms, host), written as k=v.
 func eventWords(e events.Event) string {
 	if e.Message != "" || len(e.Details) == 0 {
-		return e.Message
+		return events.OneLine(e.Message)
 	}
 	keys := make([]string, 0, len(e.Details))
 	for k := range e.Details {
@@ -454,9 +468,56 @@ func eventWords(e events.Event) string {
 	sort.Strings(keys)
 	parts := make([]string, 0, len(keys))
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%v", k, e.Details[k]))
+		parts = append(parts, events.OneLine(fmt.Sprintf("%s=%v", k, e.Details[k])))
 	}
 	return strings.Join(parts, " ")
+}
+
+// accountsOf is r's install's owner (nil: an administrator's, or no
+// install) and the account that runs its Strata (nil: the service's own).
+func accountsOf(r *running) (owner, server *account.Account) {
+	if r == nil || r.in == nil {
+		return nil, nil
+	}
+	if a, err := account.OwnerOf(r.in.Root); err == nil && !a.Privileged {
+		owner = a
+	}
+	py := r.in.Python
+	if py == "" {
+		py = supervisor.VenvPython(r.in.Root)
+	}
+	if a, err := account.ServerAccount(r.in.Root, py); err == nil {
+		server = a
+	}
+	return owner, server
+}
+
+// useAccounts hands the operator token to r's owner, and the relay token
+// and the companion's key to the account that runs r's Strata (at the
+// start, and after a switch to another install).
+func (d *Daemon) useAccounts(r *running) {
+	owner, server := accountsOf(r)
+	if err := d.srv.SetOwner(owner); err != nil {
+		d.logf("giving the operator token to %s: %v", owner, err)
+	}
+	if err := d.srv.SetRelay(server); err != nil {
+		d.logf("giving the relay token to %s: %v", server, err)
+	}
+	if server != nil {
+		grantKey(server, d.logf)
+	}
+}
+
+// grantKey lets a (the account that runs Strata's server, and so the
+// relay) read the companion's own ssh key, and no one else.
+func grantKey(a *account.Account, logf func(string, ...any)) {
+	key := locations.RelayKeyFile()
+	if _, err := os.Stat(key); err != nil {
+		return
+	}
+	if err := account.GrantRead(key, locations.Path(locations.SecretsDir), a); err != nil {
+		logf("cannot let %s read the companion's key %s (remote pictures will fail): %v", a, key, err)
+	}
 }
 
 // newBackend is the service's owner of the config and the settings (in may

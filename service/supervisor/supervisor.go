@@ -26,6 +26,7 @@ import (
 
 	"gopkg.in/natefinch/lumberjack.v2"
 
+	"github.com/strata-companion/companion/internal/account"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/fserr"
 	"github.com/strata-companion/companion/internal/loglines"
@@ -488,6 +489,9 @@ func (s *Supervisor) logName() string {
 	return "the service's output"
 }
 
+// Python is the interpreter the server runs with.
+func (s *Supervisor) Python() string { return s.cfg.Python }
+
 // launch starts the server process and its output readers.
 func (s *Supervisor) launch() (*process, error) {
 	root := s.cfg.StrataRoot
@@ -497,6 +501,12 @@ func (s *Supervisor) launch() (*process, error) {
 	}
 	if _, err := os.Stat(s.cfg.Python); err != nil {
 		return nil, fmt.Errorf("Strata's Python %s is missing: run Strata's setup in %s first", s.cfg.Python, root)
+	}
+	// Whose the install is decides whose rights the server gets: never the
+	// service's own (root, SYSTEM) over a folder another account can change.
+	acct, err := account.ServerAccount(root, s.cfg.Python)
+	if err != nil {
+		return nil, err
 	}
 	sc, err := strataconfig.Read(s.cfg.ConfigPath)
 	if err != nil {
@@ -530,6 +540,14 @@ func (s *Supervisor) launch() (*process, error) {
 	// does not wait for a grandchild that keeps them open.
 	cmd.Stdout, cmd.Stderr = outW, errW
 	setProcAttr(cmd)
+	started, err := runAs(cmd, acct)
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		return nil, err
+	}
 	p := &process{cmd: cmd, port: port, started: time.Now(), exited: make(chan struct{}), apiKey: sc.APIKey(), vision: sc.Vision != nil, mark: mark}
 	s.pub(events.ServerStarting, fmt.Sprintf("starting the Strata server on port %d", port),
 		map[string]any{"port": port, "config": s.cfg.ConfigPath})
@@ -548,6 +566,7 @@ func (s *Supervisor) launch() (*process, error) {
 	p.tmp = stratatmp.Start(stratatmp.Dir(cmd.Env))
 	s.lastRun = p
 	err = cmd.Start()
+	started()
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -558,7 +577,11 @@ func (s *Supervisor) launch() (*process, error) {
 	p.pid = cmd.Process.Pid
 	p.sys = attach(cmd)
 	s.writePID(p)
-	s.line(p, "supervisor", fmt.Sprintf("started %s serve/server.py --engine strata --config %s --port %d (pid %d)", s.cfg.Python, s.cfg.ConfigPath, port, p.pid))
+	as := ""
+	if acct != nil {
+		as = " as " + acct.String()
+	}
+	s.line(p, "supervisor", fmt.Sprintf("started %s serve/server.py --engine strata --config %s --port %d (pid %d)%s", s.cfg.Python, s.cfg.ConfigPath, port, p.pid, as))
 	p.readers.Add(2)
 	go s.read(p, outR, "stdout")
 	go s.read(p, errR, "stderr")
