@@ -292,14 +292,27 @@ func TestPortInUseFailsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	h := newHarness(t, fakestrata.RootOptions{Port: l.Addr().(*net.TCPAddr).Port}, nil)
+	var mu sync.Mutex
+	var asked []int // a restart is scheduled through Backoff: none may be
+	h := newHarness(t, fakestrata.RootOptions{Port: l.Addr().(*net.TCPAddr).Port}, func(c *Config) {
+		c.Backoff = func(n int) time.Duration { mu.Lock(); asked = append(asked, n); mu.Unlock(); return time.Hour }
+	})
 	f := h.waitFor(events.ServerFailed)
 	if !strings.Contains(f.Message, "already in use") || !strings.Contains(f.Message, strconv.Itoa(h.root.Port)) {
 		t.Errorf("failure %q", f.Message)
 	}
-	time.Sleep(200 * time.Millisecond) // a looping supervisor would have started again by now
-	if n := h.count(events.ServerStarting); n != 1 {
-		t.Errorf("%d starts, want 1", n)
+	// A round trip through the decision loop: once Stop is answered, the
+	// loop has handled the exit before it, so a restart would have been
+	// launched (a second start) or scheduled (Backoff asked) by now.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := h.sup.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := h.count(events.ServerStarting); n != 1 || len(asked) != 0 {
+		t.Errorf("%d starts (want 1), restarts scheduled %v (want none)", n, asked)
 	}
 }
 
