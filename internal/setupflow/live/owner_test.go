@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/strata-companion/companion/internal/backend"
@@ -74,7 +75,7 @@ func TestWizardSettingsGoThroughTheOwner(t *testing.T) {
 		t.Fatalf("Save: %v", err)
 	}
 	got, err := settings.Load(path)
-	if err != nil || got.Remote == nil || *got.Remote != *n.Remote || got.FallbackCPU == nil || !*got.FallbackCPU {
+	if err != nil || got.Remote == nil || !reflect.DeepEqual(*got.Remote, *n.Remote) || got.FallbackCPU == nil || !*got.FallbackCPU {
 		t.Fatalf("settings after Apply: %+v %+v %v", got, got.Remote, err)
 	}
 	// Rolled back to settings without a second PC: unpaired through the owner.
