@@ -206,10 +206,11 @@ func TestStartsAsStrataSaysAndStops(t *testing.T) {
 	if left := alive(pid); len(left) > 0 {
 		t.Errorf("processes left in the server's group: %v", left)
 	}
-	logb, _ := os.ReadFile(h.sup.LogFile())
-	if !strings.Contains(string(logb), "ready: http://127.0.0.1:") {
-		t.Errorf("the captured log lacks the ready line:\n%s", logb)
-	}
+	var logb []byte
+	testenv.WaitFor(t, 20*time.Second, "the ready line in the captured log", func() bool {
+		logb, _ = os.ReadFile(h.sup.LogFile())
+		return strings.Contains(string(logb), "ready: http://127.0.0.1:")
+	})
 	if strings.Contains(string(logb), "secret-key") {
 		t.Error("the API key leaked into the captured log")
 	}
