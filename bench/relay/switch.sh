@@ -5,7 +5,7 @@
 # Strata whose config names the built strata-vision-relay, with a real sshd as
 # the second PC; against a restart of the stand-in server (POST
 # /v1/server/restart to the next picture read). The stand-in starts in about
-# half a second; a real Strata start is 30-90 s with a 50 GB model (STRATA.md),
+# half a second; a real Strata start is 30-90 s with a 50 GB model (docs/strata.md),
 # without text meanwhile. Repeats the test RUNS times (default 3) and prints
 # each run's lines. Needs sshd (the test starts its own on loopback).
 #   bench/relay/switch.sh [RUNS]

@@ -1,6 +1,6 @@
 // Package fakeencoder is a stand-in for Strata's strata-vision, for machines
 // without a GPU or the real encoder (tests, benchmarks, a second PC under
-// test). It speaks the encoder line protocol exactly as STRATA.md describes:
+// test). It speaks the encoder line protocol exactly as docs/strata.md describes:
 // READY <n_embd> first (n_embd from the mmproj's GGUF metadata), then one
 // reply line per "ENC <image> <output>": "OK <n_tokens> <nx> <ny> <ms>" with a
 // valid SVE1 file written to <output>, or "ERR <message>" for a picture it

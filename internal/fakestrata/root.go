@@ -24,7 +24,7 @@ import (
 //	ROOT/tmp                  the server's TMPDIR (its strata-vision-* folders)
 //
 // so `<venv python> serve/server.py --engine strata --config C --port P`, run
-// in ROOT, behaves as STRATA.md says.
+// in ROOT, behaves as docs/strata.md says.
 type Root struct {
 	Dir      string
 	Config   string // path of strata-<tag>.json

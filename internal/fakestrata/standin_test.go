@@ -306,7 +306,7 @@ func TestNoGPUNoExpertCache(t *testing.T) {
 }
 
 // The stand-in starts the config's vision.exe as Strata's server does (shared
-// STRATA.md, "The encoder process"): [exe, --mmproj M, --model X, --threads N,
+// docs/strata.md, "The encoder process"): [exe, --mmproj M, --model X, --threads N,
 // --max-tokens N] with relative paths resolved against the config's cwd, the
 // server's working directory inherited, CUDA_VISIBLE_DEVICES=-1 and the
 // config's env for a CPU encoder, stderr appended to the config's log; each

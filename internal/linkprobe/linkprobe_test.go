@@ -18,7 +18,7 @@ import (
 )
 
 // fakeNvidiaSMI writes an nvidia-smi that answers the rich query as a
-// driver with one RTX 3060 Laptop GPU would (STRATA.md's second PC), and
+// driver with one RTX 3060 Laptop GPU would (docs/strata.md's second PC), and
 // rejects anything else as a real one does.
 func fakeNvidiaSMI(t *testing.T) string {
 	dir := t.TempDir()

@@ -23,7 +23,7 @@ import (
 // prefix's Desktop and Documents to XDG folders, and winemenubuilder would
 // write menu entries into the real home: it is turned off).
 //
-// Facts it builds on (TOOLING.md): Go programs need ProcessPrng, which wine 8
+// Facts it builds on: Go programs need ProcessPrng, which wine 8
 // lacks (a shim bcryptprimitives.dll built with mingw goes into system32); a
 // persistent wineserver (-p) and one `wine cmd /c exit` come first, with
 // output into files, or wine's helper processes hold a caller's pipes open.

@@ -18,7 +18,7 @@ import (
 )
 
 // container is a real systemd booted by systemd-nspawn on this machine's own
-// file system (volatile: nothing it writes survives), as TOOLING.md says.
+// file system (volatile: nothing it writes survives).
 type container struct {
 	t    *testing.T
 	cmd  *exec.Cmd

@@ -525,7 +525,7 @@ func (s *Supervisor) launch() (*process, error) {
 	if port == 0 {
 		port = sc.Port() // the config's port, else Strata's 8080
 	}
-	// Exactly the command STRATA.md gives; never --open (a service has no browser).
+	// Exactly the command docs/strata.md gives; never --open (a service has no browser).
 	cmd := exec.Command(s.cfg.Python, "serve/server.py", "--engine", "strata", "--config", s.cfg.ConfigPath, "--port", strconv.Itoa(port))
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), s.cfg.Env...)

@@ -177,7 +177,7 @@ func TestStartsAsStrataSaysAndStops(t *testing.T) {
 	if ready.Details["model"] != "strata-test" || ready.Details["url"] != fmt.Sprintf("http://127.0.0.1:%d/v1", h.root.Port) {
 		t.Errorf("ready details %v", ready.Details)
 	}
-	// Exactly STRATA.md's command line, in the Strata root.
+	// Exactly docs/strata.md's command line, in the Strata root.
 	b, _ := os.ReadFile(h.args)
 	var rec struct {
 		Args []string `json:"args"`

@@ -1,7 +1,7 @@
 // Package stratatest builds real-shaped Strata installs in a test's temporary
 // folder: serve/server.py, engine/strata and engine/strata-vision, the venv's
 // python, models/*.gguf, a config and its run script, laid out as Strata's
-// setup leaves them (see shared/STRATA.md). The programs are stand-ins: no
+// setup leaves them (see docs/strata.md). The programs are stand-ins: no
 // test here runs them.
 package stratatest
 
