@@ -20,6 +20,7 @@ import (
 	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 type lockedBuf struct {
@@ -45,12 +46,7 @@ func TestAgainstTheRealService(t *testing.T) {
 		t.Skip("builds and runs strata-service and the Strata stand-in")
 	}
 	dir := t.TempDir()
-	svc := filepath.Join(dir, "strata-service")
-	build := exec.Command("go", "build", "-o", svc, "github.com/strata-companion/companion/service")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building strata-service: %v\n%s", err, out)
-	}
+	svc := testenv.Program(t, "github.com/strata-companion/companion/service", testenv.BuildOptions{Name: "strata-service"})
 	root := fakestrata.NewRoot(t, fakestrata.RootOptions{Step: "100ms"})
 	home := filepath.Join(dir, "home")
 	t.Setenv(locations.EnvHome, home)

@@ -64,7 +64,7 @@ type Bus struct {
 	next     uint64
 	changed  chan struct{} // closed and replaced on every publish
 	now      func() time.Time
-	blocking func()        // SetBlockingHook's; nil outside tests
+	blocking func() // SetBlockingHook's; nil outside tests
 }
 
 // SetBlockingHook makes f run each time a Wait has found nothing new and is

@@ -215,7 +215,7 @@ func TestCLIChangesTheConfigOnlyThroughTheService(t *testing.T) {
 	binDir := t.TempDir()
 	self, _ := os.Executable()
 	bin := filepath.Join(binDir, "strata-service.test")
-	copyFile(t, self, bin)
+	testenv.Copy(t, self, bin, 0o755)
 	for _, d := range []string{binDir, filepath.Dir(binDir), r.Dir, filepath.Dir(r.Dir), os.Getenv(locations.EnvHome), filepath.Dir(os.Getenv(locations.EnvHome))} {
 		os.Chmod(d, 0o755)
 	}
@@ -249,12 +249,6 @@ func TestCLIChangesTheConfigOnlyThroughTheService(t *testing.T) {
 		if uid := st.Sys().(*syscall.Stat_t).Uid; uid != 0 {
 			t.Fatalf("%s was written by uid %d, not by the service (root)", f, uid)
 		}
-	}
-}
-
-func copyFile(t *testing.T, from, to string) {
-	if err := testenv.CopyFile(from, to, 0o755); err != nil {
-		t.Fatal(err)
 	}
 }
 

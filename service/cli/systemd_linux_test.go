@@ -103,13 +103,7 @@ func (c *container) shutdown() {
 // buildService builds strata-service for the container.
 func buildService(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "strata-service")
-	cmd := exec.Command("go", "build", "-o", bin, "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building strata-service: %v\n%s", err, out)
-	}
-	return bin
+	return testenv.Program(t, "github.com/strata-companion/companion/service", testenv.BuildOptions{Name: "strata-service"})
 }
 
 // install / start / status / stop / uninstall against a real systemd.
