@@ -4,12 +4,12 @@ import (
 	"os"
 	"testing"
 
+	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/settings"
-	"github.com/strata-companion/companion/internal/stratainstall/stratatest"
 )
 
 func stratatestNew(b *testing.B, config string) string {
-	return stratatest.New(b, "", stratatest.Options{Config: config}).Config
+	return fakestrata.NewInstall(b, "", fakestrata.InstallOptions{Config: config}).Config
 }
 
 // BenchmarkPlanVision is one whole `vision cpu` plan on a real-shaped config:
