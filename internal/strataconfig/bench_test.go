@@ -8,7 +8,7 @@ import (
 	"github.com/strata-companion/companion/internal/settings"
 )
 
-func stratatestNew(b *testing.B, config string) string {
+func newInstall(b *testing.B, config string) string {
 	return fakestrata.NewInstall(b, "", fakestrata.InstallOptions{Config: config}).Config
 }
 
@@ -16,7 +16,7 @@ func stratatestNew(b *testing.B, config string) string {
 // read, validate, edit, re-validate, check the files named.
 func BenchmarkPlanVision(b *testing.B) {
 	text, _ := os.ReadFile("testdata/gpu-2space.json")
-	in := stratatestNew(b, string(text))
+	in := newInstall(b, string(text))
 	r := VisionRequest{Placement: settings.PlacementCPU, Threads: 4}
 	for b.Loop() {
 		if _, err := PlanVision(in, r); err != nil {
