@@ -144,30 +144,7 @@ func pidOf(t *testing.T, e events.Event) int {
 }
 
 // alive lists the live (not zombie) processes in process group pgid.
-func alive(pgid int) []int {
-	var out []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		b, err := os.ReadFile(d + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		if g, _ := strconv.Atoi(f[2]); g == pgid {
-			p, _ := strconv.Atoi(filepath.Base(d))
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func alive(pgid int) []int { return testenv.GroupMembers(pgid) }
 
 func TestStartsAsStrataSaysAndStops(t *testing.T) {
 	h := newHarness(t, fakestrata.RootOptions{APIKey: "secret-key"}, nil)
