@@ -3,7 +3,6 @@
 package trayctl
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -23,18 +22,6 @@ import (
 	"github.com/strata-companion/companion/internal/testenv"
 )
 
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 // The tray's controller and watcher against the real strata-service (built
 // from ./service, run as its own process) supervising the Strata stand-in:
 // the contract of internal/controlapi as the service really serves it. The
@@ -51,7 +38,7 @@ func TestAgainstTheRealService(t *testing.T) {
 	home := filepath.Join(dir, "home")
 	t.Setenv(locations.EnvHome, home)
 
-	var out lockedBuf
+	var out testenv.Buffer
 	var mu sync.Mutex
 	var cmd *exec.Cmd
 	startService := func() {

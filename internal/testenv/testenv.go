@@ -5,8 +5,10 @@
 package testenv
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -98,3 +100,13 @@ func Receive[T any](t testing.TB, ch <-chan T, within time.Duration, what string
 		panic("unreachable")
 	}
 }
+
+// Buffer is a bytes.Buffer that goroutines may write while a test reads it
+// (a program's output, a daemon's log).
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) { b.mu.Lock(); defer b.mu.Unlock(); return b.b.Write(p) }
+func (b *Buffer) String() string              { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }

@@ -33,21 +33,11 @@ func (f *fakeControl) Start(context.Context) error   { return f.do("start") }
 func (f *fakeControl) Stop(context.Context) error    { return f.do("stop") }
 func (f *fakeControl) Restart(context.Context) error { return f.do("restart") }
 
+// serve serves b with the default timeouts (serveWith) and returns a client.
 func serve(t *testing.T, b Backend) (*Server, *controlapi.Client) {
 	t.Helper()
-	s, err := New(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := Listen("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Serve(ctx, l); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return s, &controlapi.Client{BaseURL: "http://" + l.Addr().String(), Token: s.Token(), HTTP: &http.Client{}}
+	s, addr := serveWith(t, b, DefaultTimeouts)
+	return s, &controlapi.Client{BaseURL: "http://" + addr, Token: s.Token(), HTTP: &http.Client{}}
 }
 
 func TestGuards(t *testing.T) {
