@@ -16,6 +16,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ import (
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/fakeencoder"
+	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/relay"
 	"github.com/strata-companion/companion/internal/settings"
@@ -189,11 +191,14 @@ func newRig(t *testing.T, sshdOpts testenv.SSHDOptions, remoteEnv string) *rig {
 	cp(standin, filepath.Join(g.remoteDir, "standin-bin"), 0o755)
 	testenv.WriteExecutable(filepath.Join(g.remoteDir, "strata-vision"), []byte("#!/bin/sh\n"+remoteEnv+" exec "+filepath.Join(g.remoteDir, "standin-bin")+" \"$@\"\n"))
 	g.sshd = testenv.StartSSHD(t, sshdOpts)
-	g.st = &settings.Settings{Vision: settings.PlacementRemote, LocalEncoder: standin, Remote: &settings.Remote{
+	// As prepare leaves it on a PC without an NVIDIA GPU (tests that give
+	// it one say so), with the image tokens chosen small for speed.
+	g.st = &settings.Settings{Vision: settings.PlacementRemote, LocalEncoder: standin, CPUMaxTokens: rigTokens, Remote: &settings.Remote{
 		Host: g.sshd.Host, Port: g.sshd.Port, User: g.sshd.User,
 		HostKey:   strings.TrimSpace(string(ssh.MarshalAuthorizedKey(g.sshd.HostSigner.PublicKey()))),
 		KeyFile:   g.sshd.ClientKeyFile,
 		RemoteDir: g.remoteDir,
+		NoGPU:     true, MaxTokens: rigTokens,
 	}}
 	g.settingsFile = filepath.Join(t.TempDir(), "settings.json")
 	g.save()
@@ -209,8 +214,9 @@ func (g *rig) save() {
 	}
 }
 
-// start runs the relay exactly as Strata starts an encoder.
-func (g *rig) start() {
+// start runs the relay exactly as Strata starts an encoder (extra: more
+// arguments a newer Strata passes).
+func (g *rig) start(extra ...string) {
 	t := g.t
 	relayBin, _ := builtBinaries(t)
 	log, err := os.OpenFile(g.engineLog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -218,7 +224,7 @@ func (g *rig) start() {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { log.Close() })
-	g.cmd = exec.Command(relayBin, "--mmproj", g.mmproj, "--model", g.model, "--max-tokens", fmt.Sprint(rigTokens))
+	g.cmd = exec.Command(relayBin, append([]string{"--mmproj", g.mmproj, "--model", g.model, "--max-tokens", fmt.Sprint(rigTokens)}, extra...)...)
 	g.cmd.Dir = g.root
 	g.cmd.Env = append(os.Environ(), "STRATA_COMPANION_SETTINGS="+g.settingsFile, locations.EnvHome+"="+g.home)
 	g.cmd.Stderr = log
@@ -265,11 +271,24 @@ func (g *rig) picture() (string, []byte, []byte, time.Duration) {
 	return l, data, got, d
 }
 
-// where waits for the n-th picture event and says where it was read.
+// where waits for the n-th picture read (its outcome event says OK) and
+// says where it was read.
 func (g *rig) where(n int) string {
-	e := g.svc.waitFor(g.t, events.PictureEncoded, n, 5*time.Second)
-	w, _ := e.Details["where"].(string)
-	return w
+	g.t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		c := 0
+		for _, e := range g.svc.all() {
+			if e.Kind == events.PictureEncoded && e.Details["ok"] == true {
+				if c++; c == n {
+					w, _ := e.Details["where"].(string)
+					return w
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			g.t.Fatalf("only %d pictures read within 5 s; events: %v", c, g.svc.all())
+		}
+	}
 }
 
 // noStrataLines checks the engine log: the relay must never write a line
@@ -417,7 +436,7 @@ func TestSecondPCDownFallsBackAndReturns(t *testing.T) {
 		}
 		t.Logf("fallback picture %d: %v", i, d)
 	}
-	if n := g.svc.count(relay.VisionFallback); n != 1 {
+	if n := g.svc.count(events.VisionFallback); n != 1 {
 		t.Fatalf("%d fallback events for one outage, want 1", n)
 	}
 	// Known down, fallback off: ERR at once.
@@ -435,18 +454,42 @@ func TestSecondPCDownFallsBackAndReturns(t *testing.T) {
 	t.Logf("ERR while known down: %v; live pictures: %v; ratio of medians %.3f", down, live, float64(medianOf(down))/float64(medianOf(live)))
 	g.st.FallbackCPU = &on
 	g.save()
+	// Its ssh server back: a refused connection was quick to find, so it
+	// was not kept as known down; the very next picture goes there.
 	g.sshd.Start()
-	g.svc.waitFor(t, events.RemoteReachable, 1, 15*time.Second)
-	l, data, got, _ := g.picture()
+	l, data, got, d := g.picture()
 	if !strings.HasPrefix(l, "OK ") {
-		t.Fatalf("after the second PC came back: %q", l)
+		t.Fatalf("the first picture after the second PC came back: %q", l)
 	}
+	t.Logf("the first picture after sshd came back: %v", d)
+	g.svc.waitFor(t, events.RemoteReachable, 1, 10*time.Second)
 	g.checkSVE("back", got, data)
 	if w := g.where(7); w != relay.WhereRemote {
 		t.Fatalf("after the second PC answered again the picture was read at %q", w)
 	}
 	g.quit()
 	g.noStrataLines()
+}
+
+// pictureThere waits until an agent of the rig's second PC holds a picture
+// in its scratch folder (it is there from its arrival until its reply) and
+// returns that agent's pid.
+func (g *rig) pictureThere() int {
+	g.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		for _, pid := range g.remoteProcs() {
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); filepath.Base(exe) != "strata-vision-relay" {
+				continue
+			}
+			if m, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("strata-vision-relay-%d-*", pid), "*.img")); len(m) > 0 {
+				return pid
+			}
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(g.engineLog)
+			g.t.Fatalf("no picture reached an agent on the second PC within 20 s; engine log:\n%s", b)
+		}
+	}
 }
 
 func medianOf(ds []time.Duration) time.Duration {
@@ -487,7 +530,9 @@ func TestHungAgentQuitEndsEverything(t *testing.T) {
 		agentPID = 0
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(200 * time.Millisecond) // the picture is with the encoder now
+	if p := g.pictureThere(); p != agentPID { // the picture is with the agent now
+		t.Fatalf("the picture is with agent %d, not %d", p, agentPID)
+	}
 	if err := syscall.Kill(agentPID, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -634,7 +679,7 @@ func TestWakeOnLANThenPicture(t *testing.T) {
 	if w := g.where(1); w != relay.WhereRemote {
 		t.Fatalf("read at %q", w)
 	}
-	g.svc.waitFor(t, relay.RemoteWake, 2, 5*time.Second)
+	g.svc.waitFor(t, events.RemoteWake, 2, 5*time.Second)
 	// 100 pictures, then a failover: still no relay line in the engine log.
 	for i := 0; i < 100; i++ {
 		if l, data, got, _ := g.picture(); !strings.HasPrefix(l, "OK ") {
@@ -754,12 +799,7 @@ func TestStopDuringAPicture(t *testing.T) {
 			img := filepath.Join(g.tmp, "slow.img")
 			os.WriteFile(img, []byte("\x89PNG\r\n\x1a\nxxxxxxxx"), 0o600)
 			fmt.Fprintf(g.stdin, "ENC %s %s\n", img, strings.TrimSuffix(img, ".img")+".sve")
-			for deadline := time.Now().Add(20 * time.Second); len(g.remoteProcs()) < 2; time.Sleep(20 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("the agent and its encoder did not start")
-				}
-			}
-			time.Sleep(200 * time.Millisecond) // the picture is with the encoder
+			g.pictureThere() // the picture is with the agent
 			t0 := time.Now()
 			switch how {
 			case "quit":
@@ -789,4 +829,320 @@ func TestStopDuringAPicture(t *testing.T) {
 			t.Logf("%s: relay gone %v, everything gone %v", how, exited, time.Since(t0))
 		})
 	}
+}
+
+// TestSecondPCReadsOnItsGPU: a second PC with an NVIDIA GPU (the stand-in
+// nvidia-smi on its PATH, recorded by prepare): the relay, started as Strata
+// starts it (no --gpu: the config says gpu false), starts that PC's encoder
+// with --gpu and 1024 image tokens unless chosen; the encoder's own start
+// line says GPU, and the relay reports the GPU's name and the VRAM it took.
+// With that GPU gone (the driver finds none), the next start reads on the
+// CPU: vision.ready says cpu where a GPU was expected, and one
+// vision.degraded says why (once, not again on the next start).
+func TestSecondPCReadsOnItsGPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the relay and starts a real sshd")
+	}
+	smi := t.TempDir()
+	testenv.NvidiaSMI(t, smi, nil)
+	g := newRig(t, testenv.SSHDOptions{PathDirs: []string{smi}}, "")
+	g.st.Remote.NoGPU = false
+	g.st.Remote.GPUs = []settings.RemoteGPU{{Index: 0, Name: "NVIDIA GeForce RTX 3060 Laptop GPU", TotalMiB: 6144}}
+	g.save()
+	g.start()
+	l, data, got, _ := g.picture()
+	if !strings.HasPrefix(l, fmt.Sprintf("OK %d ", rigTokens)) {
+		t.Fatalf("picture on the second PC's GPU: %q", l)
+	}
+	g.checkSVE("gpu", got, data)
+	var encArgs []string
+	for _, p := range g.remoteProcs() {
+		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", p)); filepath.Base(exe) == "standin-bin" {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+			encArgs = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		}
+	}
+	if !slices.Contains(encArgs, "--gpu") || slices.Contains(encArgs, "--threads") {
+		t.Errorf("the second PC's encoder runs as %q, want --gpu and no --threads", encArgs)
+	}
+	ready := g.svc.waitFor(t, events.EncoderReady, 1, 10*time.Second)
+	if ready.Details["device"] != "gpu" || ready.Details["gpu"] != "NVIDIA GeForce RTX 3060 Laptop GPU" || ready.Details["vram_mib"] != float64(fakeencoder.GPUVRAMMiB) {
+		t.Errorf("vision.ready %v: want the GPU by name and the %d MiB it took", ready.Details, fakeencoder.GPUVRAMMiB)
+	}
+	if n := g.svc.count(events.EncoderDegraded); n != 0 {
+		t.Errorf("%d vision.degraded on a GPU", n)
+	}
+
+	// The GPU gone: the next agent's encoder finds none.
+	testenv.SetGPUs(t, smi, nil)
+	restart := func() {
+		t.Helper()
+		g.st.Vision = settings.PlacementOff // ends the agent session
+		g.save()
+		if l, _, _, _ := g.picture(); l != relay.OffMessage {
+			t.Fatalf("off: %q", l)
+		}
+		g.st.Vision = settings.PlacementRemote
+		g.save()
+		if l, data, got, _ := g.picture(); !strings.HasPrefix(l, "OK ") {
+			t.Fatalf("picture after the GPU went: %q", l)
+		} else {
+			g.checkSVE("cpu", got, data)
+		}
+	}
+	restart()
+	ready = g.svc.waitFor(t, events.EncoderReady, 2, 10*time.Second)
+	if ready.Details["device"] != "cpu" || ready.Details["expected"] != "gpu" {
+		t.Errorf("vision.ready without the GPU: %v, want cpu where gpu was expected", ready.Details)
+	}
+	deg := g.svc.waitFor(t, events.EncoderDegraded, 1, 10*time.Second)
+	if !strings.Contains(deg.Message, "CPU") || !strings.Contains(deg.Message, "CUDA") {
+		t.Errorf("vision.degraded says %q: want the CPU and the encoder's reason", deg.Message)
+	}
+	restart()
+	g.svc.waitFor(t, events.EncoderReady, 3, 10*time.Second)
+	if n := g.svc.count(events.EncoderDegraded); n != 1 {
+		t.Errorf("%d vision.degraded events for one change, want 1 (notified once)", n)
+	}
+	g.quit()
+	g.noStrataLines()
+}
+
+// TestThisPCsCPUAtStrataSettings: pictures read on this PC's CPU use
+// Strata's own CPU settings: the Q8_0 projector beside the mmproj, 300 image
+// tokens unless chosen, the settings' threads; back to the second PC, the
+// local encoder ends (its RAM back).
+func TestThisPCsCPUAtStrataSettings(t *testing.T) {
+	g := newRig(t, testenv.SSHDOptions{}, "")
+	q8 := filepath.Join(g.root, "mmproj-Q8_0.gguf")
+	fakeencoder.WriteMmproj(q8, rigEmbd)
+	g.st.Vision = settings.PlacementCPU
+	g.st.CPUMaxTokens = 0 // Strata's default
+	g.st.CPUThreads = 3
+	g.save()
+	g.start()
+	l, data, got, _ := g.picture()
+	if !strings.HasPrefix(l, "OK 300 ") {
+		t.Fatalf("picture on this PC's CPU: %q (want 300 image tokens)", l)
+	}
+	if !bytes.Equal(got, fakeencoder.SVE(data, 300, rigEmbd)) {
+		t.Fatal("the .sve is not the stand-in's at 300 tokens")
+	}
+	var local int
+	for _, p := range testenv.Children(g.cmd.Process.Pid) {
+		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", p)); exe == g.standin {
+			local = p
+		}
+	}
+	if local == 0 {
+		t.Fatal("no local encoder among the relay's children")
+	}
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", local))
+	args := strings.Join(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")[1:], " ")
+	if want := "--mmproj " + q8 + " --model " + g.model + " --threads 3 --max-tokens 300"; args != want {
+		t.Errorf("the local encoder runs with %q, want %q", args, want)
+	}
+	ready := g.svc.waitFor(t, events.EncoderReady, 1, 10*time.Second)
+	if ready.Details["device"] != "cpu" || ready.Details["threads"] != float64(3) || ready.Details["where"] != relay.WhereLocalCPU {
+		t.Errorf("vision.ready %v", ready.Details)
+	}
+	g.st.Vision = settings.PlacementRemote
+	g.save()
+	if l, _, _, _ := g.picture(); !strings.HasPrefix(l, "OK ") {
+		t.Fatalf("back on the second PC: %q", l)
+	}
+	for deadline := time.Now().Add(10 * time.Second); processAlive(local); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the local encoder %d still runs 10 s after pictures went back to the second PC", local)
+		}
+	}
+	g.quit()
+}
+
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return len(f) > 2 && f[2] != "Z"
+}
+
+// TestHungAgentGivenUpWithinSeconds: the agent is stopped (SIGSTOP) while it
+// reads the first picture after a start (a 20 s encode, so only the
+// relay's silence bound can answer in time): the picture gets ERR within
+// seconds (the agent proves it is alive with Beat frames every second; three
+// missed ones end it), not after the flat 120 s the first pictures had, and
+// the next picture is read by a new agent.
+func TestHungAgentGivenUpWithinSeconds(t *testing.T) {
+	g := newRig(t, testenv.SSHDOptions{}, "STRATA_STANDIN_ENCODE_MS=20000")
+	g.start()
+	img := filepath.Join(g.tmp, "hung.img")
+	os.WriteFile(img, []byte("\x89PNG\r\n\x1a\nxxxxxxxx"), 0o600)
+	fmt.Fprintf(g.stdin, "ENC %s %s\n", img, strings.TrimSuffix(img, ".img")+".sve")
+	agent := g.pictureThere()
+	if err := syscall.Kill(agent, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(agent, syscall.SIGKILL) })
+	l, d := g.line(15 * time.Second) // the 20 s encode would come later; 120 s before
+	if !strings.HasPrefix(l, "ERR ") || !strings.Contains(l, "stopped answering") {
+		t.Fatalf("the picture with the agent stopped got %q", l)
+	}
+	t.Logf("ERR %v after the agent was stopped: %s", d, l)
+	fail := g.svc.waitFor(t, events.PictureEncoded, 1, 10*time.Second)
+	if fail.Details["ok"] != false || !strings.Contains(fail.Message, "stopped answering") {
+		t.Errorf("the picture's outcome event: %+v", fail)
+	}
+	g.quit()
+}
+
+// TestQuitAfterTheLinkIsBlackHoled: the second PC's link goes silent (the
+// namespace's side of the veth down: no reset, no answer) while the
+// connection is kept; QUIT a second later ends the relay within a second (a
+// dead connection is closed, not waited on).
+func TestQuitAfterTheLinkIsBlackHoled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("network namespaces")
+	}
+	ns := testenv.NewNetns(t, testenv.NetnsOptions{})
+	g := newRig(t, testenv.SSHDOptions{Netns: ns.Name, ListenHost: ns.PeerAddr}, "")
+	g.start()
+	if l, _, _, _ := g.picture(); !strings.HasPrefix(l, "OK ") {
+		t.Fatalf("picture on the live link: %q", l)
+	}
+	if err := ns.CutLink(); err != nil {
+		t.Fatal(err)
+	}
+	// The relay's keepalive (every 2 s) may be in flight: QUIT a second on.
+	time.Sleep(time.Second)
+	t0 := time.Now()
+	io.WriteString(g.stdin, "QUIT\n")
+	done := make(chan error, 1)
+	go func() { done <- g.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(stopBound):
+		t.Fatalf("the relay did not exit within %s of QUIT on a black-holed link", stopBound)
+	}
+	took := time.Since(t0)
+	t.Logf("QUIT on a black-holed link: the relay exited in %v", took)
+	// Waiting on the dead connection instead takes its keepalive timeout
+	// (5 s) or more: the bound sits below that, far above the ~0.6 s measured.
+	if took > 3*time.Second {
+		t.Errorf("the relay took %v to exit after QUIT on a black-holed link: it waited on the dead connection", took)
+	}
+	if left := testenv.Children(g.cmd.Process.Pid); len(left) > 0 {
+		t.Errorf("processes of the relay left: %v", left)
+	}
+	ns.RestoreLink()
+}
+
+// TestNewerStrataArgumentsStillServe: started with arguments a newer Strata
+// passes (--min-tokens, --flash-attn) and one no version knows, the relay
+// answers READY and reads pictures on the second PC and on this PC's CPU;
+// the encoders take --flash-attn, and one that refuses an argument is started
+// without it, with a note in the engine log (not a line Strata would take
+// for the engine's last words).
+func TestNewerStrataArgumentsStillServe(t *testing.T) {
+	g := newRig(t, testenv.SSHDOptions{}, "")
+	g.start("--min-tokens", "64", "--flash-attn", "on", "--a-future-flag", "3")
+	for _, place := range []settings.Placement{settings.PlacementRemote, settings.PlacementCPU} {
+		g.st.Vision = place
+		g.save()
+		l, data, got, _ := g.picture()
+		if !strings.HasPrefix(l, "OK ") {
+			b, _ := os.ReadFile(g.engineLog)
+			t.Fatalf("%s with newer arguments: %q\n%s", place, l, b)
+		}
+		g.checkSVE(string(place), got, data)
+	}
+	ready := g.svc.waitFor(t, events.EncoderReady, 2, 10*time.Second)
+	if a, _ := ready.Details["args"].(string); !strings.Contains(a, "--flash-attn on") || strings.Contains(a, "--min-tokens") || strings.Contains(a, "--a-future-flag") {
+		t.Errorf("the local encoder runs with %q: want --flash-attn on, and the arguments it refuses dropped", a)
+	}
+	g.quit()
+	b, _ := os.ReadFile(g.engineLog)
+	if !strings.Contains(string(b), "vision relay: Strata passed --a-future-flag") || !strings.Contains(string(b), "does not take --min-tokens") {
+		t.Errorf("the engine log does not note the arguments:\n%s", b)
+	}
+	g.noStrataLines()
+}
+
+// TestHungAgentTextWaitsNoLonger: the relay runs under the stand-in Strata
+// server (which reads pictures under its request FIFO, as Strata's main
+// repository does), the agent is stopped (SIGSTOP) while it reads the first
+// picture after the start: that picture gets its 400 within seconds, and a
+// text request sent meanwhile waits no longer than that.
+func TestHungAgentTextWaitsNoLonger(t *testing.T) {
+	g := newRig(t, testenv.SSHDOptions{}, "STRATA_STANDIN_ENCODE_MS=20000")
+	relayBin, _ := builtBinaries(t)
+	r := fakestrata.NewRoot(t, fakestrata.RootOptions{Extra: map[string]any{
+		"env":    map[string]string{"STRATA_COMPANION_SETTINGS": g.settingsFile, locations.EnvHome: g.home},
+		"vision": map[string]any{"exe": relayBin, "mmproj": g.mmproj, "model": g.model, "gpu": false, "max_tokens": 1024, "remote": true},
+	}})
+	srv := exec.Command(r.Python, "serve/server.py", "--engine", "strata", "--config", r.Config, "--port", strconv.Itoa(r.Port))
+	srv.Dir = r.Dir
+	out, _ := srv.StdoutPipe()
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() })
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ready:") {
+				close(ready)
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stand-in server did not get ready")
+	}
+	base := "http://127.0.0.1:" + strconv.Itoa(r.Port)
+	type answer struct {
+		code int
+		body string
+		at   time.Time
+	}
+	post := func(path, body string, to chan<- answer) {
+		resp, err := http.Post(base+path, "application/octet-stream", strings.NewReader(body))
+		if err != nil {
+			to <- answer{code: -1, body: err.Error(), at: time.Now()}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		to <- answer{resp.StatusCode, string(b), time.Now()}
+	}
+	pic, text := make(chan answer, 1), make(chan answer, 1)
+	go post("/standin/encode", "\x89PNG\r\n\x1a\nhung picture", pic)
+	agent := g.pictureThere()
+	if err := syscall.Kill(agent, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(agent, syscall.SIGKILL) })
+	t0 := time.Now()
+	go post("/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`, text)
+	var p, x answer
+	select {
+	case p = <-pic:
+	case <-time.After(15 * time.Second): // the 20 s encode would come later; 120 s before
+		t.Fatal("the picture with its agent stopped got no answer within 15 s")
+	}
+	select {
+	case x = <-text:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the text request got no answer within 10 s of the picture's")
+	}
+	if p.code != 400 || !strings.Contains(p.body, "stopped answering") {
+		t.Errorf("the picture: %d %s", p.code, p.body)
+	}
+	if x.code != 200 {
+		t.Errorf("the text request: %d %s", x.code, x.body)
+	}
+	t.Logf("agent stopped: picture answered after %v, text after %v (it waited behind the picture)", p.at.Sub(t0), x.at.Sub(t0))
 }

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,7 +15,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
-	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,9 +47,13 @@ To set it up, use Strata Companion's setup or:  strata-service vision remote
 
 On the second PC the same program runs as the agent (started by the relay over ssh):
   strata-vision-relay agent --encoder FILE --mmproj FILE --model FILE [--gpu] [--threads N]
-                            [--max-tokens N] [--idle-stop SECONDS]
+                            [--max-tokens N] [--idle-stop SECONDS] [--cuda-device N]
+                            [--encoder-arg ARG ...]
 
-Flags:
+Strata's --gpu, --threads and --max-tokens are read and left alone: the second PC's encoder
+runs on its GPU when prepare found a usable one (else its CPU, or as the companion settings
+choose), this PC's CPU at Strata's own CPU settings. --flash-attn, --min-tokens and any
+argument it does not know are passed on to the encoder (one that refuses it starts without it).
 `
 
 // gcPercent and memLimit are the relay's and the agent's GC settings (see
@@ -108,28 +113,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stdout, "strata-vision-relay", version.Version)
 		return 0
 	}
-	fs := flag.NewFlagSet("strata-vision-relay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	mmproj := fs.String("mmproj", "", "the vision projector GGUF (as Strata passes it)")
-	model := fs.String("model", "", "the text model shard 1 or vocabulary stub (as Strata passes it)")
-	gpu := fs.Bool("gpu", false, "run the encoder on the second PC's GPU")
-	threads := fs.Int("threads", 0, "CPU encoder threads on the second PC")
-	maxTokens := fs.Int("max-tokens", 0, "image tokens per picture")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), usage, version.Version)
-		fs.PrintDefaults()
-	}
 	if len(args) == 0 {
 		// Strata always passes --mmproj and --model: a person ran it.
-		fs.Usage()
+		printUsage(stderr)
 		return 2
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 2
-		}
-		return 2
+	sa, argsErr := parseStrataArgs(args)
+	if sa.help {
+		printUsage(stdout)
+		return 0
 	}
+	if argsErr != nil {
+		// Never exit on Strata's arguments (it would not start, text
+		// included): say what is wrong and answer every picture with it.
+		say(stderr, "%v", argsErr)
+	}
+	for _, u := range sa.unknown {
+		say(stderr, "Strata passed %s, which this relay does not know; it is passed on to the encoder (an encoder that refuses it is started without it)", u)
+	}
+	mmproj, model := &sa.mmproj, &sa.model
 
 	settingsPath := os.Getenv(EnvSettings)
 	if settingsPath == "" {
@@ -158,6 +160,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 				"Strata is told READY 0 so text keeps working, but pictures need a readable mmproj: check the path in Strata's config (vision.mmproj) and that this account can read it", *mmproj, err)
 		}
 	}
+	// The second PC's device, image tokens and threads come from what
+	// prepare found there and what the user chose (relay.RemoteDevice),
+	// never from the --gpu, --threads and --max-tokens Strata passes: those
+	// are the config's, which says gpu false so that Strata does not count
+	// the relay as a GPU encoder.
 	target := func(r settings.Remote) relay.Target {
 		osName := relay.RemoteOS(r.OS, r.RemoteDir)
 		encoder := r.EncoderPath
@@ -168,13 +175,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			}
 		}
 		rm, rmodel := relay.RemoteFiles(*mmproj, *model)
+		d := relay.RemoteDevice(r)
 		a := relay.AgentArgs{OS: osName, RemoteDir: r.RemoteDir, Encoder: encoder, Mmproj: rm, Model: rmodel,
-			GPU: *gpu, Threads: *threads, MaxTokens: *maxTokens, IdleStopS: r.IdleStopS}
-		return relay.Target{Host: r.Host, Dial: relay.SSHDialer(r), AgentCommand: a.Command(), IdleStopS: r.IdleStopS}
-	}
-	local := []string{"--mmproj", *mmproj, "--model", *model}
-	if *maxTokens > 0 {
-		local = append(local, "--max-tokens", strconv.Itoa(*maxTokens))
+			GPU: d.GPU, Threads: d.Threads, MaxTokens: d.MaxTokens, IdleStopS: r.IdleStopS, CUDADevice: d.CUDAIndex(), Extra: sa.extra}
+		return relay.Target{Host: r.Host, Dial: relay.SSHDialer(r), AgentCommand: a.Command(), IdleStopS: r.IdleStopS, Device: d}
 	}
 	rep := relay.NewServiceReporter(nil)
 	rl := relay.New(relay.Options{
@@ -183,16 +187,100 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		NEmbd:       nEmbd,
 		Settings:    sf.Get,
 		Target:      target,
-		LocalArgs:   local,
+		LocalMmproj: *mmproj,
+		LocalModel:  *model,
+		ExtraArgs:   sa.extra,
+		Notes:       func(line string) { say(stderr, "%s", line) },
+		ArgsProblem: errString(argsErr),
 		Report:      rep.Event,
 		ReportNEmbd: rep.NEmbd,
 	})
 	err = rl.Run(ctx, stdin, stdout)
-	rep.Close(500 * time.Millisecond)
+	rep.Close(300 * time.Millisecond)
 	if err != nil && ctx.Err() == nil {
 		say(stderr, "reading Strata's requests failed: %v", err)
 	}
 	return 0
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintf(w, usage, version.Version)
+}
+
+// strataArgs is what Strata passed.
+type strataArgs struct {
+	mmproj, model string
+	// extra are encoder arguments the relay passes on to the encoders it
+	// starts: --flash-attn, --min-tokens and any it does not know.
+	extra   []string
+	unknown []string // those it does not know (a note each)
+	help    bool
+}
+
+// parseStrataArgs reads Strata's encoder arguments. It never refuses one:
+// a server newer than this relay may pass arguments it does not know
+// (--min-tokens came that way), and an encoder that exits on one stops
+// Strata from starting, text included. --gpu, --threads and --max-tokens
+// are read and left alone (see target in run); an unknown "--x" takes the
+// next argument as its value unless that starts with "--".
+func parseStrataArgs(args []string) (strataArgs, error) {
+	var a strataArgs
+	var problems []string
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		name, val, hasVal := strings.Cut(arg, "=")
+		value := func() string {
+			if hasVal {
+				return val
+			}
+			if i+1 < len(args) {
+				i++
+				return args[i]
+			}
+			problems = append(problems, name+" needs a value")
+			return ""
+		}
+		switch name {
+		case "-h", "--help", "-help":
+			a.help = true
+		case "--mmproj", "-mmproj":
+			a.mmproj = value()
+		case "--model", "-model":
+			a.model = value()
+		case "--gpu", "-gpu":
+		case "--threads", "--max-tokens", "-threads", "-max-tokens":
+			value()
+		case "--min-tokens", "--flash-attn":
+			a.extra = append(a.extra, name, value())
+		default:
+			if !strings.HasPrefix(arg, "-") {
+				a.unknown = append(a.unknown, arg)
+				continue
+			}
+			a.unknown = append(a.unknown, name)
+			a.extra = append(a.extra, name)
+			if hasVal {
+				a.extra = append(a.extra, val)
+			} else if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				i++
+				a.extra = append(a.extra, args[i])
+			}
+		}
+	}
+	if a.mmproj == "" || a.model == "" {
+		problems = append(problems, "Strata passed no --mmproj or no --model (its config's vision block needs both)")
+	}
+	if len(problems) > 0 {
+		return a, errors.New(strings.Join(problems, "; "))
+	}
+	return a, nil
 }
 
 func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -205,6 +293,11 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.BoolVar(&cfg.GPU, "gpu", false, "GPU encoder")
 	fs.IntVar(&cfg.Threads, "threads", 0, "CPU encoder threads")
 	fs.IntVar(&cfg.MaxTokens, "max-tokens", 0, "image tokens per picture")
+	cuda := fs.Int("cuda-device", -1, "the GPU the encoder runs on, by nvidia-smi index")
+	fs.Func("encoder-arg", "an argument passed on to strata-vision (repeatable)", func(v string) error {
+		cfg.ExtraArgs = append(cfg.ExtraArgs, v)
+		return nil
+	})
 	idle := fs.Int("idle-stop", 0, "stop the encoder after this many seconds without a picture (0: keep it running)")
 	fs.StringVar(&cfg.Dir, "dir", "", "folder receiving uploads (default: this program's folder)")
 	fs.StringVar(&cfg.ScratchParent, "scratch", "", "folder for the private scratch folder (default: the temp folder)")
@@ -212,6 +305,7 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 2
 	}
 	cfg.IdleStop = time.Duration(*idle) * time.Second
+	cfg.CUDADevice, cfg.CUDADeviceSet = *cuda, *cuda >= 0
 	cfg.Log = stderr
 	if stdout == io.Writer(os.Stdout) {
 		widenPipes(os.Stdin, os.Stdout)

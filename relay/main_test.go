@@ -12,17 +12,23 @@ import (
 	"github.com/strata-companion/companion/internal/settings"
 )
 
-func TestNoArgumentsOrHelpExplainsAndExits2(t *testing.T) {
+// TestNoArgumentsOrHelpExplains: with no arguments (a person ran it) the
+// explanation goes to stderr and the exit code is 2; --help and -h ask for
+// it: stdout, exit 0.
+func TestNoArgumentsOrHelpExplains(t *testing.T) {
 	for _, args := range [][]string{nil, {"--help"}, {"-h"}} {
 		var out, errb bytes.Buffer
 		code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
-		if code != 2 {
-			t.Errorf("%v: exit %d, want 2", args, code)
+		text, want := out.String(), 0
+		if args == nil {
+			text, want = errb.String(), 2
 		}
-		if strings.Contains(out.String(), "READY") {
+		if code != want {
+			t.Errorf("%v: exit %d, want %d", args, code, want)
+		}
+		if strings.HasPrefix(out.String(), "READY") {
 			t.Errorf("%v: printed READY: %q", args, out.String())
 		}
-		text := errb.String()
 		for _, want := range []string{"Strata", "--mmproj", "ENC <image> <output>", "second PC", "STRATA_COMPANION_SETTINGS"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("%v: the explanation lacks %q:\n%s", args, want, text)
@@ -33,6 +39,28 @@ func TestNoArgumentsOrHelpExplainsAndExits2(t *testing.T) {
 				t.Errorf("%v: a line starts with strata: %q", args, l)
 			}
 		}
+	}
+}
+
+// TestStrataArgumentsNeverStopIt: Strata's arguments, known or not, never
+// make the relay exit (Strata would not start, text included).
+func TestStrataArgumentsNeverStopIt(t *testing.T) {
+	for _, c := range []struct {
+		args          []string
+		extra, unknwn []string
+	}{
+		{[]string{"--mmproj", "m", "--model", "x", "--gpu", "--threads", "4", "--max-tokens", "1024"}, nil, nil},
+		{[]string{"--mmproj", "m", "--model", "x", "--min-tokens", "64", "--flash-attn", "on", "--a-future-flag", "3"},
+			[]string{"--min-tokens", "64", "--flash-attn", "on", "--a-future-flag", "3"}, []string{"--a-future-flag"}},
+		{[]string{"--mmproj=m", "--model", "x", "--new-switch", "--other=v"}, []string{"--new-switch", "--other", "v"}, []string{"--new-switch", "--other"}},
+	} {
+		a, err := parseStrataArgs(c.args)
+		if err != nil || a.mmproj != "m" || a.model != "x" || strings.Join(a.extra, " ") != strings.Join(c.extra, " ") || strings.Join(a.unknown, " ") != strings.Join(c.unknwn, " ") {
+			t.Errorf("%q: %+v %v", c.args, a, err)
+		}
+	}
+	if _, err := parseStrataArgs([]string{"--model", "x", "--threads"}); err == nil || !strings.Contains(err.Error(), "--mmproj") {
+		t.Errorf("no --mmproj: %v", err)
 	}
 }
 

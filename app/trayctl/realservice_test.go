@@ -80,7 +80,7 @@ func TestRelayLineFromTheRealService(t *testing.T) {
 	running.waitFor(t, "the running tray's last-picture line", func(m traymodel.Menu) bool {
 		return strings.Contains(line(m), "on the second PC, 2.8 s")
 	})
-	report(events.Event{Kind: traymodel.KindFallback, Message: "the second PC is off"},
+	report(events.Event{Kind: events.VisionFallback, Message: "the second PC is off"},
 		events.Event{Kind: events.PictureEncoded, Details: map[string]any{"where": traymodel.WhereFallbackCPU, "ms": 15270}})
 	running.waitFor(t, "the running tray's fallback line", func(m traymodel.Menu) bool {
 		return strings.Contains(line(m), "on this CPU (fallback), 15 s") && strings.Contains(line(m), "fallbacks: 1")

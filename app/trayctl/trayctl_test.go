@@ -490,7 +490,7 @@ func TestRelayEventsAndFallbackSwitch(t *testing.T) {
 		t.Fatal("fallback checked while the settings have it off")
 	}
 	r.api.Change(func(*controlapi.State) {},
-		events.Event{Kind: traymodel.KindFallback, Message: "second PC off"},
+		events.Event{Kind: events.VisionFallback, Message: "second PC off"},
 		events.Event{Kind: events.PictureEncoded, Time: time.Now(), Details: map[string]any{"where": traymodel.WhereFallbackCPU, "ms": 15270}})
 	r.view.waitFor(t, "last picture line", func(m traymodel.Menu) bool {
 		return strings.Contains(item(m, traymodel.ItemLastPicture), "on this CPU (fallback), 15 s") && strings.Contains(item(m, traymodel.ItemLastPicture), "fallbacks: 1")

@@ -8,13 +8,6 @@ import (
 	"github.com/strata-companion/companion/internal/events"
 )
 
-// Relay event kinds the tray shows (sent by strata-vision-relay through the
-// service; the names are the relay's, see docs/relay.md).
-const (
-	KindFallback events.Kind = "vision.fallback"
-	KindWake     events.Kind = "remote.wake"
-)
-
 // Where a picture was read, as the relay reports it.
 const (
 	WhereRemote      = "remote"
@@ -27,8 +20,9 @@ const FallbackTitle = "Read on this PC's CPU when the second PC is off"
 
 // TopicFallback and TopicWake rate-limit their notices.
 const (
-	TopicFallback = "vision.fallback"
-	TopicWake     = "remote.wake"
+	TopicFallback = string(events.VisionFallback)
+	TopicWake     = string(events.RemoteWake)
+	TopicDegraded = string(events.EncoderDegraded)
 )
 
 // RelayView is what the relay reported, folded from events.
@@ -39,6 +33,12 @@ type RelayView struct {
 	Wakes     int
 	LastWake  string // the last wake's outcome in words
 	Failovers int
+	// Device is where the encoder really reads, from its start line
+	// ("RTX 3060 Laptop GPU", "its CPU"); Degraded says why not a GPU.
+	Device   string
+	Degraded string
+	// LastError is the last picture's reason when it failed ("" when OK).
+	LastError string
 }
 
 // Fold adds evs to v.
@@ -46,14 +46,27 @@ func (v *RelayView) Fold(evs []events.Event) {
 	for _, e := range evs {
 		switch e.Kind {
 		case events.PictureEncoded:
+			if ok, known := e.Details["ok"].(bool); known && !ok {
+				if w, _ := e.Details["where"].(string); w != "off" {
+					v.LastError = e.Message
+				}
+				continue
+			}
+			v.LastError = ""
 			if w, ok := e.Details["where"].(string); ok {
 				v.LastWhere = w
 			}
 			v.LastMS = int64(number(e.Details["ms"]))
 			v.LastAt = e.Time
-		case KindFallback:
+		case events.EncoderReady:
+			if d, _ := e.Details["device"].(string); d != "" {
+				v.Device, v.Degraded = deviceWords(d, e.Details), ""
+			}
+		case events.EncoderDegraded:
+			v.Degraded = e.Message
+		case events.VisionFallback:
 			v.Failovers++
-		case KindWake:
+		case events.RemoteWake:
 			ok, known := e.Details["ok"].(bool)
 			switch {
 			case !known:
@@ -66,6 +79,17 @@ func (v *RelayView) Fold(evs []events.Event) {
 			}
 		}
 	}
+}
+
+// deviceWords names the device an encoder reads on.
+func deviceWords(device string, d map[string]any) string {
+	if g, _ := d["gpu"].(string); device == "gpu" && g != "" {
+		return g
+	}
+	if device == "gpu" {
+		return "its GPU"
+	}
+	return "its CPU"
 }
 
 func number(v any) float64 {
@@ -100,7 +124,14 @@ func (v RelayView) Line(now time.Time) string {
 	}
 	s := "Last picture: none yet"
 	if v.LastWhere != "" {
-		s = fmt.Sprintf("Last picture: %s, %s, %s", WhereWords(v.LastWhere), seconds(v.LastMS), Clock(v.LastAt, now))
+		where := WhereWords(v.LastWhere)
+		if v.Device != "" && v.LastWhere == WhereRemote {
+			where += " (" + v.Device + ")"
+		}
+		s = fmt.Sprintf("Last picture: %s, %s, %s", where, seconds(v.LastMS), Clock(v.LastAt, now))
+	}
+	if v.LastError != "" {
+		s = "Last picture failed: " + v.LastError
 	}
 	if v.LastWake != "" {
 		s += "; " + v.LastWake
@@ -118,13 +149,16 @@ func RelayNotices(evs []events.Event) []Notice {
 	var out []Notice
 	for _, e := range evs {
 		switch e.Kind {
-		case KindFallback:
+		case events.VisionFallback:
 			out = append(out, Notice{Topic: TopicFallback, Title: "Pictures are read on this PC's CPU",
 				Body: "The second PC cannot be reached, so pictures are read on this PC's CPU (slower; text waits while a picture is read) until it answers again."})
 		case events.RemoteReachable:
 			out = append(out, Notice{Topic: TopicFallback, Up: true, Title: "The second PC is back",
 				Body: "Pictures are read on the second PC again."})
-		case KindWake:
+		case events.EncoderDegraded:
+			out = append(out, Notice{Topic: TopicDegraded, Title: "Pictures are read on the second PC's CPU",
+				Body: e.Message + ". Run the second PC's preparation again (it looks for its GPU), or check its NVIDIA driver."})
+		case events.RemoteWake:
 			if ok, known := e.Details["ok"].(bool); known && !ok {
 				out = append(out, Notice{Topic: TopicWake, Title: "The second PC did not wake",
 					Body: e.Message + ". Check that Wake-on-LAN is on in its firmware and network card settings."})
@@ -155,6 +189,10 @@ func (v *RelayView) Seed(st *controlapi.State) {
 		v.LastMS = int64(vis.LastPictureMS)
 	}
 	v.Wakes, v.Failovers = vis.Wakes, vis.Fallbacks
+	if vis.Device != "" {
+		v.Device = deviceWords(vis.Device, map[string]any{"gpu": vis.GPU})
+	}
+	v.Degraded = vis.Degraded
 	switch vis.LastWake {
 	case "sent":
 		v.LastWake = "waking it"

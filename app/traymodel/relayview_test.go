@@ -23,9 +23,9 @@ func TestRelayViewSaysWhereTheLastPictureWent(t *testing.T) {
 		t.Fatalf("remote: %q", l)
 	}
 	v.Fold([]events.Event{
-		{Kind: KindWake, Details: map[string]any{"mac": "aa:bb:cc:dd:ee:ff"}},
-		{Kind: KindWake, Details: map[string]any{"ok": false}},
-		{Kind: KindFallback},
+		{Kind: events.RemoteWake, Details: map[string]any{"mac": "aa:bb:cc:dd:ee:ff"}},
+		{Kind: events.RemoteWake, Details: map[string]any{"ok": false}},
+		{Kind: events.VisionFallback},
 		pic(WhereFallbackCPU, 15270),
 	})
 	l := v.Line(now)
@@ -34,7 +34,7 @@ func TestRelayViewSaysWhereTheLastPictureWent(t *testing.T) {
 			t.Errorf("line %q lacks %q", l, want)
 		}
 	}
-	v.Fold([]events.Event{{Kind: KindWake, Details: map[string]any{"ok": true, "woke_ms": float64(4200)}}, pic(WhereLocalCPU, 900)})
+	v.Fold([]events.Event{{Kind: events.RemoteWake, Details: map[string]any{"ok": true, "woke_ms": float64(4200)}}, pic(WhereLocalCPU, 900)})
 	if l := v.Line(now); !strings.Contains(l, "woke in 4.2 s") || !strings.Contains(l, "on this CPU, 0.9 s") {
 		t.Fatalf("%q", l)
 	}
@@ -44,7 +44,7 @@ func TestFailoverNotifiesOnceAndBackAnswersIt(t *testing.T) {
 	var r Rules
 	now := time.Now()
 	st := &controlapi.State{}
-	fallback := events.Event{Kind: KindFallback, Message: "second PC off"}
+	fallback := events.Event{Kind: events.VisionFallback, Message: "second PC off"}
 	n := r.Observe(st, st, []events.Event{fallback}, now)
 	if len(n) != 1 || n[0].Topic != TopicFallback {
 		t.Fatalf("first failover: %+v", n)

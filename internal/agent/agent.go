@@ -38,6 +38,18 @@ type Config struct {
 	GPU       bool
 	Threads   int
 	MaxTokens int
+	// CUDADevice is the GPU the encoder runs on, by nvidia-smi index (-1 or
+	// unset with CUDADeviceSet false: CUDA's own choice), set the way Strata's
+	// vision_env sets it (CUDA_DEVICE_ORDER=PCI_BUS_ID, CUDA_VISIBLE_DEVICES).
+	CUDADevice    int
+	CUDADeviceSet bool
+	// ExtraArgs go to strata-vision after the others (arguments Strata
+	// passed that the relay does not know; one the encoder refuses is
+	// dropped, with a note).
+	ExtraArgs []string
+	// BeatEvery is how often a Beat frame is sent while the agent works
+	// (default 1 s).
+	BeatEvery time.Duration
 	// IdleStop stops the encoder after this long without a picture; 0 keeps
 	// it running from the session's start to its end.
 	IdleStop time.Duration
@@ -84,6 +96,18 @@ func (c *Config) defaults() {
 	if c.NvidiaSMI == "" {
 		c.NvidiaSMI = "nvidia-smi"
 	}
+	if c.BeatEvery <= 0 {
+		c.BeatEvery = time.Second
+	}
+}
+
+// encoderEnv is the encoder's environment: the agent's, with the chosen GPU
+// as the only one CUDA shows it.
+func (c *Config) encoderEnv() []string {
+	if !c.CUDADeviceSet || c.CUDADevice < 0 {
+		return nil
+	}
+	return append(os.Environ(), "CUDA_DEVICE_ORDER=PCI_BUS_ID", "CUDA_VISIBLE_DEVICES="+strconv.Itoa(c.CUDADevice))
 }
 
 // EncoderArgs is the strata-vision command line, as Strata itself builds it.
@@ -98,7 +122,7 @@ func (c *Config) EncoderArgs() []string {
 	if c.MaxTokens > 0 {
 		args = append(args, "--max-tokens", strconv.Itoa(c.MaxTokens))
 	}
-	return args
+	return append(args, c.ExtraArgs...)
 }
 
 // ScratchPrefix starts every scratch folder's name; the pid follows, so a
@@ -115,6 +139,7 @@ type agent struct {
 	lastUse  time.Time
 	pictures int
 	put      *putState
+	where    *framing.Where // where the running encoder reads pictures
 	// inputEnded is closed when the relay's side of the session ended (its
 	// input hit EOF or broke): a picture in flight is abandoned at once and
 	// its encoder killed, so a relay told to QUIT leaves nothing running.
@@ -144,7 +169,8 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	defer a.stopEncoder()
 	defer a.abortPut()
 
-	info := framing.Info{Proto: framing.Version, Version: version.Version, OS: runtime.GOOS, Arch: runtime.GOARCH, PID: os.Getpid(), Dir: cfg.Dir}
+	info := framing.Info{Proto: framing.Version, Version: version.Version, OS: runtime.GOOS, Arch: runtime.GOARCH, PID: os.Getpid(), Dir: cfg.Dir,
+		BeatMS: int(cfg.BeatEvery / time.Millisecond)}
 	if cfg.Mmproj != "" {
 		info.NEmbd, _ = gguf.NEmbd(cfg.Mmproj)
 	}
@@ -158,7 +184,9 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	go a.readFrames(framing.NewReader(in), frames, stopRead)
 
 	if cfg.Encoder != "" && cfg.IdleStop == 0 {
+		stop := a.beating(0, framing.PhaseStarting)
 		a.ensureEncoder(false) // keep-running mode: warm up before the first picture
+		stop()
 	}
 	silence := time.NewTimer(cfg.Silence)
 	defer silence.Stop()
@@ -216,6 +244,31 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 }
 
 func (a *agent) event(e framing.AgentEvent) { a.fw.WriteJSON(framing.Event, e) }
+
+// beating sends a Beat every BeatEvery until the returned func is called:
+// the relay's proof that a busy agent is alive (a stopped or frozen one
+// sends nothing, and the relay gives it up within seconds).
+func (a *agent) beating(id uint32, phase string) func() {
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(a.cfg.BeatEvery)
+		defer t.Stop()
+		beat := framing.BeatInfo{ID: id, Phase: phase}
+		a.fw.WriteJSON(framing.Beat, beat)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if a.fw.WriteJSON(framing.Beat, beat) != nil {
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
+}
 
 func (a *agent) fail(id uint32, msg string) error {
 	return a.fw.Write(framing.Error, framing.PutID(id), []byte(msg))
@@ -286,7 +339,11 @@ func (a *agent) ensureEncoder(woke bool) error {
 		a.state = "failed"
 	}
 	t0 := time.Now()
-	enc, err := startEncoder(a.cfg.Encoder, a.cfg.EncoderArgs(), a.cfg.Log, a.cfg.ReadyTimeout)
+	var before []framing.GPU
+	if a.cfg.GPU {
+		before = queryGPUs(a.cfg.NvidiaSMI)
+	}
+	enc, err := startEncoderEnv(a.cfg.Encoder, a.cfg.EncoderArgs(), a.cfg.encoderEnv(), a.cfg.Log, a.cfg.ReadyTimeout)
 	if err != nil {
 		a.state = "failed"
 		a.lastErr = fmt.Sprintf("the encoder on the second PC did not start: %v", err)
@@ -301,8 +358,40 @@ func (a *agent) ensureEncoder(woke bool) error {
 	if woke {
 		kind = "woke"
 	}
-	a.event(framing.AgentEvent{Kind: kind, StartMS: ms, NEmbd: enc.nEmbd})
+	w := a.observe(enc, before)
+	a.where = &w
+	a.event(framing.AgentEvent{Kind: kind, StartMS: ms, NEmbd: enc.nEmbd, Where: &w})
 	return nil
+}
+
+// observe says where the encoder just started reads pictures: its own start
+// line, and on a GPU the card (the one CUDA shows it first) and the VRAM it
+// took there, from nvidia-smi before and after its start.
+func (a *agent) observe(enc *encoder, before []framing.GPU) framing.Where {
+	w := Observe(enc.tail.Start(), enc.tail.CUDAFailure(), a.cfg.GPU)
+	if w.Device != "gpu" {
+		if w.Expected == "gpu" && w.Reason == "" && len(before) == 0 {
+			w.Reason = "nvidia-smi found no NVIDIA GPU on the second PC"
+		}
+		return w
+	}
+	idx := 0
+	if a.cfg.CUDADeviceSet && a.cfg.CUDADevice >= 0 {
+		idx = a.cfg.CUDADevice
+	}
+	after := queryGPUs(a.cfg.NvidiaSMI)
+	for _, g := range after {
+		if g.Index != idx {
+			continue
+		}
+		w.GPU, w.GPUIndex = g.Name, g.Index
+		for _, b := range before {
+			if b.Index == idx && g.UsedMiB > b.UsedMiB {
+				w.VRAMMiB = g.UsedMiB - b.UsedMiB
+			}
+		}
+	}
+	return w
 }
 
 func (a *agent) stopEncoder() {
@@ -320,7 +409,10 @@ func (a *agent) encode(id uint32, img []byte) error {
 	if a.cfg.Encoder == "" {
 		return a.fail(id, "this agent was started without --encoder")
 	}
-	if err := a.ensureEncoder(true); err != nil {
+	stop := a.beating(id, framing.PhaseStarting)
+	err := a.ensureEncoder(true)
+	stop()
+	if err != nil {
 		return a.fail(id, err.Error())
 	}
 	a.lastUse = time.Now()
@@ -344,7 +436,10 @@ func (a *agent) encodeReceived(id uint32, in string, werr error) error {
 		os.Remove(in)
 		return a.fail(id, "this agent was started without --encoder")
 	}
-	if err := a.ensureEncoder(true); err != nil {
+	stop := a.beating(id, framing.PhaseStarting)
+	err := a.ensureEncoder(true)
+	stop()
+	if err != nil {
 		os.Remove(in)
 		return a.fail(id, err.Error())
 	}
@@ -359,7 +454,9 @@ func (a *agent) encodeFile(id uint32, in string) error {
 	out := strings.TrimSuffix(in, ".img") + ".sve"
 	defer os.Remove(in)
 	defer os.Remove(out)
+	stop := a.beating(id, framing.PhaseEncoding)
 	line, err := a.enc.request("ENC "+in+" "+out, a.cfg.EncodeTimeout, a.inputEnded)
+	stop()
 	if errors.Is(err, errCancelled) {
 		// The relay is gone or stopping: no one waits for this picture.
 		fmt.Fprintln(a.cfg.Log, "strata-vision-relay agent: the relay ended the session during a picture; stopping the encoder")
@@ -406,7 +503,7 @@ func (a *agent) encodeFile(id uint32, in string) error {
 func (a *agent) status() framing.StatusInfo {
 	s := framing.StatusInfo{Encoder: a.state, Pictures: a.pictures, Error: a.lastErr, IdleStopS: int(a.cfg.IdleStop / time.Second)}
 	if a.enc != nil && a.enc.alive() {
-		s.PID, s.NEmbd = a.enc.cmd.Process.Pid, a.enc.nEmbd
+		s.PID, s.NEmbd, s.Where = a.enc.cmd.Process.Pid, a.enc.nEmbd, a.where
 	}
 	if ents, err := os.ReadDir(a.scratch); err == nil {
 		for _, e := range ents {

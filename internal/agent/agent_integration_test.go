@@ -131,7 +131,7 @@ func TestEncodeStatusAndCleanEnd(t *testing.T) {
 	}
 	s.w.Write(framing.Encode, framing.PutID(4), []byte("not a picture"))
 	typ, p = s.nextSkipping(nil)
-	if typ != framing.Error || !strings.Contains(string(p[4:]), "not a JPEG") {
+	if typ != framing.Error || !strings.Contains(string(p[4:]), "cannot read the image") {
 		t.Fatalf("a non-picture gave %q %q", typ, p)
 	}
 	st := s.status()
@@ -199,7 +199,7 @@ func TestFailedStartIsReported(t *testing.T) {
 	s.w.Write(framing.Encode, framing.PutID(1), png)
 	var evs []framing.AgentEvent
 	typ, p := s.nextSkipping(&evs)
-	if typ != framing.Error || !strings.Contains(string(p), "did not start") || !strings.Contains(string(p), "vision projector") {
+	if typ != framing.Error || !strings.Contains(string(p), "did not start") || !strings.Contains(string(p), "cannot load the vision encoder") {
 		t.Fatalf("%q %q", typ, p)
 	}
 	if len(evs) != 1 || evs[0].Kind != "failed" {

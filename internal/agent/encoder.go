@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/strata-companion/companion/internal/framing"
 )
 
 // encoder is one running strata-vision process.
@@ -33,6 +35,25 @@ type lastLine struct {
 	w    io.Writer
 	buf  []byte
 	last string
+	// What the encoder said about where it runs: its start line, and a
+	// CUDA runtime's failure to find a GPU. startSeen is closed at the
+	// start line (stderr is copied on its own goroutine: READY on stdout may
+	// be read before it).
+	start, cuda string
+	startSeen   chan struct{}
+}
+
+// The encoder's start lines (tools/vision/strata_vision.cpp), and what a
+// CUDA build of ggml prints when it finds no GPU (it then runs on the CPU).
+const (
+	startGPU = "strata-vision: warmed up at "
+	startCPU = "strata-vision: on the CPU, "
+)
+
+func isCUDAFailure(l string) bool {
+	l = strings.ToLower(l)
+	return strings.Contains(l, "failed to initialize cuda") || strings.Contains(l, "no cuda-capable device") ||
+		strings.Contains(l, "cuda driver version is insufficient")
 }
 
 func (l *lastLine) Write(p []byte) (int, error) {
@@ -48,6 +69,15 @@ func (l *lastLine) Write(p []byte) (int, error) {
 		l.buf = l.buf[i+1:]
 		if strings.TrimSpace(line) != "" {
 			l.last = line
+		}
+		switch t := strings.TrimSpace(line); {
+		case strings.HasPrefix(t, startGPU), strings.HasPrefix(t, startCPU):
+			if l.start == "" && l.startSeen != nil {
+				close(l.startSeen)
+			}
+			l.start = t
+		case isCUDAFailure(t) && l.cuda == "":
+			l.cuda = t
 		}
 		if l.w != nil {
 			fmt.Fprintln(l.w, line)
@@ -65,10 +95,111 @@ func (l *lastLine) String() string {
 	return l.last
 }
 
+// Start is the encoder's start line ("" if it printed none).
+func (l *lastLine) Start() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.start
+}
+
+// CUDAFailure is the CUDA runtime's line saying it found no GPU ("" if none).
+func (l *lastLine) CUDAFailure() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cuda
+}
+
+// Observe says where an encoder reads pictures from what it printed at its
+// start: askedGPU says it was started with --gpu. The encoder prints the
+// warm-up line on its --gpu path whatever runs it, so a CUDA failure line
+// before it means the CPU; no start line at all (another encoder) leaves the
+// device to what it was asked.
+func Observe(start, cudaFailure string, askedGPU bool) framing.Where {
+	w := framing.Where{Device: "cpu"}
+	if askedGPU {
+		w.Expected = "gpu"
+	}
+	switch {
+	case strings.HasPrefix(start, startGPU):
+		fmt.Sscanf(strings.TrimPrefix(start, startGPU), "%d", &w.Tokens)
+		if cudaFailure == "" {
+			w.Device = "gpu"
+		} else {
+			w.Reason = cudaFailure
+		}
+	case strings.HasPrefix(start, startCPU):
+		fmt.Sscanf(strings.TrimPrefix(start, startCPU), "%d", &w.Threads)
+		if askedGPU {
+			w.Reason = "the encoder started on the CPU although --gpu was passed"
+		}
+	default:
+		if askedGPU && cudaFailure == "" {
+			w.Device = "gpu" // it said nothing either way
+		}
+		w.Reason = cudaFailure
+	}
+	return w
+}
+
 // startEncoder starts the encoder and waits for READY within timeout.
 func startEncoder(path string, args []string, stderr io.Writer, timeout time.Duration) (*encoder, error) {
+	return startEncoderEnv(path, args, nil, stderr, timeout)
+}
+
+// startEncoderEnv is startEncoder with an environment (nil: the agent's).
+// An argument the encoder refuses ("unknown argument X", exit 2: an encoder
+// older than the server that passed X) is dropped, with its value, and the
+// encoder started again without it; a note on stderr says so.
+func startEncoderEnv(path string, args, env []string, stderr io.Writer, timeout time.Duration) (*encoder, error) {
+	for {
+		e, err := startOnce(path, args, env, stderr, timeout)
+		if err == nil {
+			return e, nil
+		}
+		var ua *unknownArg
+		if !errors.As(err, &ua) {
+			return nil, err
+		}
+		rest, ok := dropArg(args, ua.arg)
+		if !ok {
+			return nil, err
+		}
+		if stderr != nil {
+			fmt.Fprintf(stderr, "vision relay: %s does not take %s; it runs without it\n", path, ua.arg)
+		}
+		args = rest
+	}
+}
+
+// unknownArg is an encoder's refusal of one argument.
+type unknownArg struct{ arg, line string }
+
+func (u *unknownArg) Error() string { return u.line }
+
+// dropArg removes arg and, when the next one is not a flag, its value.
+// ok is false when arg is not there or is one of the encoder's own.
+func dropArg(args []string, arg string) ([]string, bool) {
+	switch arg {
+	case "--mmproj", "--model", "--gpu", "--threads", "--max-tokens":
+		return nil, false
+	}
+	for i, a := range args {
+		if a != arg {
+			continue
+		}
+		n := 1
+		if i+1 < len(args) && !strings.HasPrefix(args[i+1], "--") {
+			n = 2
+		}
+		return append(append([]string(nil), args[:i]...), args[i+n:]...), true
+	}
+	return nil, false
+}
+
+func startOnce(path string, args, env []string, stderr io.Writer, timeout time.Duration) (*encoder, error) {
 	cmd := exec.Command(path, args...)
-	tail := &lastLine{w: stderr}
+	cmd.Env = env
+	tail := &lastLine{w: stderr, startSeen: make(chan struct{})}
 	cmd.Stderr = tail
 	setProcAttr(cmd)
 	stdin, err := cmd.StdinPipe()
@@ -102,6 +233,9 @@ func startEncoder(path string, args []string, stderr io.Writer, timeout time.Dur
 	case l, ok := <-e.lines:
 		if !ok {
 			<-e.done
+			if t := e.tail.String(); strings.HasPrefix(t, "unknown argument ") {
+				return nil, &unknownArg{arg: strings.TrimSpace(strings.TrimPrefix(t, "unknown argument ")), line: fmt.Sprintf("it exited (%v) before READY: %s", cmd.ProcessState, t)}
+			}
 			return nil, fmt.Errorf("it exited (%v) before READY: %s", cmd.ProcessState, e.tail.String())
 		}
 		first = l
@@ -116,6 +250,12 @@ func startEncoder(path string, args []string, stderr io.Writer, timeout time.Dur
 	}
 	if len(f) > 1 {
 		e.nEmbd, _ = strconv.Atoi(f[1])
+	}
+	// The start line comes before READY; its copy may lag behind. An
+	// encoder that prints none (not Strata's) costs this wait once.
+	select {
+	case <-tail.startSeen:
+	case <-time.After(250 * time.Millisecond):
 	}
 	return e, nil
 }

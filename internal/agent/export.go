@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"time"
+
+	"github.com/strata-companion/companion/internal/framing"
 )
 
 // Encoder is one running strata-vision, started and driven as the agent
@@ -28,6 +30,25 @@ func StartEncoder(path string, args []string, stderr io.Writer, timeout time.Dur
 	}
 	return &Encoder{e}, nil
 }
+
+// StartEncoderEnv is StartEncoder with an environment (nil: this
+// process's); an argument the encoder refuses is dropped (see
+// startEncoderEnv) and said on stderr.
+func StartEncoderEnv(path string, args, env []string, stderr io.Writer, timeout time.Duration) (*Encoder, error) {
+	e, err := startEncoderEnv(path, args, env, stderr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &Encoder{e}, nil
+}
+
+// Where says where the encoder reads pictures, from its start line.
+func (x *Encoder) Where(askedGPU bool) framing.Where {
+	return Observe(x.e.tail.Start(), x.e.tail.CUDAFailure(), askedGPU)
+}
+
+// Args are the arguments it runs with (after any it refused were dropped).
+func (x *Encoder) Args() []string { return x.e.cmd.Args[1:] }
 
 // Request sends one request line and waits for its reply line.
 func (x *Encoder) Request(ctx context.Context, line string, timeout time.Duration) (string, error) {

@@ -34,8 +34,7 @@ func (b *Backend) RecordPairing(ctx context.Context, r settings.Remote) error {
 
 // RecordPrepare stores what prepare found on the paired PC.
 func (b *Backend) RecordPrepare(ctx context.Context, res relay.PrepareResult) error {
-	_, err := b.RecordRemote(ctx, controlapi.RemoteRecord{Prepare: &controlapi.RemotePrepared{
-		OS: res.OS, Arch: res.Arch, RemoteDir: res.RemoteDir, EncoderPath: res.EncoderPath, NEmbd: res.NEmbd}})
+	_, err := b.RecordRemote(ctx, controlapi.RemoteRecord{Prepare: secondpc.Prepared(res)})
 	return err
 }
 
@@ -82,8 +81,7 @@ func (b *Backend) RecordRemote(ctx context.Context, rec controlapi.RemoteRecord)
 			if s.Remote == nil || s.Remote.Host == "" {
 				return &RequestError{secondpc.ErrNotPaired}
 			}
-			p := rec.Prepare
-			secondpc.ApplyPrepare(s.Remote, relay.PrepareResult{OS: p.OS, Arch: p.Arch, RemoteDir: p.RemoteDir, EncoderPath: p.EncoderPath, NEmbd: p.NEmbd})
+			secondpc.ApplyPrepare(s.Remote, secondpc.PrepareResultOf(rec.Prepare))
 		case rec.Replace != nil:
 			r := *rec.Replace
 			s.Remote = &r

@@ -175,3 +175,28 @@ func (c *Client) RecordRemote(ctx context.Context, rec RemoteRecord) (*settings.
 	}
 	return r.Remote, nil
 }
+
+// Configs lists the install's Strata configs and which one runs (GET /v1/configs).
+func (c *Client) Configs(ctx context.Context) (*ConfigList, error) {
+	var l ConfigList
+	return &l, c.do(ctx, http.MethodGet, "/v1/configs", nil, &l)
+}
+
+// SwitchConfig asks the service to run another config (POST /v1/config).
+func (c *Client) SwitchConfig(ctx context.Context, r ConfigRequest) (*ConfigResponse, error) {
+	var resp ConfigResponse
+	return &resp, c.do(ctx, http.MethodPost, "/v1/config", r, &resp)
+}
+
+// UpdateStrata checks for or runs Strata's own update (POST /v1/strata/update).
+func (c *Client) UpdateStrata(ctx context.Context, r UpdateRequest) (*UpdateResponse, error) {
+	var resp UpdateResponse
+	return &resp, c.do(ctx, http.MethodPost, "/v1/strata/update", r, &resp)
+}
+
+// RepairConfig puts the companion's placement back into a config that
+// Strata's setup rewrote (POST /v1/config/repair).
+func (c *Client) RepairConfig(ctx context.Context) (*RepairResponse, error) {
+	var resp RepairResponse
+	return &resp, c.do(ctx, http.MethodPost, "/v1/config/repair", struct{}{}, &resp)
+}

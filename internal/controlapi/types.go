@@ -28,6 +28,9 @@ const (
 	EncoderIdle     = "idle" // stopped after idle; wakes on the next picture
 	EncoderWaking   = "waking"
 	EncoderFailed   = "failed"
+	// EncoderDegraded: it reads pictures, but on a CPU where a GPU was
+	// expected (VisionState.Degraded says why).
+	EncoderDegraded = "degraded"
 )
 
 // State is a snapshot of everything the service knows. Seq is the sequence
@@ -69,6 +72,20 @@ type ServerState struct {
 	// to its log file (a full disk); LogProblem says why while it lasts.
 	LogDropped int    `json:"log_dropped,omitempty"`
 	LogProblem string `json:"log_problem,omitempty"`
+	// Version is the running Strata's version (its /v1/status), Engine the
+	// engine build it reports.
+	Version string `json:"version,omitempty"`
+	Engine  string `json:"engine,omitempty"`
+	// Foreign is a Strata server the service did not start that holds the
+	// port (Strata's own console or model switcher); nil when none.
+	Foreign *ForeignServer `json:"foreign,omitempty"`
+}
+
+// ForeignServer names a process on the server's port the service did not start.
+type ForeignServer struct {
+	Port    int    `json:"port"`
+	PID     int    `json:"pid,omitempty"`
+	Cmdline string `json:"cmdline,omitempty"`
 }
 
 // VisionState is where pictures are read and how the encoder is.
@@ -91,6 +108,18 @@ type VisionState struct {
 	// "woke" (LastWokeMS after the packet), "no_answer".
 	LastWake   string `json:"last_wake,omitempty"`
 	LastWokeMS int    `json:"last_woke_ms,omitempty"`
+	// Where the encoder really reads pictures, from its own start line
+	// (the relay's vision.ready): "gpu" or "cpu", on which PC (Host: the
+	// second PC; empty: this one), the GPU's name and the VRAM it took.
+	Device  string `json:"device,omitempty"`
+	Host    string `json:"host,omitempty"`
+	GPU     string `json:"gpu,omitempty"`
+	VRAMMiB int    `json:"vram_mib,omitempty"`
+	// Degraded says why the encoder runs on a CPU where a GPU was expected.
+	Degraded string `json:"degraded,omitempty"`
+	// LastOK is the last picture's outcome (nil: none yet); Error then
+	// holds its reason when it failed. A success clears a failure.
+	LastOK *bool `json:"last_ok,omitempty"`
 }
 
 // RemoteInfo is the second PC, when vision runs there.
@@ -114,6 +143,10 @@ type ConfigInfo struct {
 	Path       string `json:"path,omitempty"`
 	Valid      bool   `json:"valid"`
 	Problem    string `json:"problem,omitempty"`
+	// Rewritten lists what someone else (Strata's setup) changed of the
+	// companion's keys in the config: the relay replaced, host, api_key or
+	// port dropped. Empty when the config is as the companion left it.
+	Rewritten []string `json:"rewritten,omitempty"`
 }
 
 // EventsResponse is one answer of GET /v1/events?since=N&wait=S.
@@ -137,6 +170,9 @@ type VisionRequest struct {
 	Backup string `json:"backup,omitempty"`
 	// Restart the server after writing (default true in the server when nil).
 	Restart *bool `json:"restart,omitempty"`
+	// Config is the file the caller means; if it is not the one running,
+	// the service answers 409 (a conflict) and changes nothing.
+	Config string `json:"config,omitempty"`
 }
 
 // VisionResponse answers POST /v1/vision.
@@ -212,13 +248,17 @@ type RemoteRecord struct {
 	Unpair bool `json:"unpair,omitempty"`
 }
 
-// RemotePrepared is relay.PrepareResult on the wire (without the GPUs).
+// RemotePrepared is relay.PrepareResult on the wire.
 type RemotePrepared struct {
 	OS          string `json:"os,omitempty"`
 	Arch        string `json:"arch,omitempty"`
 	RemoteDir   string `json:"remote_dir,omitempty"`
 	EncoderPath string `json:"encoder_path,omitempty"`
 	NEmbd       int    `json:"n_embd,omitempty"`
+	// What prepare found there: its GPUs (NoGPU: none), the encoder's start.
+	GPUs           []settings.RemoteGPU `json:"gpus,omitempty"`
+	NoGPU          bool                 `json:"no_gpu,omitempty"`
+	EncoderStartMS int                  `json:"encoder_start_ms,omitempty"`
 }
 
 // RemoteResponse answers GET and POST /v1/remote: the second PC recorded
@@ -233,4 +273,78 @@ type WakeSettings struct {
 	Broadcast string `json:"broadcast,omitempty"`
 	Port      int    `json:"port,omitempty"`
 	WaitS     int    `json:"wait_s,omitempty"`
+}
+
+// ConfigEntry is one of the install's Strata configs (strata-<tag>.json).
+type ConfigEntry struct {
+	Path      string `json:"path"` // absolute path of strata-<tag>.json
+	Tag       string `json:"tag"`  // "iq2_xs", "coder-iq1_m"
+	ModelName string `json:"model_name,omitempty"`
+	// Ready: it can run as it is (engine, model files present, valid JSON).
+	Ready bool `json:"ready"`
+	// Problem says why it is not ready, in words.
+	Problem string `json:"problem,omitempty"`
+	// Running: the one the service runs now.
+	Running bool `json:"running"`
+}
+
+// ConfigList answers GET /v1/configs: the install's configs and which runs.
+type ConfigList struct {
+	StrataRoot string        `json:"strata_root"`
+	Running    string        `json:"running,omitempty"` // path; "" = none
+	Configs    []ConfigEntry `json:"configs"`
+}
+
+// ConfigRequest is POST /v1/config: run another config (or a first install
+// after a bare service install).
+type ConfigRequest struct {
+	StrataRoot string `json:"strata_root,omitempty"` // "" = the install the service has
+	Config     string `json:"config"`                // path or tag
+	// IfRunning, when set, must equal the config running now, else 409
+	// (never applied to the wrong file).
+	IfRunning string `json:"if_running,omitempty"`
+	// Confirm: go ahead even while a request is being served (else 409
+	// with Busy set).
+	Confirm bool `json:"confirm,omitempty"`
+	DryRun  bool `json:"dry_run,omitempty"`
+}
+
+// ConfigResponse answers POST /v1/config.
+type ConfigResponse struct {
+	Previous string `json:"previous,omitempty"`
+	Running  string `json:"running"`
+	// Diff is the placement carried over to the new config, as a diff.
+	Diff    string `json:"diff,omitempty"`
+	Message string `json:"message"`
+	Busy    bool   `json:"busy,omitempty"`
+}
+
+// UpdateRequest is POST /v1/strata/update: check for, or run, Strata's own update.
+type UpdateRequest struct {
+	// Check only says whether an update exists.
+	Check bool `json:"check,omitempty"`
+	// Confirm: go ahead even while a request is being served (else 409 with Busy).
+	Confirm bool `json:"confirm,omitempty"`
+}
+
+// UpdateResponse answers POST /v1/strata/update. The update's output lines
+// come as update.progress events while it runs.
+type UpdateResponse struct {
+	Available bool   `json:"available"`
+	Offline   bool   `json:"offline,omitempty"`
+	From      string `json:"from,omitempty"` // the version before
+	To        string `json:"to,omitempty"`   // the version after (or on offer, for a check)
+	Updated   bool   `json:"updated,omitempty"`
+	// RolledBack: the update failed and the old engine was put back.
+	RolledBack bool     `json:"rolled_back,omitempty"`
+	Message    string   `json:"message"`
+	Busy       bool     `json:"busy,omitempty"`
+	Lines      []string `json:"lines,omitempty"`
+}
+
+// RepairResponse answers POST /v1/config/repair: the companion's placement
+// put back into a config Strata's setup rewrote.
+type RepairResponse struct {
+	Diff    string `json:"diff,omitempty"`
+	Message string `json:"message"`
 }

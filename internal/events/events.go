@@ -28,11 +28,25 @@ const (
 	ExpertCache     Kind = "engine.expert_cache" // Details: experts, gib
 
 	EncoderStarting    Kind = "vision.starting"     // the server is starting its encoder
-	EncoderReady       Kind = "vision.ready"        // the encoder warmed up / is available
+	EncoderReady       Kind = "vision.ready"        // the encoder warmed up / is available; from the relay: where, host, start_ms, device, gpu, vram_mib, threads, tokens, expected, args
 	EncoderWoke        Kind = "vision.woke"         // elastic/remote encoder woke; Details: start_ms, encode_ms, ...
 	EncoderIdleStopped Kind = "vision.idle_stopped" // stopped after idle; Details: idle_s
 	EncoderFailed      Kind = "vision.failed"       // did not start or stopped; Message says why
-	PictureEncoded     Kind = "vision.picture"      // one picture read; Details: ms, tokens, where
+	// PictureEncoded: one picture's outcome, every picture, OK or not.
+	// Details: ok, where (remote, fallback_cpu, local_cpu, off, none), ms
+	// (to the reply), host (the second PC), and encode_ms, tokens (ok) or
+	// error (the ERR's reason; also the Message).
+	PictureEncoded Kind = "vision.picture"
+	// EncoderDegraded: an encoder reads on a CPU where a GPU was expected
+	// (its own start line says so); Message: why, in words; Details: where,
+	// host, device, expected, reason. Sent once until that changes.
+	EncoderDegraded Kind = "vision.degraded"
+	// VisionFallback: the second PC could not be reached and pictures are
+	// read on this PC's CPU (sent once per outage). Message: why.
+	VisionFallback Kind = "vision.fallback"
+	// RemoteWake: a Wake-on-LAN packet was sent; Details: host, mac,
+	// broadcast, port, wait_s; then ok and woke_ms once it answered or not.
+	RemoteWake Kind = "remote.wake"
 
 	RemoteConnected    Kind = "remote.connected"    // relay has an ssh connection; Details: host, rtt_ms
 	RemoteDisconnected Kind = "remote.disconnected" // relay lost it; Message: reason
@@ -40,6 +54,22 @@ const (
 	RemoteUnreachable  Kind = "remote.unreachable"  // it does not; Message: reason
 
 	ConfigChanged Kind = "config.changed" // Details: path, placement, backup
+	// ConfigSwitched: the service runs another config (stopped, switched,
+	// started); Details: previous, running, strata_root, diff.
+	ConfigSwitched Kind = "config.switched"
+	// ConfigRewritten: the config in use was rewritten by someone else
+	// (Strata's setup): Details: path, findings (what was replaced or dropped).
+	ConfigRewritten Kind = "config.rewritten"
+
+	// ServerForeign: a Strata server the service did not start holds the
+	// port; Details: port, pid, cmdline.
+	ServerForeign Kind = "server.foreign"
+
+	// Strata's own update run by the service (update-strata).
+	UpdateStarted  Kind = "update.started"  // Details: from (engine version)
+	UpdateProgress Kind = "update.progress" // one line of its output; Message: the line
+	UpdateFinished Kind = "update.finished" // Details: from, to, ok
+	UpdateFailed   Kind = "update.failed"   // Message says what failed; Details: from, rolled_back
 )
 
 // ServerLogDropped: captured server output lines could not be written to the

@@ -5,10 +5,209 @@ import (
 	"encoding/binary"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/strata-companion/companion/internal/testenv"
 )
+
+func files(t *testing.T) (dir, mm, model string) {
+	t.Helper()
+	dir = t.TempDir()
+	mm, model = filepath.Join(dir, "mmproj.gguf"), filepath.Join(dir, "vocab.gguf")
+	if err := WriteMmproj(mm, 64); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteModel(model, 10); err != nil {
+		t.Fatal(err)
+	}
+	return dir, mm, model
+}
+
+// run is the stand-in running in this process.
+type run struct {
+	in   *io.PipeWriter
+	out  *bytes.Buffer
+	errb *syncBuffer
+	done chan int
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startRun runs the stand-in in this process until its input is closed; it
+// returns the first stdout line (what stderr held by then is in errb).
+func startRun(t *testing.T, args ...string) (*run, string) {
+	t.Helper()
+	r := &run{errb: &syncBuffer{}, done: make(chan int, 1)}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	r.in = inW
+	go func() { r.done <- Run(args, inR, outW, r.errb); outW.Close() }()
+	first := make(chan string, 1)
+	go func() {
+		b := make([]byte, 0, 64)
+		one := make([]byte, 1)
+		for {
+			if _, err := outR.Read(one); err != nil || one[0] == '\n' {
+				break
+			}
+			b = append(b, one[0])
+		}
+		first <- string(b)
+		io.Copy(io.Discard, outR)
+	}()
+	t.Cleanup(func() { inW.Close() })
+	select {
+	case l := <-first:
+		return r, l
+	case <-time.After(20 * time.Second):
+		t.Fatal("no first line within 20 s")
+		return nil, ""
+	}
+}
+
+func (r *run) quit(t *testing.T) int {
+	t.Helper()
+	io.WriteString(r.in, "QUIT\n")
+	select {
+	case c := <-r.done:
+		return c
+	case <-time.After(20 * time.Second):
+		t.Fatal("no exit within 20 s of QUIT")
+		return -1
+	}
+}
+
+// TestArgumentsAsTheRealEncoder: the arguments strata_vision.cpp knows are
+// taken, any other stops it with exit 2 before READY (a newer server's
+// --min-tokens included), a flag without its value too.
+func TestArgumentsAsTheRealEncoder(t *testing.T) {
+	_, mm, model := files(t)
+	t.Setenv("PATH", t.TempDir()) // no nvidia-smi
+	for _, bad := range [][]string{{"--min-tokens", "64"}, {"--a-future-flag", "3"}, {"--threads"}} {
+		var out, errb bytes.Buffer
+		code := Run(append([]string{"--mmproj", mm, "--model", model}, bad...), strings.NewReader(""), &out, &errb)
+		want := "unknown argument " + bad[0]
+		if len(bad) == 1 {
+			want = bad[0] + " needs a value"
+		}
+		if code != 2 || out.Len() != 0 || strings.TrimSpace(errb.String()) != want {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q (want exit 2, %q)", bad, code, out.String(), errb.String(), want)
+		}
+	}
+	var errb bytes.Buffer
+	if code := Run([]string{"--model", model}, strings.NewReader(""), io.Discard, &errb); code != 2 || !strings.HasPrefix(errb.String(), "usage: strata-vision") {
+		t.Errorf("no --mmproj: exit %d, %q", code, errb.String())
+	}
+	r, first := startRun(t, "--mmproj", mm, "--model", model, "--flash-attn", "on", "--threads", "3", "--max-tokens", "4")
+	if first != "READY 64" {
+		t.Fatalf("with --flash-attn on: %q (%s)", first, r.errb.String())
+	}
+	if got := r.errb.String(); got != "strata-vision: on the CPU, 3 threads, no warm-up\n" {
+		t.Errorf("CPU start line %q", got)
+	}
+	r.quit(t)
+}
+
+// TestGPUNeedsAGPU: --gpu on a PC without an NVIDIA GPU (no nvidia-smi, or
+// one that finds none, or CUDA_VISIBLE_DEVICES hiding it) prints ggml's CUDA
+// failure and reads on the CPU; with the stand-in nvidia-smi's GPU it warms up
+// without that line and holds its VRAM there while it runs.
+func TestGPUNeedsAGPU(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the stand-in nvidia-smi")
+	}
+	_, mm, model := files(t)
+	smi := t.TempDir()
+	t.Setenv("PATH", smi+string(os.PathListSeparator)+os.Getenv("PATH"))
+	os.Unsetenv("CUDA_VISIBLE_DEVICES")
+	gpuStart := func() (*run, string) {
+		r, first := startRun(t, "--mmproj", mm, "--model", model, "--gpu", "--max-tokens", "8")
+		if first != "READY 64" {
+			t.Fatalf("first line %q (%s)", first, r.errb.String())
+		}
+		return r, r.errb.String()
+	}
+	used := func() string {
+		out, err := exec.Command(filepath.Join(smi, "nvidia-smi"), "--query-gpu=index,name,memory.total,memory.used,memory.free,driver_version", "--format=csv,noheader,nounits").CombinedOutput()
+		if err != nil {
+			return "error: " + strings.TrimSpace(string(out))
+		}
+		return strings.TrimSpace(strings.Split(string(out), ",")[3])
+	}
+
+	// No nvidia-smi on the PATH yet: no driver, no GPU.
+	r, stderr := gpuStart()
+	if stderr != CUDAInitFailed+"\nstrata-vision: warmed up at 8 image tokens\n" {
+		t.Errorf("no driver: stderr %q", stderr)
+	}
+	r.quit(t)
+
+	testenv.NvidiaSMI(t, smi, nil)
+	if u := used(); u != "412" {
+		t.Fatalf("idle GPU used %s MiB", u)
+	}
+	r, stderr = gpuStart()
+	if stderr != "strata-vision: warmed up at 8 image tokens\n" {
+		t.Errorf("with a GPU: stderr %q", stderr)
+	}
+	if u := used(); u != "1795" {
+		t.Errorf("with the encoder warmed up the GPU has %s MiB used, want 412 + %d", u, GPUVRAMMiB)
+	}
+	r.quit(t)
+	if u := used(); u != "412" {
+		t.Errorf("after the encoder quit the GPU has %s MiB used", u)
+	}
+
+	t.Setenv("CUDA_VISIBLE_DEVICES", "-1")
+	r, stderr = gpuStart()
+	if !strings.HasPrefix(stderr, CUDAInitFailed) {
+		t.Errorf("CUDA_VISIBLE_DEVICES=-1: stderr %q", stderr)
+	}
+	r.quit(t)
+	os.Unsetenv("CUDA_VISIBLE_DEVICES")
+
+	testenv.SetGPUs(t, smi, nil) // the driver finds no GPU
+	if u := used(); !strings.Contains(u, "No devices were found") {
+		t.Errorf("no GPU: nvidia-smi said %q", u)
+	}
+	r, stderr = gpuStart()
+	if !strings.HasPrefix(stderr, CUDAInitFailed) {
+		t.Errorf("no GPU found: stderr %q", stderr)
+	}
+	r.quit(t)
+}
+
+// TestPictureTimeFollowsTheDevice: on the CPU a picture's time grows with its
+// image tokens and falls with the threads; a GPU is several times faster.
+func TestPictureTimeFollowsTheDevice(t *testing.T) {
+	cpu8, cpu4, gpu := device{threads: 8}, device{threads: 4}, device{gpu: true}
+	if !(cpu8.pictureTime(1024) > cpu8.pictureTime(300) && cpu4.pictureTime(300) > cpu8.pictureTime(300)) {
+		t.Errorf("CPU times: %s %s %s", cpu8.pictureTime(1024), cpu8.pictureTime(300), cpu4.pictureTime(300))
+	}
+	if r := float64(cpu8.pictureTime(1024)) / float64(gpu.pictureTime(1024)); r < 5 {
+		t.Errorf("the GPU is only %.1fx faster than 8 CPU threads at 1024 tokens", r)
+	}
+}
 
 func TestLineProtocol(t *testing.T) {
 	dir := t.TempDir()
@@ -56,7 +255,14 @@ func TestLineProtocol(t *testing.T) {
 func TestFailedStartPrintsAReasonNotReady(t *testing.T) {
 	var out bytes.Buffer
 	code := Run([]string{"--mmproj", "/nonexistent/mm.gguf", "--model", "/nonexistent/m.gguf"}, strings.NewReader(""), &out, io.Discard)
-	if code == 0 || strings.HasPrefix(out.String(), "READY") || !strings.Contains(out.String(), "vision projector") {
+	// The real encoder opens the text model first.
+	if code != 1 || out.String() != "ERR cannot open the text model /nonexistent/m.gguf\n" {
+		t.Fatalf("exit %d, first line %q", code, out.String())
+	}
+	_, _, model := files(t)
+	out.Reset()
+	code = Run([]string{"--mmproj", "/nonexistent/mm.gguf", "--model", model}, strings.NewReader(""), &out, io.Discard)
+	if code != 1 || out.String() != "ERR cannot load the vision encoder /nonexistent/mm.gguf\n" {
 		t.Fatalf("exit %d, first line %q", code, out.String())
 	}
 }

@@ -15,6 +15,7 @@ package fakestrata
 
 import (
 	"bufio"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -177,6 +178,7 @@ type Config struct {
 	APIKey  string            `json:"api_key"`
 	Cwd     string            `json:"cwd"`
 	Env     map[string]string `json:"env"`
+	GPU     any               `json:"gpu"`
 	Vision  *VisionConfig     `json:"vision"`
 	Context int               `json:"ctx_size"`
 }
@@ -187,12 +189,14 @@ type VisionConfig struct {
 	MMProj     string `json:"mmproj"`
 	Model      string `json:"model"`
 	GPU        any    `json:"gpu"`
-	MaxTokens  int    `json:"max_tokens"`
-	Threads    int    `json:"threads"`
+	MaxTokens  any    `json:"max_tokens"`
+	Threads    any    `json:"threads"`
+	MinTokens  any    `json:"min_tokens"`
 	CudaDevice *int   `json:"cuda_device"`
 	Remote     bool   `json:"remote"`
 }
 
+// truthy is Python's truth of a JSON value, as `if cfg.get(key):` tests it.
 func truthy(v any) bool {
 	switch x := v.(type) {
 	case bool:
@@ -200,9 +204,57 @@ func truthy(v any) bool {
 	case float64:
 		return x != 0
 	case string:
-		return x != "" && x != "0" && x != "false"
+		return x != ""
+	case []any:
+		return len(x) > 0
+	case map[string]any:
+		return len(x) > 0
 	}
 	return false
+}
+
+// pyStr is str() of a JSON value as Python holds it: 4 -> "4", 4.5 -> "4.5",
+// 4.0 -> "4.0", true -> "True".
+func pyStr(v any) string {
+	switch x := v.(type) {
+	case float64:
+		if x == float64(int64(x)) && !strings.Contains(strconv.FormatFloat(x, 'g', -1, 64), "e") {
+			return strconv.FormatInt(int64(x), 10)
+		}
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case bool:
+		if x {
+			return "True"
+		}
+		return "False"
+	case string:
+		return x
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// gpuList is server.py's gpu_list: the config's "gpu" as card numbers
+// (2, [0, 2] or "0,2"); none when it names none.
+func gpuList(g any) []string {
+	var items []string
+	switch x := g.(type) {
+	case nil:
+		return nil
+	case []any:
+		for _, e := range x {
+			items = append(items, pyStr(e))
+		}
+	default:
+		items = strings.Split(pyStr(x), ",")
+	}
+	var out []string
+	for _, it := range items {
+		if it = strings.TrimSpace(it); it != "" {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // Main is the stand-in's main; it returns the exit code.
@@ -238,7 +290,8 @@ type server struct {
 	encIn      io.WriteCloser
 	encOut     *bufio.Reader
 	encErr     string
-	encStopped bool // the encoder exited during a picture: start it again on the next
+	encStopped bool   // the encoder exited during a picture: start it again on the next
+	visionDir  string // this run's strata-vision-* folder (kept, as Strata keeps it)
 	// cache is Strata's result cache by the picture's sha256 (64 entries):
 	// a re-sent picture is not encoded again.
 	cache      map[string]cached
@@ -397,6 +450,10 @@ func (s *server) main(args []string) int {
 			return 1
 		}
 	}
+	if s.engineName != "strata" {
+		// server.py's mock-engine branch sets vision = None: no encoder.
+		s.cfg.Vision = nil
+	}
 	if s.cfg.Vision != nil {
 		s.say("[strata] starting the vision encoder ...")
 		s.say("[strata] loading the vision encoder ...")
@@ -522,14 +579,28 @@ func (s *server) shutdown() int {
 	return 0
 }
 
+// childEnv is server.py's child_env (the engine's environment): the
+// server's own, the config's GPUs as CUDA numbers them, then its `env`.
 func (s *server) childEnv() []string {
 	env := os.Environ()
+	if g := gpuList(s.cfg.GPU); len(g) > 0 {
+		env = append(env, "CUDA_DEVICE_ORDER=PCI_BUS_ID", "CUDA_VISIBLE_DEVICES="+strings.Join(g, ","))
+	}
 	for k, v := range s.cfg.Env {
 		env = append(env, k+"="+v)
 	}
 	return env
 }
 
+// visionEnv is server.py's vision_env: the engine's environment, with the
+// vision block's cuda_device as the only card the encoder sees.
+func (s *server) visionEnv() []string {
+	env := s.childEnv()
+	if d := s.cfg.Vision.CudaDevice; d != nil {
+		env = append(env, "CUDA_DEVICE_ORDER=PCI_BUS_ID", "CUDA_VISIBLE_DEVICES="+strconv.Itoa(*d))
+	}
+	return env
+}
 func (s *server) startEngine(mode Mode) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -583,42 +654,65 @@ func engineMain() int {
 	return 0
 }
 
-// startEncoder starts vision.exe as serve/server.py does and reads its first
-// line; it returns that line (or why there is none) on failure.
+// startEncoder starts vision.exe as serve/server.py (@5f8f3f2) does and
+// reads its first line; it returns that line (or why there is none) on
+// failure. What it copies (main(), the Vision class, child_env, vision_env):
+//   - exe, mmproj and model that are not absolute are made absolute against
+//     the config's cwd, else the server's working directory ("."), whatever
+//     they look like (a bare "strata-vision" too);
+//   - the command is [exe, --mmproj M, --model X], then --gpu when `gpu` is
+//     truthy (Python's truth: true, a non-zero number, a non-empty string or
+//     list), --threads and --max-tokens when they are truthy, as str() writes
+//     them; newer servers (#767) add --min-tokens when the block has
+//     `min_tokens`;
+//   - the environment is the server's plus, when the config's `gpu` names
+//     cards, CUDA_DEVICE_ORDER=PCI_BUS_ID and CUDA_VISIBLE_DEVICES=<them>,
+//     then the config's `env` entries; vision.cuda_device replaces
+//     CUDA_VISIBLE_DEVICES (with the same order); nothing at all for
+//     `gpu: false`;
+//   - the encoder inherits the server's working directory; its stderr is
+//     appended to the config's `log` (nowhere without one).
 func (s *server) startEncoder() (string, error) {
 	v := s.cfg.Vision
 	if v.MMProj == "" || v.Model == "" {
+		// server.py's cfg["mmproj"] raises KeyError before anything starts.
 		return "vision needs mmproj and model", errors.New("incomplete vision block")
 	}
-	// Relative paths resolve against the config's cwd, else the server's
-	// working directory (the encoder inherits that working directory).
 	abs := func(p string) string {
 		if p != "" && !filepath.IsAbs(p) {
-			return filepath.Join(s.baseDir(), p)
+			base := s.cfg.Cwd
+			if base == "" {
+				base, _ = os.Getwd()
+			} else if !filepath.IsAbs(base) {
+				wd, _ := os.Getwd()
+				base = filepath.Join(wd, base)
+			}
+			return filepath.Join(base, p)
 		}
 		return p
 	}
+	if s.visionDir == "" {
+		// Vision.__init__: the run's temp folder, before the encoder starts.
+		if dir, err := mkdtemp("strata-vision-"); err == nil {
+			s.visionDir = dir
+		}
+	}
+	exe := abs(v.Exe)
 	args := []string{"--mmproj", abs(v.MMProj), "--model", abs(v.Model)}
 	if truthy(v.GPU) {
 		args = append(args, "--gpu")
 	}
-	if v.Threads > 0 {
-		args = append(args, "--threads", strconv.Itoa(v.Threads))
+	if truthy(v.Threads) {
+		args = append(args, "--threads", pyStr(v.Threads))
 	}
-	if v.MaxTokens > 0 {
-		args = append(args, "--max-tokens", strconv.Itoa(v.MaxTokens))
+	if truthy(v.MaxTokens) {
+		args = append(args, "--max-tokens", pyStr(v.MaxTokens))
 	}
-	exe := v.Exe
-	if exe != "" && !filepath.IsAbs(exe) && strings.ContainsAny(exe, `/\`) {
-		exe = filepath.Join(s.baseDir(), exe)
+	if v.MinTokens != nil {
+		args = append(args, "--min-tokens", pyStr(v.MinTokens))
 	}
 	cmd := exec.Command(exe, args...)
-	cmd.Env = s.childEnv()
-	if !truthy(v.GPU) {
-		cmd.Env = append(cmd.Env, "CUDA_VISIBLE_DEVICES=-1")
-	} else if v.CudaDevice != nil {
-		cmd.Env = append(cmd.Env, "CUDA_VISIBLE_DEVICES="+strconv.Itoa(*v.CudaDevice))
-	}
+	cmd.Env = s.visionEnv()
 	if s.logFile != nil {
 		cmd.Stderr = s.logFile
 	}
@@ -631,7 +725,7 @@ func (s *server) startEncoder() (string, error) {
 		return err.Error(), err
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Sprintf("cannot run %s: %v", v.Exe, err), err
+		return fmt.Sprintf("cannot run %s: %v", exe, err), err
 	}
 	r := bufio.NewReader(out)
 	wait := 300 * time.Second
@@ -703,6 +797,24 @@ func (s *server) handler() http.Handler {
 			"machine": map[string]any{"gpu": gpus},
 		})
 	})
+	// POST /v1/chat/completions: a text answer, generated under the same
+	// request FIFO as pictures (server.py: `with self.fifo:` around the
+	// encode and the generation), so a text request waits while a picture is
+	// read, as it does in Strata's main repository.
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		if !s.keyOK(r) {
+			writeJSON(w, 401, map[string]any{"error": "an API key is required"})
+			return
+		}
+		io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+		s.mu.Lock()
+		s.mu.Unlock()
+		writeJSON(w, 200, map[string]any{
+			"object": "chat.completion", "model": s.model,
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": "Hello from the stand-in engine."}}},
+		})
+	})
 	// POST /standin/encode: the body is a picture; it goes to the encoder as
 	// Strata sends it (ENC <tmp>/strata-vision-XXXX/<sha>.img <same>.sve) and
 	// the reply comes back. Not a Strata endpoint: it lets the relay be tested
@@ -746,11 +858,17 @@ func (s *server) encode(img []byte) (string, int64, error) {
 	if s.encoder == nil {
 		return "", 0, errors.New("vision is not available")
 	}
-	dir, err := os.MkdirTemp("", "strata-vision-")
-	if err != nil {
-		return "", 0, err
+	// One folder per run, made when vision starts and left behind with its
+	// cached .sve files (server.py's Vision: tempfile.mkdtemp(prefix=
+	// "strata-vision-"), never removed).
+	if s.visionDir == "" {
+		dir, err := mkdtemp("strata-vision-")
+		if err != nil {
+			return "", 0, err
+		}
+		s.visionDir = dir
 	}
-	defer os.RemoveAll(dir)
+	dir := s.visionDir
 	name := key[:32]
 	in, out := filepath.Join(dir, name+".img"), filepath.Join(dir, name+".sve")
 	if err := os.WriteFile(in, img, 0o644); err != nil {
@@ -780,6 +898,7 @@ func (s *server) encode(img []byte) (string, int64, error) {
 	}
 	if len(s.cacheOrder) >= cacheEntries {
 		delete(s.cache, s.cacheOrder[0])
+		os.Remove(filepath.Join(dir, s.cacheOrder[0][:32]+".sve")) // oldest first, as server.py
 		s.cacheOrder = s.cacheOrder[1:]
 	}
 	s.cache[key] = cached{line, st.Size()}
@@ -850,5 +969,26 @@ func recordArgs(args []string) {
 	if fh, err := os.OpenFile(f, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
 		fh.Write(append(b, '\n'))
 		fh.Close()
+	}
+}
+
+// mkdtemp makes a folder as Python's tempfile.mkdtemp names it: the prefix
+// and eight of "abcdefghijklmnopqrstuvwxyz0123456789_", mode 0700, in the
+// temp folder (TMPDIR).
+func mkdtemp(prefix string) (string, error) {
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789_"
+	for i := 0; ; i++ {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", err
+		}
+		for j := range b {
+			b[j] = letters[int(b[j])%len(letters)]
+		}
+		dir := filepath.Join(os.TempDir(), prefix+string(b[:]))
+		err := os.Mkdir(dir, 0o700)
+		if err == nil || !os.IsExist(err) || i > 100 {
+			return dir, err
+		}
 	}
 }

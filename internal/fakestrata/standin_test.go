@@ -308,8 +308,10 @@ func TestNoGPUNoExpertCache(t *testing.T) {
 // The stand-in starts the config's vision.exe as Strata's server does (shared
 // docs/strata.md, "The encoder process"): [exe, --mmproj M, --model X, --threads N,
 // --max-tokens N] with relative paths resolved against the config's cwd, the
-// server's working directory inherited, CUDA_VISIBLE_DEVICES=-1 and the
-// config's env for a CPU encoder, stderr appended to the config's log; each
+// server's working directory inherited, the config's env added and no
+// CUDA_VISIBLE_DEVICES for a CPU encoder (server.py @5f8f3f2 sets none for
+// `gpu: false`: the encoder hides the GPUs itself), stderr appended to the
+// config's log; each
 // picture is `ENC <tmp>/strata-vision-XXXX/<sha256[:32]>.img <same>.sve`;
 // an encoder that exits during a picture gives "the vision encoder stopped"
 // and is started again on the next picture.
@@ -362,7 +364,7 @@ done
 	b, _ := os.ReadFile(rec)
 	got := strings.Split(strings.TrimSpace(string(b)), "\n")
 	wantStart := "start --mmproj " + filepath.Join(dir, "mm.gguf") + " --model " + filepath.Join(dir, "sub/model.gguf") +
-		" --threads 2 --max-tokens 300 cwd=" + r.Dir + " cuda=-1 extra=from-config"
+		" --threads 2 --max-tokens 300 cwd=" + r.Dir + " cuda= extra=from-config"
 	if len(got) != 4 || got[0] != wantStart || got[2] != wantStart {
 		t.Fatalf("encoder record:\n%s\nwant starts %q", b, wantStart)
 	}
@@ -381,5 +383,59 @@ done
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("the stand-in's exit after SIGTERM: %v", err)
+	}
+}
+
+// TestEncoderCommandAsServerPy: the encoder's command line and environment
+// for the vision blocks a config may hold, as serve/server.py builds them
+// (main(): relative exe/mmproj/model against the config's cwd; Vision: --gpu
+// when truthy, --threads and --max-tokens when truthy; child_env and
+// vision_env: CUDA_VISIBLE_DEVICES from the config's gpu, then the vision
+// block's cuda_device; newer servers: --min-tokens).
+func TestEncoderCommandAsServerPy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the stand-in server per case")
+	}
+	for _, c := range []struct {
+		name   string
+		extra  map[string]any
+		vision map[string]any
+		want   string // argv after the exe, then cuda=<CUDA_VISIBLE_DEVICES>
+	}{
+		{"gpu true, bare exe name against cwd", nil,
+			map[string]any{"exe": "enc.sh", "mmproj": "/abs/mm.gguf", "model": "m.gguf", "gpu": true, "max_tokens": 1024, "threads": 0},
+			"--mmproj /abs/mm.gguf --model CWD/m.gguf --gpu --max-tokens 1024 cuda= order="},
+		{"gpu false: no --gpu and no CUDA_VISIBLE_DEVICES", nil,
+			map[string]any{"exe": "enc.sh", "mmproj": "mm.gguf", "model": "m.gguf", "gpu": false, "threads": 8, "max_tokens": 300},
+			"--mmproj CWD/mm.gguf --model CWD/m.gguf --threads 8 --max-tokens 300 cuda= order="},
+		{"a truthy string and the config's GPU", map[string]any{"gpu": 1},
+			map[string]any{"exe": "enc.sh", "mmproj": "mm.gguf", "model": "m.gguf", "gpu": "false", "max_tokens": 0},
+			"--mmproj CWD/mm.gguf --model CWD/m.gguf --gpu cuda=1 order=PCI_BUS_ID"},
+		{"cuda_device wins, min_tokens passed on", map[string]any{"gpu": []any{0, 2}},
+			map[string]any{"exe": "enc.sh", "mmproj": "mm.gguf", "model": "m.gguf", "gpu": true, "cuda_device": 1, "min_tokens": 64},
+			"--mmproj CWD/mm.gguf --model CWD/m.gguf --gpu --min-tokens 64 cuda=1 order=PCI_BUS_ID"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			rec := filepath.Join(dir, "record")
+			testenv.WriteExecutable(filepath.Join(dir, "enc.sh"), []byte(`#!/bin/sh
+echo "$* cuda=$CUDA_VISIBLE_DEVICES order=$CUDA_DEVICE_ORDER" > `+rec+`
+echo READY 8
+while read cmd rest; do [ "$cmd" = QUIT ] && exit 0; done
+`))
+			extra := map[string]any{"cwd": dir, "vision": c.vision}
+			for k, v := range c.extra {
+				extra[k] = v
+			}
+			r := NewRoot(t, RootOptions{Extra: extra})
+			cmd, lines := start(t, r)
+			waitLine(t, lines, "ready:")
+			b, _ := os.ReadFile(rec)
+			if got, want := strings.TrimSpace(string(b)), strings.ReplaceAll(c.want, "CWD", dir); got != want {
+				t.Errorf("encoder started as\n  %s\nwant\n  %s", got, want)
+			}
+			cmd.Process.Signal(syscall.SIGTERM)
+			cmd.Wait()
+		})
 	}
 }

@@ -45,7 +45,43 @@ const (
 	PictureBegin Type = 'B' // uint32 id
 	PictureData  Type = 'C' // raw picture bytes (at most ChunkSize)
 	PictureEnd   Type = 'Z' // uint32 id + 1 byte: PictureComplete or PictureAborted
+	// Beat: the agent is working (JSON Beat), sent every Info.BeatMS while
+	// it starts its encoder or reads a picture, so the relay tells a busy
+	// agent from a stopped or frozen one within seconds.
+	Beat Type = 'K'
 )
+
+// Beat phases.
+const (
+	PhaseStarting = "starting" // the encoder starts (a GPU warms up)
+	PhaseEncoding = "encoding" // the encoder reads the picture
+)
+
+// BeatInfo is a Beat's payload: the picture (0: none) and what is done now.
+type BeatInfo struct {
+	ID    uint32 `json:"id"`
+	Phase string `json:"phase"`
+}
+
+// Where says where an encoder really reads pictures, as it said itself in
+// its start line ("strata-vision: warmed up at N image tokens" on a GPU,
+// "strata-vision: on the CPU, N threads, no warm-up"), with what nvidia-smi
+// showed around its start.
+type Where struct {
+	Device   string `json:"device"`              // "gpu" or "cpu"
+	GPU      string `json:"gpu,omitempty"`       // the GPU's name
+	GPUIndex int    `json:"gpu_index,omitempty"` // its nvidia-smi index
+	VRAMMiB  int    `json:"vram_mib,omitempty"`  // what the encoder took there
+	Threads  int    `json:"threads,omitempty"`   // CPU threads
+	Tokens   int    `json:"tokens,omitempty"`    // image tokens of the warm-up
+	// Expected is the device it was started for ("gpu": with --gpu);
+	// Reason says why it runs elsewhere (the encoder's own words).
+	Expected string `json:"expected,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// Degraded says the encoder runs on the CPU although a GPU was asked for.
+func (w *Where) Degraded() bool { return w != nil && w.Expected == "gpu" && w.Device != "gpu" }
 
 // PictureEnd's last byte.
 const (
@@ -284,6 +320,9 @@ type Info struct {
 	Dir string `json:"dir"`
 	// NEmbd from the second PC's mmproj metadata (0 if unknown).
 	NEmbd int `json:"n_embd,omitempty"`
+	// BeatMS: the agent sends Beat frames this often while it works (0: an
+	// older agent that sends none; the relay then does not expect them).
+	BeatMS int `json:"beat_ms,omitempty"`
 }
 
 // StatusInfo is the agent's state, answered to Status and Wake.
@@ -296,6 +335,8 @@ type StatusInfo struct {
 	// IdleStopS is the idle time after which the encoder is stopped (0: never).
 	IdleStopS int   `json:"idle_stop_s"`
 	GPUs      []GPU `json:"gpus,omitempty"`
+	// Where the running encoder reads pictures (nil: none runs).
+	Where *Where `json:"where,omitempty"`
 	// ScratchFiles counts files in the private scratch folder (0 between pictures).
 	ScratchFiles int `json:"scratch_files"`
 }
@@ -317,6 +358,8 @@ type AgentEvent struct {
 	IdleS   int    `json:"idle_s,omitempty"`
 	NEmbd   int    `json:"n_embd,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Where the started encoder reads pictures (started, woke).
+	Where *Where `json:"where,omitempty"`
 }
 
 // PutHeader starts a file upload. Name is a plain file name (no folders);

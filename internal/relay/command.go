@@ -57,6 +57,11 @@ type AgentArgs struct {
 	Threads   int
 	MaxTokens int
 	IdleStopS int
+	// CUDADevice is the GPU there by nvidia-smi index (nil: CUDA's first).
+	CUDADevice *int
+	// Extra are encoder arguments Strata passed that the relay passes on
+	// (--flash-attn, --min-tokens, ones it does not know).
+	Extra []string
 }
 
 // RemoteFiles names the mmproj and vocabulary stub on the second PC for the
@@ -89,6 +94,12 @@ func (a AgentArgs) Argv() []string {
 	}
 	if a.IdleStopS > 0 {
 		argv = append(argv, "--idle-stop", strconv.Itoa(a.IdleStopS))
+	}
+	if a.GPU && a.CUDADevice != nil {
+		argv = append(argv, "--cuda-device", strconv.Itoa(*a.CUDADevice))
+	}
+	for _, x := range a.Extra {
+		argv = append(argv, "--encoder-arg", x)
 	}
 	return argv
 }

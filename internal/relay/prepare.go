@@ -55,6 +55,21 @@ type PrepareResult struct {
 	EncoderPath string
 	NEmbd       int
 	GPUs        []framing.GPU
+	// NoGPU: nvidia-smi there found no NVIDIA GPU (GPUs is then empty).
+	NoGPU bool
+	// StartMS is the encoder's start there (a GPU's warm-up), measured.
+	StartMS int
+	// Where the encoder read during the check (its own start line).
+	Where *framing.Where
+}
+
+// RemoteGPUs are gs as the settings record them.
+func RemoteGPUs(gs []framing.GPU) []settings.RemoteGPU {
+	var out []settings.RemoteGPU
+	for _, g := range gs {
+		out = append(out, settings.RemoteGPU{Index: g.Index, Name: g.Name, TotalMiB: g.TotalMiB})
+	}
+	return out
 }
 
 // DefaultRemoteDir is the folder (under the login's home) used when the
@@ -105,9 +120,15 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 		return nil, err
 	}
 	filesCmd := QuoteCommand(res.OS, []string{RemoteJoin(res.OS, dir, AgentName(res.OS)), "agent"})
-	cl, err := startClient(ctx, conn, filesCmd, p)
+	// The first try is quiet: on a fresh second PC its shell answers "sh: 1:
+	// .../strata-vision-relay: not found", which is expected, not an error.
+	cl, err := startClient(ctx, conn, filesCmd, io.Discard)
 	fresh := false
+	if err != nil && agentMissing(err) {
+		fmt.Fprintf(p, "no agent on the second PC yet (a fresh second PC)\n")
+	}
 	if err == nil {
+		cl.p = p
 		fi, serr := cl.stat(SelfName)
 		if serr != nil || fi.SHA256 != agentSum {
 			cl.close()
@@ -187,21 +208,40 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 		res.EncoderPath = encName
 	}
 	fi, err := cl.stat(RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
+	gpus, gerr := cl.status()
 	cl.close()
+	if gerr == nil {
+		res.GPUs, res.NoGPU = gpus.GPUs, len(gpus.GPUs) == 0
+	}
 	if err != nil || !fi.Exists {
 		return nil, fmt.Errorf("there is no strata-vision at %s on the second PC; install Strata's engine there and pass --encoder <its strata-vision>, or run prepare on a server with the same OS and architecture so it can be copied",
 			RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
 	}
 
 	// 4. Start the encoder there exactly as the relay will, and see READY.
+	//    On the device the relay will choose from what was just found
+	//    (RemoteDevice), unless the flags say otherwise.
+	choice := o.Remote
+	choice.GPUs, choice.NoGPU = RemoteGPUs(res.GPUs), res.NoGPU
+	if o.GPU {
+		choice.Device = settings.DeviceGPU
+	}
+	d := RemoteDevice(choice)
+	if o.Threads > 0 {
+		d.Threads = o.Threads
+	}
+	if o.MaxTokens > 0 {
+		d.MaxTokens = o.MaxTokens
+	}
 	args := AgentArgs{OS: res.OS, RemoteDir: res.RemoteDir, Encoder: res.EncoderPath, Mmproj: rm, Model: rmodel,
-		GPU: o.GPU, Threads: o.Threads, MaxTokens: o.MaxTokens}
+		GPU: d.GPU, Threads: d.Threads, MaxTokens: d.MaxTokens, CUDADevice: d.CUDAIndex()}
 	fmt.Fprintf(p, "starting the encoder on the second PC: %s\n", args.Command())
 	cl, err = startClient(ctx, conn, args.Command(), p)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.close()
+	t0 := time.Now()
 	if err := cl.fw.Write(framing.Wake); err != nil {
 		return nil, err
 	}
@@ -217,12 +257,49 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	if st.Encoder != "running" {
 		return nil, fmt.Errorf("the encoder on the second PC did not start: %s", st.Error)
 	}
-	res.NEmbd, res.GPUs = st.NEmbd, st.GPUs
-	fmt.Fprintf(p, "the encoder on the second PC answered READY %d\n", st.NEmbd)
+	res.NEmbd, res.StartMS, res.Where = st.NEmbd, int(time.Since(t0).Milliseconds()), st.Where
+	if len(st.GPUs) > 0 {
+		res.GPUs, res.NoGPU = st.GPUs, false
+	}
+	fmt.Fprintf(p, "the encoder on the second PC answered READY %d after %.1f s\n", st.NEmbd, float64(res.StartMS)/1000)
+	if w := st.Where; w != nil {
+		switch {
+		case w.Device == "gpu":
+			fmt.Fprintf(p, "  it reads pictures on its GPU %s (%d MiB of VRAM)\n", w.GPU, w.VRAMMiB)
+		case w.Degraded():
+			fmt.Fprintf(p, "  it reads pictures on its CPU although a GPU was asked for: %s\n", w.Reason)
+		default:
+			fmt.Fprintf(p, "  it reads pictures on its CPU (%d threads)\n", w.Threads)
+		}
+	}
 	for _, g := range st.GPUs {
 		fmt.Fprintf(p, "  GPU %d: %s, %d MiB of %d MiB free\n", g.Index, g.Name, g.FreeMiB, g.TotalMiB)
 	}
 	return res, nil
+}
+
+// agentMissing says a start failed because the agent is not there (a fresh
+// second PC): the shell's "not found" / "No such file", cmd.exe's "is not
+// recognized".
+func agentMissing(err error) bool {
+	m := strings.ToLower(err.Error())
+	return strings.Contains(m, "not found") || strings.Contains(m, "no such file") || strings.Contains(m, "is not recognized")
+}
+
+// status asks the agent for its status (its GPUs by nvidia-smi).
+func (c *client) status() (framing.StatusInfo, error) {
+	var st framing.StatusInfo
+	if err := c.fw.Write(framing.AskStatus); err != nil {
+		return st, err
+	}
+	t, b, err := c.next(context.Background(), 30*time.Second, framing.StatusReply)
+	if err != nil {
+		return st, err
+	}
+	if t == framing.Error {
+		return st, errors.New(errMsg(b))
+	}
+	return st, json.Unmarshal(b, &st)
 }
 
 // SelfName asks the agent about its own executable (see agent.SelfName).

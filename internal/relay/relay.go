@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-companion/companion/internal/events"
@@ -66,9 +67,20 @@ type Options struct {
 	// Target turns the settings' second PC into where to dial and what to
 	// run there (nil: only Host/Dial/AgentCommand; see main's target).
 	Target func(settings.Remote) Target
-	// LocalArgs are strata-vision's arguments for pictures read on this
-	// PC's CPU (the relay's own --mmproj, --model, --max-tokens; never --gpu).
-	LocalArgs []string
+	// LocalMmproj and LocalModel are what Strata passed (--mmproj, --model):
+	// pictures read on this PC's CPU use the Q8_0 projector beside the
+	// mmproj when there is one (CPUProjector), at Strata's own CPU settings
+	// (LocalCPUDevice); never --gpu.
+	LocalMmproj, LocalModel string
+	// ExtraArgs are encoder arguments Strata passed that go on to every
+	// encoder the relay starts (--flash-attn, --min-tokens, unknown ones).
+	ExtraArgs []string
+	// Notes receives a line for a person about an encoder argument that was
+	// dropped (nil: discarded); written to Strata's engine log by main.
+	Notes func(string)
+	// ArgsProblem, when set, answers every picture: what was wrong with
+	// Strata's arguments (the relay never exits on them).
+	ArgsProblem string
 	// Wake sends the Wake-on-LAN packet for the second PC (nil: wol.Send).
 	Wake func(mac, broadcast string, port int) error
 	// Report receives every event, for the service (ServiceReporter.Event);
@@ -86,6 +98,10 @@ type Options struct {
 	// RetryEvery is the pause between the background connection attempts
 	// while the second PC is known to be down (default 2 s).
 	RetryEvery time.Duration
+	// SlowFailure: a dial that failed after at least this long makes the
+	// second PC known down (default 1 s; a quicker failure is retried by
+	// the next picture). Negative: every failure.
+	SlowFailure time.Duration
 }
 
 // Target is the second PC as the relay reaches it.
@@ -95,36 +111,65 @@ type Target struct {
 	AgentCommand string
 	// IdleStopS is sent to a running agent when it changes (SetIdle).
 	IdleStopS int
+	// Device is what its encoder was told to use (RemoteDevice).
+	Device Device
 }
 
 // Relay serves one Strata encoder session.
+//
+// One picture at a time: Strata sends the next ENC only after the reply to
+// the last one, and Run hands each picture to Encode on one goroutine and
+// waits for it (lines that come meanwhile are queued, QUIT gives the picture
+// up). So the fields under "the picture's" below are touched only by the
+// goroutine reading the current picture, and need no lock; everything the
+// background goroutines (the connection's monitor, the background retry, the
+// agent session's readers) also touch is under its own mutex.
 type Relay struct {
 	opt Options
 
-	outMu sync.Mutex // Stderr is written from several goroutines
-
-	conn     Conn
-	connStop chan struct{} // closed to stop the conn's monitor
-	connDead chan string   // the monitor's reason when it closed the conn
-	sessMu   sync.Mutex    // guards sess against the monitor's read
-	sess     *agentSession
-	nextID   uint32
-
-	nMu           sync.Mutex
-	reportedNEmbd int
-
-	hostMu    sync.Mutex // guards opt.Host, opt.Dial, opt.AgentCommand against the monitor and prober
+	// The picture's (one at a time; see above).
+	conn      Conn
+	connStop  chan struct{} // closed to stop the conn's monitor
+	connDead  chan string   // the monitor's reason when it closed the conn
+	nextID    uint32
 	targetKey string
 	idleStopS int // what the current session's agent was told
+	cmdIdleS  int // the idle stop in the agent's command line
+	device    Device
+	startMS   int // the encoder's start there as prepare measured it
+	local     localEncoder
+	times     pictureTimes // pictures on the second PC
+	ltimes    pictureTimes // pictures on this PC's CPU
+	wokeAt    time.Time
+	pic       pictureNote // what the picture in hand did, for its outcome event
 
-	link     linkState
-	local    localEncoder
-	times    pictureTimes // pictures on the second PC
-	ltimes   pictureTimes // pictures on this PC's CPU
-	wokeAt   time.Time
-	cmdIdleS int // the idle stop in the agent's command line
+	// Shared with the monitor and the session's readers.
+	abortMu       sync.Mutex
+	abortConn     Conn       // the connection in use, for abortLink
+	outMu         sync.Mutex // Options.Log is written from several goroutines
+	sessMu        sync.Mutex // guards sess against the monitor's read
+	sess          *agentSession
+	nMu           sync.Mutex
+	reportedNEmbd int
+	hostMu        sync.Mutex // guards opt.Host, opt.Dial, opt.AgentCommand against the monitor and prober
+	whereMu       sync.Mutex
+	lastWhere     map[string]framing.Where // per place ("remote", "local_cpu"): the last start line seen
+
+	// Shared with the background retry (its own lock inside).
+	link linkState
 
 	wg sync.WaitGroup // every goroutine the relay starts
+}
+
+// pictureNote is what the picture in hand did: where it went and what the
+// encoder said, for the one outcome event per picture.
+type pictureNote struct {
+	where    string
+	host     string
+	encodeMS int
+	tokens   int
+	// dialFailed: it could not reach the second PC (fallback or wake).
+	dialFailed bool
 }
 
 // New makes a relay; Run serves it.
@@ -140,6 +185,9 @@ func New(opt Options) *Relay {
 	}
 	if opt.RetryEvery <= 0 {
 		opt.RetryEvery = 2 * time.Second
+	}
+	if opt.SlowFailure == 0 {
+		opt.SlowFailure = time.Second
 	}
 	if opt.Log == nil {
 		opt.Log = io.Discard
@@ -255,9 +303,18 @@ func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 				if quit {
 					// Give the picture up; lines that came after it (Strata
 					// sends one at a time, so only a confused client) get
-					// one reply each too.
+					// one reply each too. Its session is closed first: a
+					// write into a dead link's full window returns then.
 					cancel()
-					reply(<-res)
+					select {
+					case rep := <-res:
+						reply(rep)
+					case <-time.After(300 * time.Millisecond):
+						// Stuck on the link (a write into a dead link's
+						// full window): closing the connection ends it.
+						r.abortLink()
+						reply(<-res)
+					}
 					for range pending {
 						reply("ERR the relay is stopping")
 					}
@@ -304,6 +361,7 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 	if st, err := pic.Stat(); err == nil {
 		picSize = int(st.Size())
 	}
+	r.pic.host = r.host()
 	sess, err := r.session(ctx)
 	if err != nil {
 		return "ERR " + err.Error()
@@ -313,21 +371,66 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 	sess.takeWoke() // a wake reported before this picture is not its wake
 	sess.expect(id, out)
 	defer sess.expect(0, "")
-	if refused, err := sendPicture(ctx, sess.fw, id, pic); err != nil {
+	stopWatch := r.watchSend(sess)
+	refused, err = sendPicture(ctx, sess.fw, id, pic)
+	if stopWatch() {
+		r.killAgent(sess)
+		r.dropSession()
+		return fmt.Sprintf("ERR the agent on second PC %s stopped taking the picture (nothing for over %s); it was ended, the next picture starts it again%s", r.host(), r.silenceBound(sess), unavailable)
+	}
+	if err != nil {
 		return "ERR " + r.lostReason(sess, err)
 	} else if refused != "" {
 		return refused
 	}
+	// The bound follows what the agent says it does (its Beat frames): a
+	// start (a GPU's warm-up) may take what prepare measured it to take, a
+	// picture what the last pictures took; and an agent that says nothing
+	// for silenceBound (stopped, frozen, or its link gone) is given up at
+	// once, whatever the bound.
+	phase := framing.PhaseEncoding
 	bound := r.times.bound(picSize, r.opt.RequestTimeout)
+	if sess.info.BeatMS > 0 && r.times.count() < minSamples {
+		bound = r.firstBound()
+	}
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
+	var silence <-chan time.Time
+	if sess.info.BeatMS > 0 {
+		tick := time.NewTicker(silenceCheck)
+		defer tick.Stop()
+		silence = tick.C
+	}
+	limit := r.silenceBound(sess)
 	for {
 		select {
 		case <-ctx.Done():
 			return "ERR the relay is stopping"
+		case <-silence:
+			if quiet := sess.quietFor(); quiet > limit {
+				r.killAgent(sess) // stopped or frozen: leave nothing running there
+				r.dropSession()
+				return fmt.Sprintf("ERR the agent on second PC %s stopped answering (nothing for %s while it was %s the picture); it was ended, the next picture starts it again%s",
+					r.host(), quiet.Round(100*time.Millisecond), map[string]string{framing.PhaseStarting: "starting the encoder for", framing.PhaseEncoding: "reading"}[phase], unavailable)
+			}
+		case b := <-sess.beats:
+			// id 0: the keep-running agent's warm-up at its start.
+			if (b.ID == id || b.ID == 0) && b.Phase != phase {
+				phase = b.Phase
+				bound = r.times.bound(picSize, r.opt.RequestTimeout)
+				if phase == framing.PhaseStarting {
+					bound = r.startBound()
+				} else if r.times.count() < minSamples {
+					bound = r.firstBound()
+				}
+				timer.Reset(bound)
+			}
 		case <-timer.C:
 			r.killAgent(sess) // it may be hung: leave nothing running there
 			r.dropSession()
+			if phase == framing.PhaseStarting {
+				return fmt.Sprintf("ERR the encoder on second PC %s did not start within %s; pictures are unavailable for now, text still works", r.host(), bound.Round(100*time.Millisecond))
+			}
 			return fmt.Sprintf("ERR second PC %s gave no result within %s (pictures took %s lately); pictures are unavailable for now, text still works", r.host(), bound.Round(100*time.Millisecond), r.times.median().Round(time.Millisecond))
 		case <-sess.done:
 			return "ERR " + r.lostReason(sess, nil)
@@ -358,7 +461,7 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 					return "ERR cannot write the result " + out + ": " + errText(err)
 				}
 				r.times.add(time.Since(t0), picSize+int(fileSize(out)))
-				r.reportPicture(sess, f.line, time.Since(t0))
+				r.reportPicture(sess, f.line)
 				return f.line
 			case framing.Error:
 				rid, msg, _ := framing.SplitID(f.p)
@@ -371,18 +474,73 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 	}
 }
 
-func (r *Relay) reportPicture(sess *agentSession, okLine string, total time.Duration) {
-	f := strings.Fields(okLine) // OK n nx ny ms
-	tokens, encMS := 0, 0
-	if len(f) >= 5 {
-		tokens, _ = strconv.Atoi(f[1])
-		encMS, _ = strconv.Atoi(f[4])
-	}
+// reportPicture notes what the encoder said of a picture (its outcome event
+// is Encode's) and reports a wake it cost.
+func (r *Relay) reportPicture(sess *agentSession, okLine string) {
+	tokens, encMS := okFields(okLine) // OK n nx ny ms
+	r.pic.tokens, r.pic.encodeMS = tokens, encMS
 	if w := sess.takeWoke(); w != nil {
 		r.emit(events.EncoderWoke, "", map[string]any{"start_ms": w.StartMS, "encode_ms": encMS, "where": "remote", "host": r.host()})
 		r.logf("the encoder on %s woke: start %d ms, encode %d ms", r.host(), w.StartMS, encMS)
 	}
-	r.emit(events.PictureEncoded, "", map[string]any{"ms": total.Milliseconds(), "encode_ms": encMS, "tokens": tokens, "where": WhereRemote, "host": r.host()})
+}
+
+// silenceCheck is how often a picture's wait looks at the agent's silence.
+const silenceCheck = 250 * time.Millisecond
+
+// silenceBound is how long an agent that sends Beat frames may say nothing
+// while it has a picture: three beats.
+func (r *Relay) silenceBound(s *agentSession) time.Duration {
+	return max(3*time.Duration(s.info.BeatMS)*time.Millisecond, 3*time.Second)
+}
+
+// firstBound bounds a picture before minSamples were timed: a GPU reads one
+// in seconds (docs/strata.md: 1.6 s at 1024 tokens), a CPU in tens of seconds.
+func (r *Relay) firstBound() time.Duration {
+	if r.device.GPU {
+		return 30 * time.Second
+	}
+	return r.opt.RequestTimeout
+}
+
+// startBound bounds the encoder's start on the second PC (a GPU's warm-up):
+// four times what prepare measured, at least 30 s; unknown, the agent's own
+// bound (Strata's STRATA_VISION_READY_S, 300 s).
+func (r *Relay) startBound() time.Duration {
+	if ms := r.startMS; ms > 0 {
+		return min(max(4*time.Duration(ms)*time.Millisecond, 30*time.Second), 300*time.Second)
+	}
+	return 300 * time.Second
+}
+
+// watchSend closes the session when the agent falls silent while a picture
+// is written to it (a stopped agent stops reading: the write would wait on
+// the full ssh window for ever); the returned func stops the watch and says
+// whether it fired.
+func (r *Relay) watchSend(s *agentSession) func() bool {
+	if s.info.BeatMS <= 0 {
+		return func() bool { return false }
+	}
+	stop, done := make(chan struct{}), make(chan bool, 1)
+	limit := r.silenceBound(s)
+	go func() {
+		t := time.NewTicker(silenceCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				done <- false
+				return
+			case <-t.C:
+				if s.quietFor() > limit {
+					s.close()
+					done <- true
+					return
+				}
+			}
+		}
+	}()
+	return func() bool { close(stop); return <-done }
 }
 
 func oneLine(s string) string {
@@ -462,13 +620,26 @@ func (r *Relay) connect(ctx context.Context) error {
 	c := r.link.takeSpare() // made by the background retry
 	if c == nil {
 		var err error
+		t0 := time.Now()
 		c, err = r.dial(ctx)
 		if err != nil {
-			r.markDown(err.Error())
+			r.pic.dialFailed = true
+			// Only a failure that takes long to find (no answer) is kept
+			// as known down, re-checked in the background: one that is
+			// quick (refused, reset, no route: about a millisecond on a
+			// LAN) is simply tried again by the next picture, so a PC
+			// whose ssh server is back is used at once. With Wake-on-LAN
+			// on, any failure may be a PC asleep: known down, to wake it.
+			if time.Since(t0) >= r.opt.SlowFailure || r.link.wakeOnNow() {
+				r.markDown(err.Error())
+			}
 			return err
 		}
 	}
 	r.conn, r.connStop, r.connDead = c, make(chan struct{}), make(chan string, 1)
+	r.abortMu.Lock()
+	r.abortConn = c
+	r.abortMu.Unlock()
 	r.wg.Add(1)
 	go r.monitor(c, r.connStop, r.connDead)
 	return nil
@@ -487,12 +658,16 @@ func (r *Relay) dial(ctx context.Context) (Conn, error) {
 	if err != nil {
 		msg := r.dialMessage(err)
 		r.logf("%s", msg)
-		if r.link.setReachable(-1) {
+		if r.link.setReachable(-1) != -1 {
 			r.emit(events.RemoteUnreachable, msg, map[string]any{"host": host, "reason": string(sshx.Classify(err))})
 		}
 		return nil, errors.New(msg)
 	}
 	handshake := time.Since(t0)
+	if r.link.setReachable(1) == -1 {
+		r.link.clearFallback()
+		r.emit(events.RemoteReachable, "second PC "+host+" answers again; pictures go there", map[string]any{"host": host})
+	}
 	rtt := time.Duration(-1)
 	actx, cancel := context.WithTimeout(ctx, r.opt.ConnectTimeout)
 	// The first request on a new connection pays for setting up its
@@ -504,7 +679,6 @@ func (r *Relay) dial(ctx context.Context) (Conn, error) {
 		}
 	}
 	cancel()
-	r.link.setReachable(1)
 	r.emit(events.RemoteConnected, "", map[string]any{"host": host, "rtt_ms": float64(rtt.Microseconds()) / 1000, "connect_ms": handshake.Milliseconds()})
 	r.logf("connected to second PC %s (connect and ssh handshake %d ms, round trip %.2f ms)", host, handshake.Milliseconds(), float64(rtt.Microseconds())/1000)
 	return c, nil
@@ -557,6 +731,13 @@ func (r *Relay) monitor(c Conn, stop chan struct{}, dead chan string) {
 			return
 		case <-tick.C:
 			ctx, cancel := context.WithTimeout(context.Background(), r.opt.ConnectTimeout)
+			go func() {
+				select {
+				case <-stop: // Close does not wait out a keepalive on a dead link
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
 			err := c.Alive(ctx)
 			cancel()
 			select {
@@ -629,6 +810,17 @@ func (r *Relay) dropSession() {
 	}
 }
 
+// abortLink closes the connection in use from another goroutine than the
+// picture's (Run, on QUIT): whatever waits on it returns.
+func (r *Relay) abortLink() {
+	r.abortMu.Lock()
+	c := r.abortConn
+	r.abortMu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
+
 func (r *Relay) closeConn() {
 	if r.conn == nil {
 		return
@@ -642,12 +834,23 @@ func (r *Relay) closeConn() {
 // scratch folder when its input ends), then the connection, and waits for
 // every goroutine the relay started.
 func (r *Relay) Close() {
+	// Bounded whatever the link does: a dead connection (black-holed, its
+	// PC gone without a word) is closed, not waited on. Strata waits on its
+	// encoder's exit, and text with it.
 	if s := r.currentSession(); s != nil {
 		s.proc.Stdin.Close()
 		select {
 		case <-s.done:
-		case <-time.After(400 * time.Millisecond):
-			r.killAgent(s)
+		case <-time.After(300 * time.Millisecond):
+			killed := make(chan struct{})
+			r.wg.Add(1)
+			c := r.conn
+			go func() { defer r.wg.Done(); r.killAgentOn(s, c); close(killed) }()
+			select {
+			case <-killed:
+			case <-time.After(300 * time.Millisecond):
+				// The link does not answer: closing it below ends the wait.
+			}
 		}
 	}
 	r.dropSession()
@@ -662,7 +865,10 @@ func (r *Relay) Close() {
 // second PC's sshd allows it, else a kill of the pid it announced, run in a
 // session of its own. Its encoder dies with it (a parent-death signal on
 // Linux, a Job Object on Windows).
-func (r *Relay) killAgent(s *agentSession) {
+func (r *Relay) killAgent(s *agentSession) { r.killAgentOn(s, r.conn) }
+
+// killAgentOn is killAgent over the connection c.
+func (r *Relay) killAgentOn(s *agentSession, c Conn) {
 	if s.proc.Kill != nil {
 		s.proc.Kill() // refused for some accounts (sshd: "requires privilege separation")
 	}
@@ -671,7 +877,6 @@ func (r *Relay) killAgent(s *agentSession) {
 		return
 	case <-time.After(100 * time.Millisecond):
 	}
-	c := r.conn
 	if c == nil || s.info.PID <= 0 {
 		return
 	}
@@ -814,6 +1019,44 @@ type agentSession struct {
 	tail  string
 	out   string // the pending request's output path
 	outID uint32
+
+	beats chan framing.BeatInfo // the agent's Beat frames (dropped when not read)
+	// heard and wrote are the last read from and write to the agent
+	// (UnixNano): an agent that sends Beats and does neither for a few
+	// seconds is stopped or frozen.
+	heard, wrote atomic.Int64
+}
+
+// quietFor is how long nothing went either way on the session.
+func (s *agentSession) quietFor() time.Duration {
+	return time.Since(time.Unix(0, max(s.heard.Load(), s.wrote.Load())))
+}
+
+// touchReader and touchWriter record when the session last moved bytes.
+type touchReader struct {
+	r io.Reader
+	t *atomic.Int64
+}
+
+func (x touchReader) Read(p []byte) (int, error) {
+	n, err := x.r.Read(p)
+	if n > 0 {
+		x.t.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+type touchWriter struct {
+	w io.Writer
+	t *atomic.Int64
+}
+
+func (x touchWriter) Write(p []byte) (int, error) {
+	n, err := x.w.Write(p)
+	if n > 0 {
+		x.t.Store(time.Now().UnixNano())
+	}
+	return n, err
 }
 
 func (s *agentSession) expect(id uint32, out string) {
@@ -823,8 +1066,12 @@ func (s *agentSession) expect(id uint32, out string) {
 }
 
 func (r *Relay) startSession(p Proc) *agentSession {
-	s := &agentSession{r: r, proc: p, fw: framing.NewWriter(p.Stdin), hello: make(chan struct{}),
-		replies: make(chan frame, 2), done: make(chan struct{}), closing: make(chan struct{})}
+	s := &agentSession{r: r, proc: p, hello: make(chan struct{}),
+		replies: make(chan frame, 2), done: make(chan struct{}), closing: make(chan struct{}), beats: make(chan framing.BeatInfo, 4)}
+	now := time.Now().UnixNano()
+	s.heard.Store(now)
+	s.wrote.Store(now)
+	s.fw = framing.NewWriter(touchWriter{p.Stdin, &s.wrote})
 	r.wg.Add(2)
 	go s.readFrames()
 	go s.readStderr()
@@ -881,7 +1128,7 @@ func (s *agentSession) readStderr() {
 func (s *agentSession) readFrames() {
 	defer s.r.wg.Done()
 	defer close(s.done)
-	fr := framing.NewReader(s.proc.Stdout)
+	fr := framing.NewReader(touchReader{s.proc.Stdout, &s.heard})
 	first := true
 	for {
 		t, n, err := fr.NextHeader()
@@ -920,6 +1167,14 @@ func (s *agentSession) readFrames() {
 		}
 		switch t {
 		case framing.Pong:
+		case framing.Beat:
+			var b framing.BeatInfo
+			if json.Unmarshal(p, &b) == nil {
+				select {
+				case s.beats <- b:
+				default:
+				}
+			}
 		case framing.Event:
 			var e framing.AgentEvent
 			if json.Unmarshal(p, &e) == nil {
@@ -951,8 +1206,8 @@ func (s *agentSession) onEvent(e framing.AgentEvent) {
 		}
 		s.mu.Unlock()
 		r.noteNEmbd(e.NEmbd)
-		if e.Kind == "started" {
-			r.emit(events.EncoderReady, "", map[string]any{"start_ms": e.StartMS, "where": "remote", "host": r.host()})
+		if e.Kind == "started" || e.Where != nil {
+			r.reportWhere(WhereRemote, r.host(), e.StartMS, e.Where, nil)
 		}
 	case "idle_stopped":
 		r.emit(events.EncoderIdleStopped, "", map[string]any{"idle_s": e.IdleS, "where": "remote", "host": r.host()})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strconv"
@@ -23,16 +24,8 @@ const (
 	WhereRemote      = "remote"       // the second PC
 	WhereFallbackCPU = "fallback_cpu" // this PC's CPU, because the second PC could not be reached
 	WhereLocalCPU    = "local_cpu"    // this PC's CPU, because the settings say so
-)
-
-// Events only the relay sends (the service folds them into its state).
-const (
-	// VisionFallback: the second PC could not be reached and pictures are
-	// read on this PC's CPU (sent once per outage). Message: why.
-	VisionFallback events.Kind = "vision.fallback"
-	// RemoteWake: a Wake-on-LAN packet was sent; Details: host, mac,
-	// broadcast, port, wait_s; then ok and woke_ms once it answered or not.
-	RemoteWake events.Kind = "remote.wake"
+	WhereOff         = "off"          // nowhere: pictures are switched off
+	WhereNone        = "none"         // nowhere: it was refused before it went anywhere
 )
 
 // OffMessage answers every picture while pictures are switched off.
@@ -45,8 +38,43 @@ const localReadyTimeout = 60 * time.Second
 // line ("OK ..." or "ERR ..."): the second PC, this PC's CPU, or nowhere.
 // The settings are looked at for every picture (Options.Settings), so a
 // change takes effect on the next picture with no restart of anything.
+// Every picture's outcome is one vision.picture event: where it was read
+// (or meant to be), how long it took, ok or the reason.
 func (r *Relay) Encode(ctx context.Context, img, out string) string {
+	t0 := time.Now()
+	r.pic = pictureNote{}
+	reply := r.route(ctx, img, out)
+	r.reportOutcome(reply, time.Since(t0))
+	return reply
+}
+
+// reportOutcome sends the picture's one outcome event.
+func (r *Relay) reportOutcome(reply string, d time.Duration) {
+	n := r.pic
+	if n.where == "" {
+		n.where = WhereNone
+	}
+	ok := strings.HasPrefix(reply, "OK ")
+	details := map[string]any{"ms": d.Milliseconds(), "where": n.where, "ok": ok}
+	if n.host != "" {
+		details["host"] = n.host
+	}
+	msg := ""
+	if ok {
+		details["encode_ms"], details["tokens"] = n.encodeMS, n.tokens
+	} else {
+		msg = strings.TrimPrefix(reply, "ERR ")
+		details["error"] = msg
+	}
+	r.emit(events.PictureEncoded, msg, details)
+}
+
+func (r *Relay) route(ctx context.Context, img, out string) string {
+	if r.opt.ArgsProblem != "" {
+		return "ERR " + oneLine(r.opt.ArgsProblem) + "; pictures are unavailable until Strata's vision block is fixed, text still works"
+	}
 	if r.opt.Settings == nil {
+		r.pic.where = WhereRemote
 		return r.encodeRemote(ctx, img, out)
 	}
 	st, err := r.opt.Settings()
@@ -55,17 +83,22 @@ func (r *Relay) Encode(ctx context.Context, img, out string) string {
 	}
 	switch st.Vision {
 	case settings.PlacementOff:
+		r.pic.where = WhereOff
 		r.dropSession() // the second PC gets its VRAM back
+		r.local.stop(time.Second)
 		return OffMessage
 	case settings.PlacementCPU:
+		r.pic.where = WhereLocalCPU
 		r.dropSession()
 		if msg := checkPicture(img); msg != "" {
 			return msg
 		}
 		return r.encodeLocal(ctx, st, img, out, WhereLocalCPU)
 	case settings.PlacementGPU:
+		r.local.stop(time.Second)
 		return "ERR pictures move to this PC's GPU when Strata restarts (its GPU encoder must take its VRAM before the expert cache is sized); restart Strata from the tray or with `strata-service restart`"
 	}
+	r.pic.where = WhereRemote
 	if msg := checkPicture(img); msg != "" {
 		return msg
 	}
@@ -90,7 +123,10 @@ func (r *Relay) Encode(ctx context.Context, img, out string) string {
 	}
 	epoch := r.link.epochNow()
 	reply := r.encodeRemote(ctx, img, out)
-	if strings.HasPrefix(reply, "ERR ") && ctx.Err() == nil && r.link.epochNow() != epoch {
+	if strings.HasPrefix(reply, "OK ") {
+		r.local.stop(time.Second) // pictures left this PC's CPU: its RAM back
+	}
+	if strings.HasPrefix(reply, "ERR ") && ctx.Err() == nil && (r.link.epochNow() != epoch || r.pic.dialFailed) {
 		// This picture found it down.
 		if r.wake(ctx, st) {
 			return r.encodeRemote(ctx, img, out)
@@ -116,8 +152,9 @@ func (r *Relay) unreachable(ctx context.Context, st *settings.Settings, img, out
 	if st.LocalEncoder == "" {
 		return "ERR " + why + " (the fallback to this PC's CPU is on, but this PC's strata-vision is not recorded in the companion settings: run the setup again)"
 	}
+	r.pic.where = WhereFallbackCPU
 	if r.link.noteFallback() {
-		r.emit(VisionFallback, "pictures are read on this PC's CPU while the second PC cannot be reached: "+why,
+		r.emit(events.VisionFallback, "pictures are read on this PC's CPU while the second PC cannot be reached: "+why,
 			map[string]any{"host": r.host(), "where": WhereFallbackCPU})
 	}
 	return r.encodeLocal(ctx, st, img, out, WhereFallbackCPU)
@@ -126,12 +163,15 @@ func (r *Relay) unreachable(ctx context.Context, st *settings.Settings, img, out
 // targetKey is what makes a second PC another one (the idle stop is not:
 // it is applied to the running agent).
 func targetKey(rm settings.Remote) string {
-	return fmt.Sprintf("%q %d %q %q %q %q %q %q", rm.Host, rm.Port, rm.User, rm.HostKey, rm.KeyFile, rm.RemoteDir, rm.OS, rm.EncoderPath)
+	d := RemoteDevice(rm)
+	return fmt.Sprintf("%q %d %q %q %q %q %q %q %v %d %d %d", rm.Host, rm.Port, rm.User, rm.HostKey, rm.KeyFile, rm.RemoteDir, rm.OS, rm.EncoderPath,
+		d.GPU, d.CUDADevice, d.MaxTokens, d.Threads)
 }
 
 // useTarget points the relay at the settings' second PC; when it is another
 // PC than before, the old session and connection are closed.
 func (r *Relay) useTarget(rm settings.Remote) {
+	r.link.setWakeOn(rm.Wake != nil && rm.Wake.Enabled && rm.MAC != "")
 	if r.opt.Target == nil {
 		return
 	}
@@ -155,7 +195,7 @@ func (r *Relay) useTarget(rm settings.Remote) {
 	r.hostMu.Lock()
 	r.opt.Host, r.opt.Dial, r.opt.AgentCommand = t.Host, t.Dial, t.AgentCommand
 	r.hostMu.Unlock()
-	r.targetKey, r.idleStopS, r.cmdIdleS = key, rm.IdleStopS, t.IdleStopS
+	r.targetKey, r.idleStopS, r.cmdIdleS, r.device, r.startMS = key, rm.IdleStopS, t.IdleStopS, t.Device, rm.EncoderStartMS
 }
 
 // start looks at the settings once READY is out: with pictures on the second
@@ -212,6 +252,7 @@ func (r *Relay) retry(stop, kick chan struct{}, now bool, first chan struct{}) {
 			case <-ctx.Done():
 			}
 		}()
+		t0 := time.Now()
 		c, err := r.dial(ctx)
 		cancel()
 		if err != nil {
@@ -220,13 +261,15 @@ func (r *Relay) retry(stop, kick chan struct{}, now bool, first chan struct{}) {
 				return
 			default:
 			}
+			if time.Since(t0) < r.opt.SlowFailure && !r.link.wakeOnNow() {
+				r.link.quickFailure(stop)
+				return
+			}
 			r.link.markDown(err.Error())
 			done()
 			continue
 		}
-		if r.link.up(c, stop) {
-			r.emit(events.RemoteReachable, "second PC "+r.host()+" answers again; pictures go there", map[string]any{"host": r.host()})
-		}
+		r.link.up(c, stop) // dial reported it reachable again
 		return
 	}
 }
@@ -260,10 +303,10 @@ func (r *Relay) wake(ctx context.Context, st *settings.Settings) bool {
 	details := map[string]any{"host": r.host(), "mac": rm.MAC, "broadcast": bcast, "port": port, "wait_s": int(wait / time.Second)}
 	if err := send(rm.MAC, bcast, port); err != nil {
 		details["ok"] = false
-		r.emit(RemoteWake, "could not send the Wake-on-LAN packet: "+err.Error(), details)
+		r.emit(events.RemoteWake, "could not send the Wake-on-LAN packet: "+err.Error(), details)
 		return false
 	}
-	r.emit(RemoteWake, "sent a Wake-on-LAN packet to second PC "+r.host(), details)
+	r.emit(events.RemoteWake, "sent a Wake-on-LAN packet to second PC "+r.host(), details)
 	t0 := time.Now()
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -273,14 +316,14 @@ func (r *Relay) wake(ctx context.Context, st *settings.Settings) bool {
 	for {
 		if down, _ := r.link.isDown(); !down {
 			d := map[string]any{"host": r.host(), "ok": true, "woke_ms": time.Since(t0).Milliseconds()}
-			r.emit(RemoteWake, "second PC "+r.host()+" woke", d)
+			r.emit(events.RemoteWake, "second PC "+r.host()+" woke", d)
 			return true
 		}
 		select {
 		case <-ctx.Done():
 			return false
 		case <-deadline.C:
-			r.emit(RemoteWake, fmt.Sprintf("second PC %s did not answer within %s of the wake", r.host(), wait),
+			r.emit(events.RemoteWake, fmt.Sprintf("second PC %s did not answer within %s of the wake", r.host(), wait),
 				map[string]any{"host": r.host(), "ok": false, "wait_s": int(wait / time.Second)})
 			return false
 		case <-tick.C:
@@ -298,18 +341,19 @@ func (r *Relay) encodeLocal(ctx context.Context, st *settings.Settings, img, out
 	if st.LocalEncoder == "" {
 		return "ERR this PC's strata-vision is not recorded in the companion settings (local_encoder); run the setup again, or choose where pictures are read in the tray"
 	}
-	args := append([]string(nil), r.opt.LocalArgs...)
-	if st.CPUThreads > 0 {
-		args = append(args, "--threads", strconv.Itoa(st.CPUThreads))
-	}
-	enc, startMS, err := r.local.get(st.LocalEncoder, args)
+	d := LocalCPUDevice(st)
+	args := []string{"--mmproj", CPUProjector(r.opt.LocalMmproj), "--model", r.opt.LocalModel,
+		"--threads", strconv.Itoa(d.Threads), "--max-tokens", strconv.Itoa(d.MaxTokens)}
+	args = append(args, r.opt.ExtraArgs...)
+	enc, startMS, err := r.local.get(st.LocalEncoder, args, r.note)
 	if err != nil {
 		msg := "this PC's encoder " + st.LocalEncoder + " did not start: " + oneLine(err.Error())
 		r.emit(events.EncoderFailed, msg, map[string]any{"where": where})
 		return "ERR " + msg + "; text still works"
 	}
 	if startMS >= 0 {
-		r.emit(events.EncoderReady, "", map[string]any{"start_ms": startMS, "where": where})
+		w := enc.Where(false)
+		r.reportWhere(where, "", startMS, &w, enc.Args())
 	}
 	t0 := time.Now()
 	bound := r.ltimes.bound(0, DefaultRequestTimeout)
@@ -330,15 +374,8 @@ func (r *Relay) encodeLocal(ctx context.Context, st *settings.Settings, img, out
 		return fmt.Sprintf("ERR this PC's encoder gave no result within %s; it was stopped, the next picture starts it again", bound.Round(100*time.Millisecond))
 	}
 	if strings.HasPrefix(line, "OK ") {
-		total := time.Since(t0)
-		r.ltimes.add(total, 0)
-		f := strings.Fields(line)
-		tokens, encMS := 0, 0
-		if len(f) >= 5 {
-			tokens, _ = strconv.Atoi(f[1])
-			encMS, _ = strconv.Atoi(f[4])
-		}
-		r.emit(events.PictureEncoded, "", map[string]any{"ms": total.Milliseconds(), "encode_ms": encMS, "tokens": tokens, "where": where})
+		r.ltimes.add(time.Since(t0), 0)
+		r.pic.tokens, r.pic.encodeMS = okFields(line)
 	}
 	return line
 }
@@ -353,7 +390,7 @@ type localEncoder struct {
 
 // get returns the running encoder, starting it when needed (startMS is the
 // start's time then, -1 when it was running).
-func (l *localEncoder) get(path string, args []string) (*agent.Encoder, int64, error) {
+func (l *localEncoder) get(path string, args []string, note func(string)) (*agent.Encoder, int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	key := path + "\x00" + strings.Join(args, "\x00")
@@ -367,7 +404,7 @@ func (l *localEncoder) get(path string, args []string) (*agent.Encoder, int64, e
 	t0 := time.Now()
 	// Its stderr ("strata-vision: ...") must not reach Strata's engine log:
 	// only its last line is kept, for messages.
-	enc, err := agent.StartEncoder(path, args, nil, localReadyTimeout)
+	enc, err := agent.StartEncoderEnv(path, args, nil, noteWriter(note), localReadyTimeout)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -407,6 +444,19 @@ type linkState struct {
 	stop     chan struct{} // the retry loop's, nil when none runs
 	kick     chan struct{}
 	first    chan struct{} // closed when the retry's immediate first dial ended
+	wakeOn   bool          // Wake-on-LAN is set up: any failure may be a PC asleep
+}
+
+func (l *linkState) setWakeOn(v bool) {
+	l.mu.Lock()
+	l.wakeOn = v
+	l.mu.Unlock()
+}
+
+func (l *linkState) wakeOnNow() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.wakeOn
 }
 
 // firstDial is the channel of an immediate first dial in progress, or nil.
@@ -427,13 +477,31 @@ func (l *linkState) firstDial() chan struct{} {
 
 func (l *linkState) init() {}
 
-// setReachable records a dial's outcome; true when it changed.
-func (l *linkState) setReachable(v int) bool {
+// setReachable records a dial's outcome and returns the one before.
+func (l *linkState) setReachable(v int) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	changed := l.reach != v
+	prev := l.reach
 	l.reach = v
-	return changed
+	return prev
+}
+
+// clearFallback: the next outage's first fallback is reported again.
+func (l *linkState) clearFallback() {
+	l.mu.Lock()
+	l.fellBack = false
+	l.mu.Unlock()
+}
+
+// quickFailure ends a background retry whose dial failed quickly (the PC
+// answers, refusing): not known down any more; the next picture dials.
+func (l *linkState) quickFailure(stop chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stop == stop {
+		l.stop, l.kick = nil, nil
+		l.down, l.why = false, ""
+	}
 }
 
 func (l *linkState) markDown(why string) {
@@ -582,6 +650,12 @@ func median[T time.Duration | float64](xs []T) T {
 	return s[len(s)/2]
 }
 
+func (p *pictureTimes) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.walls)
+}
+
 func (p *pictureTimes) median() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -631,4 +705,89 @@ func checkPicture(img string) string {
 		return "ERR " + img + " is not a regular file; pictures are read from files only"
 	}
 	return ""
+}
+
+// note hands a line for a person to Options.Notes.
+func (r *Relay) note(line string) {
+	if r.opt.Notes != nil {
+		r.opt.Notes(line)
+	}
+}
+
+// noteWriter passes an encoder's stderr lines that are the relay's own
+// notes ("vision relay: ...": an argument it dropped) to note, and nothing
+// else: the encoder's own stderr stays out of Strata's engine log.
+func noteWriter(note func(string)) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		for _, l := range strings.Split(string(p), "\n") {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(l), "vision relay: "); ok {
+				note(rest)
+			}
+		}
+		return len(p), nil
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// okFields reads the tokens and the encode time of "OK n nx ny ms".
+func okFields(line string) (tokens, encodeMS int) {
+	f := strings.Fields(line)
+	if len(f) >= 5 {
+		tokens, _ = strconv.Atoi(f[1])
+		encodeMS, _ = strconv.Atoi(f[4])
+	}
+	return tokens, encodeMS
+}
+
+// reportWhere sends vision.ready for an encoder that just started at place
+// ("remote", "local_cpu", "fallback_cpu"): where it really reads pictures,
+// from its own start line. An encoder on a CPU where a GPU was expected is
+// degraded: vision.degraded, once until that changes.
+func (r *Relay) reportWhere(place, host string, startMS int64, w *framing.Where, args []string) {
+	details := map[string]any{"start_ms": startMS, "where": place}
+	if host != "" {
+		details["host"] = host
+	}
+	if w != nil {
+		details["device"] = w.Device
+		if w.GPU != "" {
+			details["gpu"] = w.GPU
+		}
+		if w.VRAMMiB > 0 {
+			details["vram_mib"] = w.VRAMMiB
+		}
+		if w.Threads > 0 {
+			details["threads"] = w.Threads
+		}
+		if w.Tokens > 0 {
+			details["tokens"] = w.Tokens
+		}
+		if w.Expected != "" {
+			details["expected"] = w.Expected
+		}
+	}
+	if len(args) > 0 {
+		details["args"] = strings.Join(args, " ")
+	}
+	r.emit(events.EncoderReady, "", details)
+	r.whereMu.Lock()
+	if r.lastWhere == nil {
+		r.lastWhere = map[string]framing.Where{}
+	}
+	prev, seen := r.lastWhere[place]
+	if w != nil {
+		r.lastWhere[place] = *w
+	}
+	r.whereMu.Unlock()
+	if w.Degraded() && !(seen && prev.Degraded()) {
+		why := w.Reason
+		if why == "" {
+			why = "its start line says so"
+		}
+		msg := fmt.Sprintf("pictures are read on the second PC's CPU, not its GPU (%s); they take several times longer", why)
+		r.emit(events.EncoderDegraded, msg, map[string]any{"where": place, "host": host, "device": w.Device, "expected": w.Expected, "reason": why})
+	}
 }

@@ -119,7 +119,10 @@ func TestKnownDownAnswersWithoutDialingAgain(t *testing.T) {
 			}}
 		},
 		RetryEvery: time.Hour,
-		Report:     func(e events.Event) { got = append(got, e) },
+		// This dial stands for one that took its whole timeout (no answer):
+		// every failure counts as slow.
+		SlowFailure: -1,
+		Report:      func(e events.Event) { got = append(got, e) },
 	}
 	img := filepath.Join(t.TempDir(), "a.img")
 	os.WriteFile(img, []byte("x"), 0o644)
@@ -145,8 +148,19 @@ func TestKnownDownAnswersWithoutDialingAgain(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Kind != events.RemoteUnreachable {
-		t.Fatalf("events %v, want one remote.unreachable", got)
+	var unreachable, failed int
+	for _, e := range got {
+		switch {
+		case e.Kind == events.RemoteUnreachable:
+			unreachable++
+		case e.Kind == events.PictureEncoded && e.Details["ok"] == false && e.Details["where"] == WhereRemote:
+			failed++
+		default:
+			t.Errorf("unexpected event %v", e)
+		}
+	}
+	if unreachable != 1 || failed != 5 {
+		t.Fatalf("events %v, want one remote.unreachable and one failed vision.picture per picture", got)
 	}
 }
 
@@ -205,7 +219,9 @@ func TestServiceReporterSendsAtOnceWhenAServiceAppears(t *testing.T) {
 	}))
 	defer srv.Close()
 	var up atomic.Bool
+	var looked atomic.Int32
 	rep := startReporter(&ServiceReporter{firstRetry: time.Hour, find: func() (*controlapi.Client, error) {
+		looked.Add(1)
 		if !up.Load() {
 			return nil, controlapi.ErrNotRunning
 		}
@@ -213,7 +229,12 @@ func TestServiceReporterSendsAtOnceWhenAServiceAppears(t *testing.T) {
 	}})
 	defer rep.Close(time.Second)
 	rep.Event(events.Event{Kind: events.RemoteUnreachable})
-	time.Sleep(100 * time.Millisecond) // the first attempt failed: it waits
+	// The first attempt failed: it waits (an hour) from now.
+	for deadline := time.Now().Add(10 * time.Second); looked.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the reporter never looked for the service")
+		}
+	}
 	up.Store(true)
 	rep.Event(events.Event{Kind: events.RemoteConnected})
 	select {
@@ -248,4 +269,107 @@ func TestDevicesAndFIFOsAreRefusedAtOnce(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestQuickFailureIsTriedAgainByTheNextPicture: a dial that fails at once
+// (refused, reset, no route: a millisecond on a LAN) is not kept as known
+// down: the next picture dials again, so a second PC whose ssh server is
+// back is used by the very next picture; no background retry runs.
+func TestQuickFailureIsTriedAgainByTheNextPicture(t *testing.T) {
+	var dials atomic.Int32
+	st := &settings.Settings{Vision: settings.PlacementRemote, Remote: &settings.Remote{Host: "pc"}}
+	opt := Options{
+		Settings: func() (*settings.Settings, error) { return st, nil },
+		Target: func(settings.Remote) Target {
+			return Target{Host: "pc", Dial: func(context.Context, time.Duration) (Conn, error) {
+				dials.Add(1)
+				return nil, errors.New("connection refused")
+			}}
+		},
+		RetryEvery: time.Hour,
+	}
+	img := filepath.Join(t.TempDir(), "a.img")
+	os.WriteFile(img, []byte("x"), 0o644)
+	r := New(opt)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background(), inR, outW); outW.Close() }()
+	br := bufio.NewReader(outR)
+	br.ReadString('\n') // READY
+	var lines []string
+	for i := 0; i < 4; i++ {
+		fmt.Fprintf(inW, "ENC %s %s.sve\n", img, img)
+		l, _ := br.ReadString('\n')
+		lines = append(lines, strings.TrimSpace(l))
+		if !strings.HasPrefix(l, "ERR connection refused") {
+			t.Errorf("picture %d: %q", i, l)
+		}
+	}
+	io.WriteString(inW, "QUIT\n")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The start's background dial, then one per picture.
+	if n := dials.Load(); n != 5 {
+		t.Errorf("%d dials for 4 pictures after a quick failure, want 5 (the start's, then one each): %q", n, lines)
+	}
+}
+
+// TestEveryPictureHasOneOutcomeEvent: each picture, whatever stops it, is
+// one vision.picture event with ok false and the reason (the ERR's), and
+// where it was meant to be read; a corrupt settings file too.
+func TestEveryPictureHasOneOutcomeEvent(t *testing.T) {
+	img := filepath.Join(t.TempDir(), "a.img")
+	os.WriteFile(img, []byte("x"), 0o644)
+	for _, c := range []struct {
+		name     string
+		settings func() (*settings.Settings, error)
+		where    string
+		reason   string
+	}{
+		{"off", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementOff}, nil }, WhereOff, "switched off"},
+		{"gpu", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementGPU}, nil }, WhereNone, "when Strata restarts"},
+		{"no second PC", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementRemote}, nil }, WhereRemote, "no second PC"},
+		{"corrupt settings", func() (*settings.Settings, error) {
+			return nil, errors.New("the companion settings s.json are not valid JSON")
+		}, WhereNone, "not valid JSON"},
+		{"cpu without an encoder", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementCPU}, nil }, WhereLocalCPU, "local_encoder"},
+	} {
+		var got []events.Event
+		lines := driveOne(t, Options{Settings: c.settings, Report: func(e events.Event) { got = append(got, e) }}, "ENC "+img+" "+img+".sve")
+		var outcomes []events.Event
+		for _, e := range got {
+			if e.Kind == events.PictureEncoded {
+				outcomes = append(outcomes, e)
+			}
+		}
+		if len(outcomes) != 1 || outcomes[0].Details["ok"] != false || outcomes[0].Details["where"] != c.where ||
+			!strings.Contains(outcomes[0].Message, c.reason) || "ERR "+outcomes[0].Message != lines[1] {
+			t.Errorf("%s: reply %q, outcome events %+v", c.name, lines[1:], outcomes)
+		}
+	}
+}
+
+// driveOne runs a relay for one request: READY, the request, its reply,
+// then QUIT (never before the reply: QUIT gives a picture in flight up).
+func driveOne(t *testing.T, opt Options, request string) []string {
+	t.Helper()
+	if opt.Dial == nil {
+		opt.Dial = func(context.Context, time.Duration) (Conn, error) { return nil, errors.New("no second PC here") }
+	}
+	r := New(opt)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background(), inR, outW); outW.Close() }()
+	br := bufio.NewReader(outR)
+	ready, _ := br.ReadString('\n')
+	io.WriteString(inW, request+"\n")
+	reply, _ := br.ReadString('\n')
+	io.WriteString(inW, "QUIT\n")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	return []string{strings.TrimSpace(ready), strings.TrimSpace(reply)}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/framing"
 	"github.com/strata-companion/companion/internal/relay"
 	"github.com/strata-companion/companion/internal/settings"
 )
@@ -48,6 +49,23 @@ func MergePairing(old *settings.Remote, n settings.Remote) settings.Remote {
 func ApplyPrepare(r *settings.Remote, res relay.PrepareResult) {
 	r.RemoteDir, r.OS, r.Arch = res.RemoteDir, res.OS, res.Arch
 	r.EncoderPath, r.NEmbd = res.EncoderPath, res.NEmbd
+	r.GPUs, r.NoGPU, r.EncoderStartMS = relay.RemoteGPUs(res.GPUs), res.NoGPU, res.StartMS
+}
+
+// Prepared is res on the wire (POST /v1/remote).
+func Prepared(res relay.PrepareResult) *controlapi.RemotePrepared {
+	return &controlapi.RemotePrepared{OS: res.OS, Arch: res.Arch, RemoteDir: res.RemoteDir, EncoderPath: res.EncoderPath, NEmbd: res.NEmbd,
+		GPUs: relay.RemoteGPUs(res.GPUs), NoGPU: res.NoGPU, EncoderStartMS: res.StartMS}
+}
+
+// PrepareResultOf is the wire's record back as a prepare result.
+func PrepareResultOf(p *controlapi.RemotePrepared) relay.PrepareResult {
+	res := relay.PrepareResult{OS: p.OS, Arch: p.Arch, RemoteDir: p.RemoteDir, EncoderPath: p.EncoderPath, NEmbd: p.NEmbd,
+		NoGPU: p.NoGPU, StartMS: p.EncoderStartMS}
+	for _, g := range p.GPUs {
+		res.GPUs = append(res.GPUs, framing.GPU{Index: g.Index, Name: g.Name, TotalMiB: g.TotalMiB})
+	}
+	return res
 }
 
 // ErrNotPaired says there is no second PC to record a prepare for.
@@ -67,8 +85,7 @@ func (a APIRecorder) RecordPairing(ctx context.Context, r settings.Remote) error
 }
 
 func (a APIRecorder) RecordPrepare(ctx context.Context, res relay.PrepareResult) error {
-	return a.record(ctx, controlapi.RemoteRecord{Prepare: &controlapi.RemotePrepared{
-		OS: res.OS, Arch: res.Arch, RemoteDir: res.RemoteDir, EncoderPath: res.EncoderPath, NEmbd: res.NEmbd}})
+	return a.record(ctx, controlapi.RemoteRecord{Prepare: Prepared(res)})
 }
 
 func (a APIRecorder) RecordUnpair(ctx context.Context) error {

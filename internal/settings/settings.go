@@ -65,11 +65,45 @@ type Remote struct {
 	// Wake says whether and how the relay wakes a second PC that does not answer.
 	Wake *Wake `json:"wake,omitempty"`
 
+	// What prepare found there: its NVIDIA GPUs (none recorded: not asked
+	// yet, see NoGPU) and how long its encoder took to start.
+	GPUs  []RemoteGPU `json:"gpus,omitempty"`
+	NoGPU bool        `json:"no_gpu,omitempty"` // prepare asked and found no NVIDIA GPU
+	// EncoderStartMS is the encoder's start (a GPU's warm-up) as prepare
+	// measured it; the relay's bound on a start follows it.
+	EncoderStartMS int `json:"encoder_start_ms,omitempty"`
+	// The user's choices for its encoder (zero: the relay decides).
+	// Device: "" its GPU when it has a usable one, else its CPU; "gpu";
+	// "cpu". CUDADevice picks the GPU by nvidia-smi index. MaxTokens: image
+	// tokens per picture (default 1024 on a GPU, 300 on a CPU). Threads: CPU
+	// encoder threads (default: half that PC's cores).
+	Device     string `json:"device,omitempty"`
+	CUDADevice *int   `json:"cuda_device,omitempty"`
+	MaxTokens  int    `json:"max_tokens,omitempty"`
+	Threads    int    `json:"threads,omitempty"`
+
 	// Extra holds the keys of the file's "remote" object that this
 	// version does not know (a newer companion's); they are written back
 	// unchanged (see unknown.go).
 	Extra map[string]json.RawMessage `json:"-"`
 }
+
+// RemoteGPU is one NVIDIA GPU prepare found on the second PC.
+type RemoteGPU struct {
+	Index    int    `json:"index"`
+	Name     string `json:"name"`
+	TotalMiB int    `json:"total_mib,omitempty"`
+
+	// Extra holds the unknown keys of a "remote.gpus" entry (see Remote.Extra).
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// Devices the second PC's encoder may be told to use (Remote.Device).
+const (
+	DeviceAuto = ""
+	DeviceGPU  = "gpu"
+	DeviceCPU  = "cpu"
+)
 
 // Wake is the Wake-on-LAN setup for the second PC.
 type Wake struct {
@@ -102,8 +136,12 @@ type Settings struct {
 	// LocalEncoder is this PC's strata-vision, which the relay runs (without
 	// --gpu) when pictures are read on the CPU or as the fallback.
 	LocalEncoder string `json:"local_encoder,omitempty"`
-	// CPUThreads for the local CPU encoder the relay runs (0: the encoder's default).
+	// CPUThreads for the local CPU encoder the relay runs (0: half this
+	// PC's cores, as Strata's own CPU mode).
 	CPUThreads int `json:"cpu_threads,omitempty"`
+	// CPUMaxTokens: image tokens per picture on this PC's CPU (0: 300, as
+	// Strata's own CPU mode).
+	CPUMaxTokens int `json:"cpu_max_tokens,omitempty"`
 
 	Extra map[string]json.RawMessage `json:"-"`
 }

@@ -9,7 +9,7 @@ import (
 
 // The settings keep what they do not know: a newer companion's keys, at any
 // depth, survive an older one's edit. Each struct of the file (Settings,
-// Remote, Wake) has an Extra map; its UnmarshalJSON puts there every key no
+// Remote, Wake, RemoteGPU) has an Extra map; its UnmarshalJSON puts there every key no
 // field of the struct takes, and its MarshalJSON writes them back beside
 // the fields. Which keys a struct knows is read from its json tags
 // (knownKeys), so there is no list to keep in step with the fields.
@@ -42,6 +42,16 @@ func (w *Wake) UnmarshalJSON(b []byte) error {
 func (w Wake) MarshalJSON() ([]byte, error) {
 	type plain Wake
 	return encodeKeeping(plain(w), w.Extra)
+}
+
+func (g *RemoteGPU) UnmarshalJSON(b []byte) error {
+	type plain RemoteGPU
+	return decodeKeeping(b, (*plain)(g), &g.Extra)
+}
+
+func (g RemoteGPU) MarshalJSON() ([]byte, error) {
+	type plain RemoteGPU
+	return encodeKeeping(plain(g), g.Extra)
 }
 
 // decodeKeeping decodes the object b into v (a pointer to a struct without

@@ -166,3 +166,15 @@ func lockFile(t testing.TB, path string) func() {
 		f.Close()
 	}
 }
+
+// CutLink takes the namespace's side of the veth down: packets to it are
+// dropped without a word (a black hole: a cable pulled, a PC frozen), and
+// the host keeps its route, so nothing leaves the machine.
+func (n *Netns) CutLink() error {
+	return exec.Command("ip", "-n", n.Name, "link", "set", n.peerDev, "down").Run()
+}
+
+// RestoreLink brings the namespace's side of the veth up again.
+func (n *Netns) RestoreLink() error {
+	return exec.Command("ip", "-n", n.Name, "link", "set", n.peerDev, "up").Run()
+}

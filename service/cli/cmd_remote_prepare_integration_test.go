@@ -38,7 +38,10 @@ func TestRemotePrepareCLI(t *testing.T) {
 		t.Fatalf("prepare before pairing: exit %d: %s", code, stderr)
 	}
 	bins := relayBins(t)
-	s := testenv.StartSSHD(t, testenv.SSHDOptions{})
+	// The second PC has an NVIDIA GPU (the stand-in nvidia-smi on its PATH).
+	smi := t.TempDir()
+	testenv.NvidiaSMI(t, smi, nil)
+	s := testenv.StartSSHD(t, testenv.SSHDOptions{PathDirs: []string{smi}})
 	// What pairing leaves behind.
 	st := &settings.Settings{Remote: &settings.Remote{Host: s.Host, Port: s.Port, User: s.User,
 		HostKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.HostSigner.PublicKey()))), KeyFile: s.ClientKeyFile}}
@@ -59,6 +62,27 @@ func TestRemotePrepareCLI(t *testing.T) {
 	got, _ := settings.Load(locations.SettingsFile())
 	if r := got.Remote; r.RemoteDir != remoteDir || r.NEmbd != 48 || r.OS != "linux" || r.EncoderPath != "strata-vision" || r.HostKey != st.Remote.HostKey {
 		t.Fatalf("settings after prepare: %+v", r)
+	}
+	// A fresh second PC: its shell's "not found" is expected and said in words.
+	if strings.Contains(out+stderr, "sh: 1:") || strings.Contains(out+stderr, "not found") || !strings.Contains(stderr, "no agent on the second PC yet") {
+		t.Errorf("prepare on a fresh second PC printed:\n%s\n%s", out, stderr)
+	}
+	// What it found there, recorded for the relay: the GPU, read on by the
+	// encoder it started (--gpu), and how long that start took.
+	if r := got.Remote; len(r.GPUs) != 1 || r.GPUs[0].Name != "NVIDIA GeForce RTX 3060 Laptop GPU" || r.GPUs[0].TotalMiB != 6144 || r.NoGPU || r.EncoderStartMS <= 0 {
+		t.Errorf("prepare recorded GPUs %+v, no_gpu %v, start %d ms", r.GPUs, r.NoGPU, r.EncoderStartMS)
+	}
+	if !strings.Contains(stderr, "reads pictures on its GPU NVIDIA GeForce RTX 3060 Laptop GPU (1383 MiB of VRAM)") {
+		t.Errorf("prepare does not say the encoder reads on the GPU:\n%s", out)
+	}
+	// Prepared again with the GPU gone: the record says so.
+	testenv.SetGPUs(t, smi, nil)
+	out, stderr, code = remoteCLI(t, "", "remote", "prepare", "--mmproj", mm, "--model", model,
+		"--agent-binary", filepath.Join(bins, "strata-vision-relay"), "--local-encoder", filepath.Join(bins, "standin"),
+		"--remote-dir", remoteDir, "--max-tokens", "4")
+	got, _ = settings.Load(locations.SettingsFile())
+	if code != 0 || !got.Remote.NoGPU || len(got.Remote.GPUs) != 0 || !strings.Contains(stderr, "on its CPU") {
+		t.Errorf("prepare without the GPU: exit %d, record %+v\n%s\n%s", code, got.Remote, out, stderr)
 	}
 	for _, n := range []string{"strata-vision-relay", "mmproj.gguf", "m-00001-of-00002.vocab.gguf", "strata-vision"} {
 		if _, err := os.Stat(filepath.Join(remoteDir, n)); err != nil {

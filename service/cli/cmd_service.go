@@ -373,6 +373,12 @@ func printServiceStatus(w interface{ Write([]byte) (int, error) }, ss *serviceSt
 			enc += ": " + st.Vision.Error
 		}
 		fmt.Fprintf(w, "Encoder:    %s\n", enc)
+		if where := VisionWhere(st.Vision); where != "" {
+			fmt.Fprintf(w, "Pictures:   %s\n", where)
+		}
+		if st.Vision.Degraded != "" {
+			fmt.Fprintf(w, "  degraded: %s\n", st.Vision.Degraded)
+		}
 	}
 	if r := st.Remote; r != nil {
 		if r.Reachable {
@@ -381,4 +387,32 @@ func printServiceStatus(w interface{ Write([]byte) (int, error) }, ss *serviceSt
 			fmt.Fprintf(w, "Second PC:  %s unreachable: %s\n", r.Host, r.Reason)
 		}
 	}
+}
+
+// VisionWhere says where pictures are really read, from the encoder's own
+// start line: "second PC gpu-laptop: NVIDIA GeForce RTX 3060 Laptop GPU
+// (1383 MiB of VRAM), 1.6 s per picture".
+func VisionWhere(v controlapi.VisionState) string {
+	if v.Device == "" {
+		return ""
+	}
+	s := "this PC"
+	if v.Host != "" {
+		s = "second PC " + v.Host
+	}
+	switch {
+	case v.Device == "gpu" && v.GPU != "":
+		s += ": " + v.GPU
+		if v.VRAMMiB > 0 {
+			s += fmt.Sprintf(" (%d MiB of VRAM)", v.VRAMMiB)
+		}
+	case v.Device == "gpu":
+		s += ": its GPU"
+	default:
+		s += ": its CPU"
+	}
+	if v.LastPictureMS > 0 {
+		s += fmt.Sprintf(", %.1f s per picture", float64(v.LastPictureMS)/1000)
+	}
+	return s
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -118,8 +119,11 @@ func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
 	localEncoder := filepath.Join(r.Dir, "engine", "strata-vision")
 	testenv.Copy(t, encoderBin, localEncoder, 0o755)
 
-	// The second PC: a real sshd and the folder `remote prepare` leaves.
-	sshd := testenv.StartSSHD(t, testenv.SSHDOptions{})
+	// The second PC: a real sshd, an NVIDIA GPU (the stand-in nvidia-smi on
+	// its PATH) and the folder `remote prepare` leaves.
+	smi := t.TempDir()
+	testenv.NvidiaSMI(t, smi, nil)
+	sshd := testenv.StartSSHD(t, testenv.SSHDOptions{PathDirs: []string{smi}})
 	remoteDir := t.TempDir()
 	rm, rmodel := relay.RemoteFiles(mmproj, model)
 	testenv.Copy(t, mmproj, filepath.Join(remoteDir, rm), 0o644)
@@ -132,12 +136,16 @@ func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
 	var since uint64
 	follow(t, c, &since, events.ServerReady)
 
-	// Paired and prepared (what `remote pair` and `remote prepare` record).
-	st := &settings.Settings{Vision: settings.PlacementGPU, LocalEncoder: localEncoder, Remote: &settings.Remote{
+	// Paired and prepared (what `remote pair` and `remote prepare` record:
+	// TestRemotePrepareCLI checks that prepare records the GPU so), with the
+	// image tokens chosen small for speed.
+	st := &settings.Settings{Vision: settings.PlacementGPU, LocalEncoder: localEncoder, CPUMaxTokens: 6, Remote: &settings.Remote{
 		Host: sshd.Host, Port: sshd.Port, User: sshd.User,
 		HostKey:   strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshd.HostSigner.PublicKey()))),
 		KeyFile:   sshd.ClientKeyFile,
 		RemoteDir: remoteDir,
+		GPUs:      []settings.RemoteGPU{{Index: 0, Name: "NVIDIA GeForce RTX 3060 Laptop GPU", TotalMiB: 6144}},
+		MaxTokens: 6,
 	}}
 	if err := st.Save(locations.SettingsFile()); err != nil {
 		t.Fatal(err)
@@ -169,7 +177,10 @@ func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
 	relayPID := relayOf(t, serverPID, relayExe)
 
 	// Started exactly as Strata starts an encoder: [exe, --mmproj M, --model
-	// X, ...], no --gpu, the config's env added to the server's environment.
+	// X, ...], no --gpu (the config says gpu false: Strata must not count
+	// the relay as a GPU encoder), the config's env added to the server's
+	// environment, and no CUDA_VISIBLE_DEVICES (server.py sets none for
+	// gpu false).
 	argv := procStrings(t, relayPID, "cmdline")
 	if len(argv) < 5 || argv[0] != relayExe || argv[1] != "--mmproj" || argv[3] != "--model" {
 		t.Fatalf("the relay's command line %q", argv)
@@ -192,8 +203,8 @@ func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
 	if got := env[locations.EnvHome]; got != os.Getenv(locations.EnvHome) {
 		t.Errorf("the relay's %s = %q, want the service's %q", locations.EnvHome, got, os.Getenv(locations.EnvHome))
 	}
-	if env["CUDA_VISIBLE_DEVICES"] != "-1" {
-		t.Errorf("the relay (gpu false) runs with CUDA_VISIBLE_DEVICES=%q, want -1 as Strata sets it", env["CUDA_VISIBLE_DEVICES"])
+	if v, set := env["CUDA_VISIBLE_DEVICES"]; set {
+		t.Errorf("the relay (gpu false) runs with CUDA_VISIBLE_DEVICES=%q; Strata sets none", v)
 	}
 	logAtRelayStart, _ := os.ReadFile(r.Log)
 
@@ -209,6 +220,12 @@ func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
 			if code != 400 || !strings.Contains(msg, "pictures are switched off") {
 				t.Fatalf("picture %d with pictures off: %d %q %q", n, code, reply, msg)
 			}
+			// Its outcome event: where off, not OK.
+			for _, e := range follow(t, c, &since, events.PictureEncoded) {
+				if e.Kind == events.PictureEncoded && (e.Details["ok"] != false || e.Details["where"] != "off") {
+					t.Fatalf("picture %d with pictures off: outcome %+v", n, e)
+				}
+			}
 			return d
 		}
 		if code != 200 || !strings.HasPrefix(reply, "OK ") {
@@ -216,7 +233,7 @@ func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
 		}
 		var pic events.Event
 		for _, e := range follow(t, c, &since, events.PictureEncoded) {
-			if e.Kind == events.PictureEncoded {
+			if e.Kind == events.PictureEncoded && e.Details["ok"] != false {
 				pic = e
 			}
 		}
@@ -242,6 +259,22 @@ func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
 
 	picture("remote")
 	picture("remote") // the agent's encoder is warm
+	// The second PC's GPU reads them: its encoder was started with --gpu,
+	// and the state says so and names the GPU.
+	var remoteArgs []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		if exe, _ := os.Readlink(d + "/exe"); exe == filepath.Join(remoteDir, "strata-vision") {
+			b, _ := os.ReadFile(d + "/cmdline")
+			remoteArgs = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		}
+	}
+	if !slices.Contains(remoteArgs, "--gpu") {
+		t.Errorf("the second PC's encoder runs as %q: without --gpu, pictures are read on its CPU", remoteArgs)
+	}
+	if snap, err := c.State(ctx); err != nil || snap.Vision.Device != "gpu" || snap.Vision.GPU != "NVIDIA GeForce RTX 3060 Laptop GPU" || snap.Vision.Degraded != "" {
+		t.Errorf("/v1/state vision %+v (%v): want the second PC's GPU by name", snap.Vision, err)
+	}
 	times := map[string][2]time.Duration{}
 	for _, place := range []string{"cpu", "off", "remote", "cpu", "remote"} {
 		post, total := switchTo(place)
@@ -331,7 +364,7 @@ func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
 		}
 		since = res.Next
 		for _, e := range res.Events {
-			if e.Kind == events.PictureEncoded && e.Seq > markSince {
+			if e.Kind == events.PictureEncoded && e.Seq > markSince && e.Details["ok"] != false {
 				w, _ := e.Details["where"].(string)
 				where = append(where, w)
 			}
@@ -404,6 +437,22 @@ func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
 			t.Errorf("a relay line in the engine log: %q", l)
 		}
 	}
+
+	// The second PC's GPU gone (its driver finds none): the next agent's
+	// encoder reads on its CPU, and the state says CPU, degraded, with why.
+	testenv.SetGPUs(t, smi, nil)
+	switchTo("cpu") // ends the agent session
+	switchTo("remote")
+	snap, err = c.State(ctx)
+	if err != nil || snap.Vision.Device != "cpu" || snap.Vision.Encoder != controlapi.EncoderDegraded || !strings.Contains(snap.Vision.Degraded, "CUDA") {
+		t.Errorf("/v1/state vision without the GPU: %+v (%v): want cpu, degraded, the reason", snap.Vision, err)
+	}
+	var status bytes.Buffer
+	printServiceStatus(&status, &serviceStatus{Running: true, State: snap})
+	if !strings.Contains(status.String(), "degraded") || !strings.Contains(status.String(), "its CPU") {
+		t.Errorf("status without the GPU:\n%s", status.String())
+	}
+	t.Logf("status:\n%s", status.String())
 
 	// Against a restart of the stand-in server (Strata's real start is 30-90 s).
 	t0 := time.Now()

@@ -11,7 +11,6 @@ import (
 	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
-	"github.com/strata-companion/companion/service/state"
 )
 
 // Through the daemon: what the relay reports (POST /v1/relay, as
@@ -58,11 +57,11 @@ func TestRelayReportsFoldIntoTheServiceState(t *testing.T) {
 
 	send(0,
 		ev(events.RemoteUnreachable, "second PC pc2.lan did not answer within 5s", map[string]any{"host": "pc2.lan", "reason": "timed out"}),
-		ev(state.RemoteWake, "waking pc2.lan", map[string]any{"host": "pc2.lan", "mac": "aa:bb:cc:dd:ee:ff"}),
-		ev(state.RemoteWake, "pc2.lan did not answer within 60 s of the wake", map[string]any{"host": "pc2.lan", "ok": false, "wait_s": 60}),
-		ev(state.VisionFallback, "pictures are read on this PC's CPU until the second PC answers", map[string]any{"host": "pc2.lan"}),
+		ev(events.RemoteWake, "waking pc2.lan", map[string]any{"host": "pc2.lan", "mac": "aa:bb:cc:dd:ee:ff"}),
+		ev(events.RemoteWake, "pc2.lan did not answer within 60 s of the wake", map[string]any{"host": "pc2.lan", "ok": false, "wait_s": 60}),
+		ev(events.VisionFallback, "pictures are read on this PC's CPU until the second PC answers", map[string]any{"host": "pc2.lan"}),
 		ev(events.PictureEncoded, "", map[string]any{"where": "fallback_cpu", "ms": 15270}))
-	seen := follow(t, c, &since, events.RemoteUnreachable, state.RemoteWake, state.RemoteWake, state.VisionFallback, events.PictureEncoded)
+	seen := follow(t, c, &since, events.RemoteUnreachable, events.RemoteWake, events.RemoteWake, events.VisionFallback, events.PictureEncoded)
 	if len(seen) == 0 {
 		t.Fatal("no events")
 	}
@@ -76,7 +75,7 @@ func TestRelayReportsFoldIntoTheServiceState(t *testing.T) {
 	}
 
 	send(0,
-		ev(state.RemoteWake, "pc2.lan woke", map[string]any{"host": "pc2.lan", "ok": true, "woke_ms": 4200}),
+		ev(events.RemoteWake, "pc2.lan woke", map[string]any{"host": "pc2.lan", "ok": true, "woke_ms": 4200}),
 		ev(events.RemoteReachable, "pc2.lan answers again", map[string]any{"host": "pc2.lan"}),
 		ev(events.PictureEncoded, "", map[string]any{"where": "remote", "ms": 2900}))
 	st, _ = c.State(ctx)

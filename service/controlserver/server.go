@@ -56,6 +56,15 @@ type Backend struct {
 	Remote func(ctx context.Context, rec *controlapi.RemoteRecord) (*settings.Remote, error)
 	// Logs returns the last n lines of the captured server output.
 	Logs func(n int) (*controlapi.LogsResponse, error)
+	// Configs lists the install's configs (GET /v1/configs).
+	Configs func(ctx context.Context) (*controlapi.ConfigList, error)
+	// SwitchConfig runs another config (POST /v1/config); a conflict is a
+	// *RequestError with 409.
+	SwitchConfig func(ctx context.Context, req controlapi.ConfigRequest) (*controlapi.ConfigResponse, error)
+	// UpdateStrata checks for or runs Strata's update (POST /v1/strata/update).
+	UpdateStrata func(ctx context.Context, req controlapi.UpdateRequest) (*controlapi.UpdateResponse, error)
+	// RepairConfig puts the placement back into a rewritten config (POST /v1/config/repair).
+	RepairConfig func(ctx context.Context) (*controlapi.RepairResponse, error)
 }
 
 // RequestError is an error the client caused (bad JSON, an unknown
@@ -132,6 +141,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/remote", s.remote)
 	mux.HandleFunc("POST /v1/server/{action}", s.server)
 	mux.HandleFunc("GET /v1/logs", s.logs)
+	mux.HandleFunc("GET /v1/configs", s.configs)
+	mux.HandleFunc("POST /v1/config", s.switchConfig)
+	mux.HandleFunc("POST /v1/config/repair", s.repairConfig)
+	mux.HandleFunc("POST /v1/strata/update", s.updateStrata)
 	return s.guard(mux)
 }
 
@@ -315,6 +328,52 @@ func (s *Server) settings(w http.ResponseWriter, r *http.Request) {
 	if decode(w, r, &p, "a settings patch") {
 		st, err := s.b.Settings(r.Context(), p)
 		answer(w, st, err)
+	}
+}
+
+func (s *Server) configs(w http.ResponseWriter, r *http.Request) {
+	if s.b.Configs == nil {
+		fail(w, http.StatusNotImplemented, "listing configs is not available in this build")
+		return
+	}
+	l, err := s.b.Configs(r.Context())
+	answer(w, l, err)
+}
+
+func (s *Server) switchConfig(w http.ResponseWriter, r *http.Request) {
+	if s.b.SwitchConfig == nil {
+		fail(w, http.StatusNotImplemented, "switching the config is not available in this build")
+		return
+	}
+	var req controlapi.ConfigRequest
+	if decode(w, r, &req, "a config request") {
+		resp, err := s.b.SwitchConfig(r.Context(), req)
+		answer(w, resp, err)
+	}
+}
+
+func (s *Server) repairConfig(w http.ResponseWriter, r *http.Request) {
+	if s.b.RepairConfig == nil {
+		fail(w, http.StatusNotImplemented, "repairing the config is not available in this build")
+		return
+	}
+	var req struct{}
+	if r.ContentLength != 0 && !decode(w, r, &req, "an empty object") {
+		return
+	}
+	resp, err := s.b.RepairConfig(r.Context())
+	answer(w, resp, err)
+}
+
+func (s *Server) updateStrata(w http.ResponseWriter, r *http.Request) {
+	if s.b.UpdateStrata == nil {
+		fail(w, http.StatusNotImplemented, "updating Strata is not available in this build")
+		return
+	}
+	var req controlapi.UpdateRequest
+	if decode(w, r, &req, "an update request") {
+		resp, err := s.b.UpdateStrata(r.Context(), req)
+		answer(w, resp, err)
 	}
 }
 

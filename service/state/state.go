@@ -73,13 +73,6 @@ func (t *Tracker) Update(f func(*controlapi.State)) {
 	t.mu.Unlock()
 }
 
-// Relay event kinds folded here (sent by strata-vision-relay, see
-// internal/relay and docs/relay.md).
-const (
-	VisionFallback events.Kind = "vision.fallback" // a picture read on this PC's CPU: the second PC is down (once per outage)
-	RemoteWake     events.Kind = "remote.wake"     // Details: ok (absent: packet sent), woke_ms, wait_s
-)
-
 // SetNEmbd records the n_embd the relay reported (not an event).
 func (t *Tracker) SetNEmbd(n int) {
 	if n <= 0 {
@@ -193,6 +186,20 @@ func Fold(st *controlapi.State, e events.Event) {
 	case events.EncoderReady:
 		vis.Encoder = controlapi.EncoderReady
 		vis.Error = ""
+		if d, ok := e.Details["device"].(string); ok && d != "" {
+			vis.Device = d
+			vis.Host, _ = e.Details["host"].(string)
+			vis.GPU, _ = e.Details["gpu"].(string)
+			vis.VRAMMiB = int(num(e.Details["vram_mib"]))
+			vis.Degraded = ""
+			if x, _ := e.Details["expected"].(string); x == "gpu" && d != "gpu" {
+				vis.Encoder = controlapi.EncoderDegraded
+				vis.Degraded = "a GPU was expected"
+			}
+		}
+	case events.EncoderDegraded:
+		vis.Encoder = controlapi.EncoderDegraded
+		vis.Degraded = e.Message
 	case events.EncoderWoke:
 		vis.Encoder = controlapi.EncoderReady
 		vis.Error = ""
@@ -211,16 +218,36 @@ func Fold(st *controlapi.State, e events.Event) {
 		vis.Encoder = controlapi.EncoderFailed
 		vis.Error = e.Message
 	case events.PictureEncoded:
-		if m := num(e.Details["ms"]); m > 0 {
-			vis.LastPictureMS = int(m)
-		}
-		if w, ok := e.Details["where"].(string); ok && w != "" {
-			vis.LastWhere = w
-		}
-		vis.LastPicture = e.Time
-		if vis.Encoder != controlapi.EncoderFailed {
+		// One per picture, OK or not (an older relay sent OK ones only).
+		ok, known := e.Details["ok"].(bool)
+		where, _ := e.Details["where"].(string)
+		if !known || ok {
+			ok = true
+			if m := num(e.Details["ms"]); m > 0 {
+				vis.LastPictureMS = int(m)
+			}
+			if where != "" {
+				vis.LastWhere = where
+			}
+			vis.LastPicture = e.Time
+			vis.Error = ""
 			vis.Encoder = controlapi.EncoderReady
+			if vis.Degraded != "" && where == "remote" {
+				vis.Encoder = controlapi.EncoderDegraded
+			}
+			if where == "remote" && st.Remote != nil {
+				// A picture read there: it is reachable, whatever an
+				// older connection's end said.
+				if !st.Remote.Reachable {
+					st.Remote.Since = e.Time
+				}
+				st.Remote.Reachable, st.Remote.Reason = true, ""
+			}
+		} else if where != "off" {
+			vis.Encoder = controlapi.EncoderFailed
+			vis.Error = e.Message
 		}
+		vis.LastOK = &ok
 	case events.RemoteConnected, events.RemoteReachable:
 		r := remote(st, e)
 		if !r.Reachable {
@@ -237,17 +264,22 @@ func Fold(st *controlapi.State, e events.Event) {
 		if g, ok := e.Details["gpu"].(string); ok && g != "" {
 			r.GPU = g
 		}
-	case events.RemoteDisconnected, events.RemoteUnreachable:
+	case events.RemoteDisconnected:
+		// A connection that closed (sshd restarted, the relay switched
+		// away) is not an unreachable PC: the next picture dials again and
+		// says (remote.unreachable when it fails).
+		remote(st, e)
+	case events.RemoteUnreachable:
 		r := remote(st, e)
 		if r.Reachable || r.Since.IsZero() {
 			r.Since = e.Time
 		}
 		r.Reachable = false
 		r.Reason = e.Message
-	case VisionFallback:
+	case events.VisionFallback:
 		vis.Fallbacks++
 		vis.LastFallback = e.Time
-	case RemoteWake:
+	case events.RemoteWake:
 		ok, known := e.Details["ok"].(bool)
 		switch {
 		case !known:

@@ -144,19 +144,19 @@ func TestFoldRelayEvents(t *testing.T) {
 		{ev(events.RemoteUnreachable, "did not answer within 5s", "host", "pc2"), func(s controlapi.State) bool {
 			return s.Remote != nil && !s.Remote.Reachable && s.Remote.Host == "pc2" && s.Remote.Reason != ""
 		}},
-		{ev(RemoteWake, "waking", "host", "pc2", "mac", "aa:bb:cc:dd:ee:ff"), func(s controlapi.State) bool {
+		{ev(events.RemoteWake, "waking", "host", "pc2", "mac", "aa:bb:cc:dd:ee:ff"), func(s controlapi.State) bool {
 			return s.Vision.Wakes == 1 && s.Vision.LastWake == "sent"
 		}},
-		{ev(RemoteWake, "did not answer", "host", "pc2", "ok", false), func(s controlapi.State) bool {
+		{ev(events.RemoteWake, "did not answer", "host", "pc2", "ok", false), func(s controlapi.State) bool {
 			return s.Vision.Wakes == 1 && s.Vision.LastWake == "no_answer"
 		}},
-		{ev(VisionFallback, "read on this CPU"), func(s controlapi.State) bool {
+		{ev(events.VisionFallback, "read on this CPU"), func(s controlapi.State) bool {
 			return s.Vision.Fallbacks == 1 && !s.Vision.LastFallback.IsZero()
 		}},
 		{ev(events.PictureEncoded, "", "where", "fallback_cpu", "ms", 15270.0), func(s controlapi.State) bool {
 			return s.Vision.LastWhere == "fallback_cpu" && s.Vision.LastPictureMS == 15270
 		}},
-		{ev(RemoteWake, "woke", "host", "pc2", "ok", true, "woke_ms", 4200.0), func(s controlapi.State) bool {
+		{ev(events.RemoteWake, "woke", "host", "pc2", "ok", true, "woke_ms", 4200.0), func(s controlapi.State) bool {
 			return s.Vision.LastWake == "woke" && s.Vision.LastWokeMS == 4200
 		}},
 		{ev(events.RemoteReachable, "back", "host", "pc2"), func(s controlapi.State) bool {
@@ -171,6 +171,74 @@ func TestFoldRelayEvents(t *testing.T) {
 		if !s.check(st) {
 			b, _ := json.Marshal(st)
 			t.Fatalf("step %d (%s): %s", i, s.e.Kind, b)
+		}
+	}
+}
+
+// TestFoldPictureOutcomes: every picture's outcome (the relay's
+// vision.picture, OK or not) changes the state: a failure (a timeout, an
+// encoder's ERR, a corrupt settings file) makes the encoder line say so with
+// the reason; pictures off is no failure of the encoder; a success clears a
+// failure. Reachability follows the current relay's last connection and
+// pictures: a connection that closed is not an unreachable PC, a picture read
+// there makes it reachable, an unreachable dial does not.
+func TestFoldPictureOutcomes(t *testing.T) {
+	st := controlapi.State{Vision: controlapi.VisionState{Placement: "remote", Encoder: controlapi.EncoderReady},
+		Remote: &controlapi.RemoteInfo{Host: "pc2", Reachable: true}}
+	steps := []struct {
+		name  string
+		e     events.Event
+		check func(s controlapi.State) bool
+	}{
+		{"a timed-out picture", ev(events.PictureEncoded, "second PC pc2 gave no result within 15s", "ok", false, "where", "remote", "ms", 15000),
+			func(s controlapi.State) bool {
+				return s.Vision.Encoder == controlapi.EncoderFailed && s.Vision.Error == "second PC pc2 gave no result within 15s" && s.Vision.LastOK != nil && !*s.Vision.LastOK
+			}},
+		{"the next one read there", ev(events.PictureEncoded, "", "ok", true, "where", "remote", "ms", 1600),
+			func(s controlapi.State) bool {
+				return s.Vision.Encoder == controlapi.EncoderReady && s.Vision.Error == "" && *s.Vision.LastOK && s.Vision.LastPictureMS == 1600
+			}},
+		{"an encoder's ERR", ev(events.PictureEncoded, "cannot read the image x.img", "ok", false, "where", "local_cpu"),
+			func(s controlapi.State) bool {
+				return s.Vision.Encoder == controlapi.EncoderFailed && s.Vision.Error == "cannot read the image x.img"
+			}},
+		{"a corrupt settings file", ev(events.PictureEncoded, "the companion settings s.json are not valid JSON", "ok", false, "where", "none"),
+			func(s controlapi.State) bool {
+				return s.Vision.Error == "the companion settings s.json are not valid JSON"
+			}},
+		{"pictures off", ev(events.PictureEncoded, "pictures are switched off in Strata Companion", "ok", false, "where", "off"),
+			func(s controlapi.State) bool {
+				return s.Vision.Encoder != controlapi.EncoderFailed || s.Vision.Error != "pictures are switched off in Strata Companion"
+			}},
+		{"a success clears it", ev(events.PictureEncoded, "", "ok", true, "where", "remote", "ms", 1500),
+			func(s controlapi.State) bool {
+				return s.Vision.Encoder == controlapi.EncoderReady && s.Vision.Error == ""
+			}},
+		{"a connection that closed", ev(events.RemoteDisconnected, "the connection to second PC pc2 closed", "host", "pc2"),
+			func(s controlapi.State) bool { return s.Remote.Reachable }},
+		{"a dial that failed", ev(events.RemoteUnreachable, "second PC pc2 did not answer within 5s", "host", "pc2"),
+			func(s controlapi.State) bool { return !s.Remote.Reachable && s.Remote.Reason != "" }},
+		{"a picture read there again", ev(events.PictureEncoded, "", "ok", true, "where", "remote", "host", "pc2"),
+			func(s controlapi.State) bool { return s.Remote.Reachable && s.Remote.Reason == "" }},
+		{"the encoder on its GPU", ev(events.EncoderReady, "", "where", "remote", "host", "pc2", "device", "gpu", "gpu", "RTX 3060 Laptop GPU", "vram_mib", 1383, "expected", "gpu"),
+			func(s controlapi.State) bool {
+				return s.Vision.Device == "gpu" && s.Vision.GPU == "RTX 3060 Laptop GPU" && s.Vision.VRAMMiB == 1383 && s.Vision.Degraded == "" && s.Vision.Host == "pc2"
+			}},
+		{"then on its CPU where a GPU was expected", ev(events.EncoderReady, "", "where", "remote", "host", "pc2", "device", "cpu", "expected", "gpu"),
+			func(s controlapi.State) bool {
+				return s.Vision.Device == "cpu" && s.Vision.Encoder == controlapi.EncoderDegraded
+			}},
+		{"degraded, with why", ev(events.EncoderDegraded, "pictures are read on the second PC's CPU, not its GPU (no CUDA device)"),
+			func(s controlapi.State) bool {
+				return s.Vision.Degraded == "pictures are read on the second PC's CPU, not its GPU (no CUDA device)"
+			}},
+		{"a picture there stays degraded", ev(events.PictureEncoded, "", "ok", true, "where", "remote"),
+			func(s controlapi.State) bool { return s.Vision.Encoder == controlapi.EncoderDegraded }},
+	}
+	for _, s := range steps {
+		Fold(&st, s.e)
+		if !s.check(st) {
+			t.Errorf("%s: vision %+v remote %+v", s.name, st.Vision, st.Remote)
 		}
 	}
 }

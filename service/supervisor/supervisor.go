@@ -37,6 +37,7 @@ import (
 	"github.com/strata-companion/companion/internal/fserr"
 	"github.com/strata-companion/companion/internal/loglines"
 	"github.com/strata-companion/companion/internal/strataconfig"
+	"github.com/strata-companion/companion/internal/stratatmp"
 )
 
 // Publisher receives the supervisor's events (service/state.Tracker, or an
@@ -163,6 +164,9 @@ func (c *Config) defaults() {
 type Supervisor struct {
 	cfg  Config
 	cmds chan command
+	// lastRun is the server started last (Run's goroutine only): its temp
+	// folders are removed when the next one starts.
+	lastRun *process
 
 	outMu sync.Mutex // guards ring and the drop count
 	ring  []string
@@ -280,8 +284,10 @@ type process struct {
 	apiKey   string
 	mark     string // EnvServerMark's value for this start
 	vision   bool
-	stopping bool // a stop was asked (the exit is expected)
-	restart  bool // start again after the expected exit
+	tmp      *stratatmp.Run // the temp folders before it started
+	exitedAt time.Time      // set before exited is closed
+	stopping bool           // a stop was asked (the exit is expected)
+	restart  bool           // start again after the expected exit
 	timedOut bool
 
 	mu           sync.Mutex // guards the fields below, set by the readers
@@ -549,6 +555,20 @@ func (s *Supervisor) launch() (*process, error) {
 	p := &process{cmd: cmd, port: port, started: time.Now(), exited: make(chan struct{}), apiKey: sc.APIKey(), vision: sc.Vision != nil, mark: mark}
 	s.pub(events.ServerStarting, fmt.Sprintf("starting the Strata server on port %d", port),
 		map[string]any{"port": port, "config": s.cfg.ConfigPath})
+	// The previous run's strata-vision-* folder (Strata never removes it,
+	// and its cached results can take hundreds of MB): gone now that its
+	// server has exited; only folders that run made, and unchanged since.
+	if prev := s.lastRun; prev != nil && prev.tmp != nil {
+		select {
+		case <-prev.exited:
+			for _, d := range prev.tmp.RemoveLeftovers(prev.exitedAt) {
+				s.line(p, "supervisor", "removed the previous run's image folder "+d)
+			}
+		default:
+		}
+	}
+	p.tmp = stratatmp.Start(stratatmp.Dir(cmd.Env))
+	s.lastRun = p
 	err = cmd.Start()
 	outW.Close()
 	errW.Close()
@@ -578,6 +598,7 @@ func (s *Supervisor) launch() (*process, error) {
 			outR.Close()
 			errR.Close()
 		}
+		p.exitedAt = time.Now()
 		close(p.exited)
 	}()
 	return p, nil

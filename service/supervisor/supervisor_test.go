@@ -18,6 +18,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/fakestrata"
+	"github.com/strata-companion/companion/internal/stratatmp"
 	"github.com/strata-companion/companion/internal/testenv"
 )
 
@@ -447,5 +448,43 @@ func TestTailFile(t *testing.T) {
 	os.WriteFile(p, nil, 0o644)
 	if l, err := TailFile(p, 5); err != nil || len(l) != 0 {
 		t.Errorf("empty: %v %v", l, err)
+	}
+}
+
+// TestRestartRemovesThePreviousRunsImageFolder: Strata leaves each run's
+// strata-vision-* temp folder (its cached results) behind; when the
+// supervisor starts the server again, the previous run's is removed, and
+// nothing else: not the new run's, not one that was there before (another
+// Strata's), not one holding other files.
+func TestRestartRemovesThePreviousRunsImageFolder(t *testing.T) {
+	enc := filepath.Join(t.TempDir(), "enc.sh")
+	testenv.WriteExecutable(enc, []byte("#!/bin/sh\necho READY 8\nwhile read l; do [ \"$l\" = QUIT ] && exit 0; done\n"))
+	var tmp string
+	h := newHarness(t, fakestrata.RootOptions{Extra: map[string]any{
+		"vision": map[string]any{"exe": enc, "mmproj": "/m.gguf", "model": "/x.gguf", "gpu": false},
+	}}, func(c *Config) {
+		tmp = filepath.Join(c.StrataRoot, "tmp") // where the stand-in install's server makes its temp folders
+		c.Env = append(c.Env, "TMPDIR="+tmp)
+	})
+	h.waitFor(events.ServerReady)
+	first := stratatmp.List(tmp)
+	if len(first) != 1 {
+		t.Fatalf("after the first start: %v", first)
+	}
+	// Another Strata's folder appears meanwhile, and one with a file that
+	// is not a result: neither is the previous run's.
+	os.MkdirAll(filepath.Join(tmp, "strata-vision-other123"), 0o700)
+	os.WriteFile(filepath.Join(tmp, "strata-vision-other123", "notes.txt"), []byte("x"), 0o600)
+	h.sup.Restart(context.Background())
+	h.waitFor(events.ServerExited)
+	h.waitFor(events.ServerReady)
+	now := stratatmp.List(tmp)
+	for name := range first {
+		if _, left := now[name]; left {
+			t.Errorf("the previous run's folder %s is still there: %v", name, now)
+		}
+	}
+	if _, ok := now["strata-vision-other123"]; !ok || len(now) != 2 {
+		t.Errorf("after the restart: %v; want the new run's and the other one", now)
 	}
 }
