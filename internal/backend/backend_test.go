@@ -20,20 +20,7 @@ import (
 	"github.com/strata-companion/companion/internal/strataconfig"
 )
 
-const gpuConfig = `{
-  "exe": "@ROOT@/engine/strata",
-  "args": ["--model", "@MODELS@/` + fakestrata.ModelShard + `", "--vision", "--vram-reserve-mib", "700"],
-  "port": 8095,
-  "vision": {
-    "exe": "@ROOT@/engine/strata-vision",
-    "mmproj": "@MODELS@/` + fakestrata.MMProjBF16 + `",
-    "model": "@MODELS@/` + fakestrata.ModelShard + `",
-    "gpu": true,
-    "max_tokens": 1024
-  },
-  "future_key": {"kept": [1, 2.50]}
-}
-`
+const gpuConfig = fakestrata.GPUVisionConfig
 
 type fixture struct {
 	in     *fakestrata.Install

@@ -144,3 +144,27 @@ func writeFile(path string, data []byte, mode os.FileMode) error {
 	}
 	return os.WriteFile(path, data, mode)
 }
+
+// GPUVisionConfig is a config as Strata's setup writes it for pictures read
+// on the GPU, with a key the companion does not know (future_key), for
+// InstallOptions.Config (its @ROOT@ and @MODELS@ are filled in).
+const GPUVisionConfig = `{
+  "exe": "@ROOT@/engine/strata",
+  "args": [
+    "--model",
+    "@MODELS@/` + ModelShard + `",
+    "--vision",
+    "--vram-reserve-mib",
+    "700"
+  ],
+  "port": 8095,
+  "vision": {
+    "exe": "@ROOT@/engine/strata-vision",
+    "mmproj": "@MODELS@/` + MMProjBF16 + `",
+    "model": "@MODELS@/` + ModelShard + `",
+    "gpu": true,
+    "max_tokens": 1024
+  },
+  "future_key": {"kept": [1, 2.50]}
+}
+`

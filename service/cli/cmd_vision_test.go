@@ -15,27 +15,8 @@ import (
 	"github.com/strata-companion/companion/internal/strataconfig"
 )
 
-// A config as Strata's setup writes it, with a key the companion does not know.
-const visionTestConfig = `{
-  "exe": "@ROOT@/engine/strata",
-  "args": [
-    "--model",
-    "@MODELS@/` + fakestrata.ModelShard + `",
-    "--vision",
-    "--vram-reserve-mib",
-    "700"
-  ],
-  "port": 8095,
-  "vision": {
-    "exe": "@ROOT@/engine/strata-vision",
-    "mmproj": "@MODELS@/` + fakestrata.MMProjBF16 + `",
-    "model": "@MODELS@/` + fakestrata.ModelShard + `",
-    "gpu": true,
-    "max_tokens": 1024
-  },
-  "future_key": {"kept": [1, 2.50]}
-}
-`
+// visionTestConfig is the GPU-vision config as Strata's setup writes it.
+const visionTestConfig = fakestrata.GPUVisionConfig
 
 func cli(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
