@@ -348,11 +348,11 @@ func TestPlacementFollowsTheSettingsInOneProcess(t *testing.T) {
 		placement settings.Placement
 		where     string
 	}{
-		{settings.PlacementRemote, relay.WhereRemote},
-		{settings.PlacementCPU, relay.WhereLocalCPU},
+		{settings.PlacementRemote, events.WhereRemote},
+		{settings.PlacementCPU, events.WhereLocalCPU},
 		{settings.PlacementOff, ""},
-		{settings.PlacementRemote, relay.WhereRemote},
-		{settings.PlacementCPU, relay.WhereLocalCPU},
+		{settings.PlacementRemote, events.WhereRemote},
+		{settings.PlacementCPU, events.WhereLocalCPU},
 	}
 	pictures := 0
 	for i, s := range steps {
@@ -431,7 +431,7 @@ func TestSecondPCDownFallsBackAndReturns(t *testing.T) {
 			t.Fatalf("picture with the second PC off and the fallback on: %q", l)
 		}
 		g.checkSVE("fallback", got, data)
-		if w := g.where(3 + i + 1); w != relay.WhereFallbackCPU {
+		if w := g.where(3 + i + 1); w != events.WhereFallbackCPU {
 			t.Fatalf("picture %d with the PC off was read at %q", i, w)
 		}
 		t.Logf("fallback picture %d: %v", i, d)
@@ -464,7 +464,7 @@ func TestSecondPCDownFallsBackAndReturns(t *testing.T) {
 	t.Logf("the first picture after sshd came back: %v", d)
 	g.svc.waitFor(t, events.RemoteReachable, 1, 10*time.Second)
 	g.checkSVE("back", got, data)
-	if w := g.where(7); w != relay.WhereRemote {
+	if w := g.where(7); w != events.WhereRemote {
 		t.Fatalf("after the second PC answered again the picture was read at %q", w)
 	}
 	g.quit()
@@ -676,7 +676,7 @@ func TestWakeOnLANThenPicture(t *testing.T) {
 	}
 	g.checkSVE("after wake", got, data)
 	t.Logf("picture answered %v after ENC, through the wake", d)
-	if w := g.where(1); w != relay.WhereRemote {
+	if w := g.where(1); w != events.WhereRemote {
 		t.Fatalf("read at %q", w)
 	}
 	g.svc.waitFor(t, events.RemoteWake, 2, 5*time.Second)
@@ -698,7 +698,7 @@ func TestWakeOnLANThenPicture(t *testing.T) {
 	} else {
 		g.checkSVE("failover", got, data)
 	}
-	if w := g.where(102); w != relay.WhereFallbackCPU {
+	if w := g.where(102); w != events.WhereFallbackCPU {
 		t.Fatalf("failover picture read at %q", w)
 	}
 	g.quit()
@@ -943,7 +943,7 @@ func TestThisPCsCPUAtStrataSettings(t *testing.T) {
 		t.Errorf("the local encoder runs with %q, want %q", args, want)
 	}
 	ready := g.svc.waitFor(t, events.EncoderReady, 1, 10*time.Second)
-	if ready.Details["device"] != "cpu" || ready.Details["threads"] != float64(3) || ready.Details["where"] != relay.WhereLocalCPU {
+	if ready.Details["device"] != "cpu" || ready.Details["threads"] != float64(3) || ready.Details["where"] != events.WhereLocalCPU {
 		t.Errorf("vision.ready %v", ready.Details)
 	}
 	g.st.Vision = settings.PlacementRemote

@@ -491,7 +491,7 @@ func TestRelayEventsAndFallbackSwitch(t *testing.T) {
 	}
 	r.api.Change(func(*controlapi.State) {},
 		events.Event{Kind: events.VisionFallback, Message: "second PC off"},
-		events.Event{Kind: events.PictureEncoded, Time: time.Now(), Details: map[string]any{"where": traymodel.WhereFallbackCPU, "ms": 15270}})
+		events.Event{Kind: events.PictureEncoded, Time: time.Now(), Details: map[string]any{"where": events.WhereFallbackCPU, "ms": 15270}})
 	r.view.waitFor(t, "last picture line", func(m traymodel.Menu) bool {
 		return strings.Contains(item(m, traymodel.ItemLastPicture), "on this CPU (fallback), 15 s") && strings.Contains(item(m, traymodel.ItemLastPicture), "fallbacks: 1")
 	})

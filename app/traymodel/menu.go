@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-companion/companion/assets"
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/settings"
 )
 
 // ItemID names one entry of the tray menu. systray cannot remove items, so
@@ -346,20 +347,15 @@ func serverDetail(st *controlapi.State) string {
 }
 
 func placementWords(st *controlapi.State) string {
-	switch st.Vision.Placement {
-	case "gpu":
-		return "on this GPU"
-	case "cpu":
-		return "on the CPU"
-	case "remote":
-		if st.Remote != nil && st.Remote.Host != "" {
-			return "on the second PC (" + st.Remote.Host + ")"
-		}
-		return "on the second PC"
-	case "off", "":
+	p := settings.Placement(st.Vision.Placement)
+	if p == "" || p == settings.PlacementOff {
 		return "off"
 	}
-	return st.Vision.Placement
+	host := ""
+	if st.Remote != nil {
+		host = st.Remote.Host
+	}
+	return "on " + p.ShortName(host)
 }
 
 func encoderWord(e string) string {
@@ -457,22 +453,10 @@ func progressLine(in Input) string {
 	return what + "..."
 }
 
-// PlacementName is a placement in words, for menus and dialogs.
+// PlacementName is a placement in words, for menus and dialogs (the
+// placements table's short name).
 func PlacementName(p, remoteName string) string {
-	switch p {
-	case "gpu":
-		return "this GPU"
-	case "cpu":
-		return "the CPU"
-	case "remote":
-		if remoteName != "" {
-			return "the second PC (" + remoteName + ")"
-		}
-		return "the second PC"
-	case "off":
-		return "off"
-	}
-	return p
+	return settings.Placement(p).ShortName(remoteName)
 }
 
 // BrowserURL is the server's root, from its API URL

@@ -8,13 +8,6 @@ import (
 	"github.com/strata-companion/companion/internal/events"
 )
 
-// Where a picture was read, as the relay reports it.
-const (
-	WhereRemote      = "remote"
-	WhereFallbackCPU = "fallback_cpu"
-	WhereLocalCPU    = "local_cpu"
-)
-
 // FallbackTitle is the fallback switch's menu title.
 const FallbackTitle = "Read on this PC's CPU when the second PC is off"
 
@@ -107,11 +100,11 @@ func number(v any) float64 {
 // WhereWords names a picture's place for people.
 func WhereWords(where string) string {
 	switch where {
-	case WhereRemote:
+	case events.WhereRemote:
 		return "on the second PC"
-	case WhereFallbackCPU:
+	case events.WhereFallbackCPU:
 		return "on this CPU (fallback)"
-	case WhereLocalCPU:
+	case events.WhereLocalCPU:
 		return "on this CPU"
 	}
 	return where
@@ -125,7 +118,7 @@ func (v RelayView) Line(now time.Time) string {
 	s := "Last picture: none yet"
 	if v.LastWhere != "" {
 		where := WhereWords(v.LastWhere)
-		if v.Device != "" && v.LastWhere == WhereRemote {
+		if v.Device != "" && v.LastWhere == events.WhereRemote {
 			where += " (" + v.Device + ")"
 		}
 		s = fmt.Sprintf("Last picture: %s, %s, %s", where, seconds(v.LastMS), Clock(v.LastAt, now))

@@ -18,7 +18,7 @@ func TestRelayViewSaysWhereTheLastPictureWent(t *testing.T) {
 	pic := func(where string, ms int) events.Event {
 		return events.Event{Kind: events.PictureEncoded, Time: now.Add(-time.Minute), Details: map[string]any{"where": where, "ms": float64(ms)}}
 	}
-	v.Fold([]events.Event{pic(WhereRemote, 2830)})
+	v.Fold([]events.Event{pic(events.WhereRemote, 2830)})
 	if l := v.Line(now); !strings.Contains(l, "on the second PC, 2.8 s") {
 		t.Fatalf("remote: %q", l)
 	}
@@ -26,7 +26,7 @@ func TestRelayViewSaysWhereTheLastPictureWent(t *testing.T) {
 		{Kind: events.RemoteWake, Details: map[string]any{"mac": "aa:bb:cc:dd:ee:ff"}},
 		{Kind: events.RemoteWake, Details: map[string]any{"ok": false}},
 		{Kind: events.VisionFallback},
-		pic(WhereFallbackCPU, 15270),
+		pic(events.WhereFallbackCPU, 15270),
 	})
 	l := v.Line(now)
 	for _, want := range []string{"on this CPU (fallback)", "15 s", "did not wake", "fallbacks: 1"} {
@@ -34,7 +34,7 @@ func TestRelayViewSaysWhereTheLastPictureWent(t *testing.T) {
 			t.Errorf("line %q lacks %q", l, want)
 		}
 	}
-	v.Fold([]events.Event{{Kind: events.RemoteWake, Details: map[string]any{"ok": true, "woke_ms": float64(4200)}}, pic(WhereLocalCPU, 900)})
+	v.Fold([]events.Event{{Kind: events.RemoteWake, Details: map[string]any{"ok": true, "woke_ms": float64(4200)}}, pic(events.WhereLocalCPU, 900)})
 	if l := v.Line(now); !strings.Contains(l, "woke in 4.2 s") || !strings.Contains(l, "on this CPU, 0.9 s") {
 		t.Fatalf("%q", l)
 	}
@@ -79,7 +79,7 @@ func TestFallbackSwitchInTheMenu(t *testing.T) {
 // state, which folded the relay's events.
 func TestRelayViewSeededFromTheServiceState(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	st := &controlapi.State{Vision: controlapi.VisionState{LastWhere: WhereFallbackCPU, LastPictureMS: 15270,
+	st := &controlapi.State{Vision: controlapi.VisionState{LastWhere: events.WhereFallbackCPU, LastPictureMS: 15270,
 		LastPicture: now.Add(-time.Minute), Fallbacks: 2, Wakes: 1, LastWake: "no_answer"}}
 	var v RelayView
 	v.Seed(st)
@@ -90,9 +90,37 @@ func TestRelayViewSeededFromTheServiceState(t *testing.T) {
 		}
 	}
 	// Events seen since win over the snapshot.
-	v.Fold([]events.Event{{Kind: events.PictureEncoded, Time: now, Details: map[string]any{"where": WhereRemote, "ms": float64(2830)}}})
-	v.Seed(&controlapi.State{Vision: controlapi.VisionState{LastWhere: WhereLocalCPU}})
+	v.Fold([]events.Event{{Kind: events.PictureEncoded, Time: now, Details: map[string]any{"where": events.WhereRemote, "ms": float64(2830)}}})
+	v.Seed(&controlapi.State{Vision: controlapi.VisionState{LastWhere: events.WhereLocalCPU}})
 	if l := v.Line(now); !strings.Contains(l, "on the second PC") {
 		t.Fatalf("%q", l)
+	}
+}
+
+// TestRelayLineSaysTheDeviceAndFailures: the line names the GPU the second
+// PC's encoder really reads on (its start line, through vision.ready), says
+// a failed picture with its reason until the next one is read, and a
+// degraded encoder is one notice.
+func TestRelayLineSaysTheDeviceAndFailures(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	var v RelayView
+	v.Fold([]events.Event{
+		{Kind: events.EncoderReady, Details: map[string]any{"where": events.WhereRemote, "device": "gpu", "gpu": "NVIDIA GeForce RTX 3060 Laptop GPU"}},
+		{Kind: events.PictureEncoded, Time: now, Details: map[string]any{"where": events.WhereRemote, "ms": float64(1600), "ok": true}},
+	})
+	if l := v.Line(now); !strings.Contains(l, "on the second PC (NVIDIA GeForce RTX 3060 Laptop GPU), 1.6 s") {
+		t.Errorf("line %q", l)
+	}
+	v.Fold([]events.Event{{Kind: events.PictureEncoded, Message: "second PC pc2 gave no result within 30s", Time: now, Details: map[string]any{"where": events.WhereRemote, "ok": false}}})
+	if l := v.Line(now); !strings.Contains(l, "failed: second PC pc2 gave no result") {
+		t.Errorf("after a failure: %q", l)
+	}
+	v.Fold([]events.Event{{Kind: events.PictureEncoded, Time: now, Details: map[string]any{"where": events.WhereRemote, "ms": float64(1500), "ok": true}}})
+	if l := v.Line(now); strings.Contains(l, "failed") {
+		t.Errorf("a success did not clear the failure: %q", l)
+	}
+	n := RelayNotices([]events.Event{{Kind: events.EncoderDegraded, Message: "pictures are read on the second PC's CPU, not its GPU (no CUDA device)"}})
+	if len(n) != 1 || n[0].Topic != TopicDegraded || !strings.Contains(n[0].Body, "not its GPU") {
+		t.Errorf("notices %+v", n)
 	}
 }

@@ -264,7 +264,9 @@ func setup(b *testing.B, l link) *env {
 		cp(e.model, filepath.Join(d, rmodel), 0o644)
 		cp(standin, filepath.Join(d, "standin"), 0o755)
 		for name, ms := range map[string]int{"enc-0": 0, "enc-warm": WarmupMS} {
-			writeFile(b, filepath.Join(d, name), []byte(fmt.Sprintf("#!/bin/sh\nSTRATA_STANDIN_START_MS=%d exec %s \"$@\"\n", ms, filepath.Join(d, "standin"))), 0o755)
+			// The transport is measured: the stand-in's modelled device
+			// time is off, its start-up is the recipe's.
+			writeFile(b, filepath.Join(d, name), []byte(fmt.Sprintf("#!/bin/sh\nSTRATA_STANDIN_NO_DEVICE_TIME=1 STRATA_STANDIN_START_MS=%d exec %s \"$@\"\n", ms, filepath.Join(d, "standin"))), 0o755)
 		}
 	}
 	// The account reads the key through a copy it may read (StrictModes no).
@@ -406,7 +408,11 @@ func (e *env) startRelay(b *testing.B, variant string) *relayProc {
 	os.WriteFile(keyCopy, k, 0o600)
 	st := &settings.Settings{Remote: &settings.Remote{Host: e.host, Port: e.port, User: e.user.Name,
 		HostKey: string(ssh.MarshalAuthorizedKey(e.sshd.HostSigner.PublicKey())), KeyFile: keyCopy,
-		RemoteDir: dir, OS: "linux", EncoderPath: "enc-warm", NEmbd: nEmbd}}
+		RemoteDir: dir, OS: "linux", EncoderPath: "enc-warm", NEmbd: nEmbd,
+		// The relay decides the second PC's device and tokens from these
+		// (it leaves Strata's --gpu and --max-tokens alone): no GPU there,
+		// nTokens chosen, as the recipes it is compared with run.
+		NoGPU: true, MaxTokens: nTokens}}
 	sp := filepath.Join(e.work, "settings-"+variant+".json")
 	if err := st.Save(sp); err != nil {
 		b.Fatal(err)

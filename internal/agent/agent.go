@@ -249,9 +249,8 @@ func (a *agent) event(e framing.AgentEvent) { a.fw.WriteJSON(framing.Event, e) }
 // the relay's proof that a busy agent is alive (a stopped or frozen one
 // sends nothing, and the relay gives it up within seconds).
 func (a *agent) beating(id uint32, phase string) func() {
-	stop, done := make(chan struct{}), make(chan struct{})
+	stop := make(chan struct{})
 	go func() {
-		defer close(done)
 		t := time.NewTicker(a.cfg.BeatEvery)
 		defer t.Stop()
 		beat := framing.BeatInfo{ID: id, Phase: phase}
@@ -267,7 +266,10 @@ func (a *agent) beating(id uint32, phase string) func() {
 			}
 		}
 	}()
-	return func() { close(stop); <-done }
+	// Not waited for: a beat stuck in a write (the relay stopped reading)
+	// must not hold the agent; the writer's lock keeps frames whole, and a
+	// late beat about a finished picture is ignored by the relay.
+	return func() { close(stop) }
 }
 
 func (a *agent) fail(id uint32, msg string) error {

@@ -61,16 +61,22 @@ func start(t *testing.T, cfg Config) *session {
 	return s
 }
 
+// next returns the next frame that is not a Beat (the agent's proof of
+// life while it works; TestBeatsWhileItWorks looks at those).
 func (s *session) next() (framing.Type, []byte) {
 	s.t.Helper()
-	typ, p, err := s.r.Next()
-	if err != nil {
-		s.t.Fatalf("reading a frame: %v", err)
+	for {
+		typ, p, err := s.r.Next()
+		if err != nil {
+			s.t.Fatalf("reading a frame: %v", err)
+		}
+		if typ != framing.Beat {
+			return typ, p
+		}
 	}
-	return typ, p
 }
 
-// nextSkipping returns the next frame that is not an Event.
+// nextSkipping returns the next frame that is not an Event or a Beat.
 func (s *session) nextSkipping(events *[]framing.AgentEvent) (framing.Type, []byte) {
 	for {
 		typ, p := s.next()
@@ -265,4 +271,35 @@ func TestParseNvidiaSMI(t *testing.T) {
 	if len(g) != 2 || g[0].TotalMiB != 16303 || g[1].Name != "RTX 3060" || g[1].FreeMiB != 12288 {
 		t.Fatalf("%+v", g)
 	}
+}
+
+// TestBeatsWhileItWorks: while the agent starts its encoder and reads a
+// picture it sends Beat frames (its Hello says how often), naming the
+// picture and what it does, so the relay can tell it from a stopped one.
+func TestBeatsWhileItWorks(t *testing.T) {
+	_, enc, mm, model := buildStandin(t, "STRATA_STANDIN_START_MS=400 STRATA_STANDIN_ENCODE_MS=400")
+	s := start(t, Config{Encoder: enc, Mmproj: mm, Model: model, MaxTokens: 4, IdleStop: time.Minute, ScratchParent: t.TempDir(), BeatEvery: 100 * time.Millisecond})
+	s.w.Write(framing.Encode, framing.PutID(7), png)
+	phases := map[string]int{}
+	for {
+		typ, p, err := s.r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if typ == framing.Beat {
+			var b framing.BeatInfo
+			if json.Unmarshal(p, &b) != nil || b.ID != 7 {
+				t.Fatalf("beat %s", p)
+			}
+			phases[b.Phase]++
+			continue
+		}
+		if typ == framing.Result {
+			break
+		}
+	}
+	if phases[framing.PhaseStarting] == 0 || phases[framing.PhaseEncoding] == 0 {
+		t.Errorf("beats by phase %v: want some while starting and while encoding", phases)
+	}
+	s.end()
 }

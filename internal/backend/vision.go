@@ -67,17 +67,7 @@ func (b *Backend) Placement() (settings.Placement, error) {
 	return Placement(c, s), nil
 }
 
-func describe(p settings.Placement) string {
-	switch p {
-	case settings.PlacementGPU:
-		return "on this PC's GPU"
-	case settings.PlacementCPU:
-		return "on this PC's CPU"
-	case settings.PlacementRemote:
-		return "on the second PC"
-	}
-	return "off (text only)"
-}
+func describe(p settings.Placement) string { return p.Words("") }
 
 // SetVision moves the image encoder. Among the second PC, this PC's CPU and
 // off, once the config names the relay, only the settings change (the relay

@@ -120,6 +120,9 @@ type VisionState struct {
 	// LastOK is the last picture's outcome (nil: none yet); Error then
 	// holds its reason when it failed. A success clears a failure.
 	LastOK *bool `json:"last_ok,omitempty"`
+	// Relay is the pid of the relay whose reports these are: a new relay
+	// (Strata restarted it) starts from nothing.
+	Relay int `json:"relay,omitempty"`
 }
 
 // RemoteInfo is the second PC, when vision runs there.

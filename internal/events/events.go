@@ -72,6 +72,16 @@ const (
 	UpdateFailed   Kind = "update.failed"   // Message says what failed; Details: from, rolled_back
 )
 
+// Where a picture was read: the "where" of vision.picture, vision.ready
+// and vision.degraded (sent by the relay).
+const (
+	WhereRemote      = "remote"       // the second PC
+	WhereFallbackCPU = "fallback_cpu" // this PC's CPU, because the second PC could not be reached
+	WhereLocalCPU    = "local_cpu"    // this PC's CPU, because the settings say so
+	WhereOff         = "off"          // nowhere: pictures are switched off
+	WhereNone        = "none"         // nowhere: refused before it went anywhere
+)
+
 // ServerLogDropped: captured server output lines could not be written to the
 // log file (a full disk); Details: dropped (the total so far), file, writing
 // (false while lines are being dropped, true once writing works again).

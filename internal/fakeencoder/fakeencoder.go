@@ -37,7 +37,9 @@
 //     and the time tell a wrapper that no GPU read the picture.
 //
 // Extra time for tests (environment): STRATA_STANDIN_START_MS delays READY,
-// STRATA_STANDIN_ENCODE_MS adds time to each picture.
+// STRATA_STANDIN_ENCODE_MS adds time to each picture; for benchmarks of the
+// transport, STRATA_STANDIN_NO_DEVICE_TIME=1 leaves out the modelled device
+// time (warm-up and per picture).
 package fakeencoder
 
 import (
@@ -182,6 +184,9 @@ type device struct {
 }
 
 func (d device) pictureTime(tokens int) time.Duration {
+	if os.Getenv("STRATA_STANDIN_NO_DEVICE_TIME") == "1" {
+		return 0
+	}
 	if d.gpu {
 		return time.Duration(tokens) * time.Millisecond / gpuTokensPerMS
 	}
@@ -324,7 +329,9 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if gpu {
 		if d.gpu {
 			defer claimVRAM(d)()
-			time.Sleep(gpuContextMS * time.Millisecond)
+			if d.pictureTime(1) > 0 {
+				time.Sleep(gpuContextMS * time.Millisecond)
+			}
 		}
 		time.Sleep(d.pictureTime(n)) // the warm-up picture, on whatever runs it
 		fmt.Fprintf(stderr, "strata-vision: warmed up at %d image tokens\n", n)

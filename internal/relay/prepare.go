@@ -223,8 +223,8 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	//    (RemoteDevice), unless the flags say otherwise.
 	choice := o.Remote
 	choice.GPUs, choice.NoGPU = RemoteGPUs(res.GPUs), res.NoGPU
-	if o.GPU {
-		choice.Device = settings.DeviceGPU
+	if o.GPU && !res.NoGPU {
+		choice.Device = settings.DeviceGPU // asked for (--gpu), and there is one
 	}
 	d := RemoteDevice(choice)
 	if o.Threads > 0 {

@@ -205,7 +205,13 @@ func (r *Relay) logf(format string, args ...any) {
 }
 
 // emit hands an event to the service (Options.Report), without waiting.
+// Each names this relay process ("relay": its pid), so the service folds
+// what the current relay saw, not what an earlier one did.
 func (r *Relay) emit(kind events.Kind, msg string, details map[string]any) {
+	if details == nil {
+		details = map[string]any{}
+	}
+	details["relay"] = relayPID
 	e := events.Event{Time: time.Now(), Kind: kind, Message: msg, Details: details}
 	if r.opt.Report != nil {
 		r.opt.Report(e)
@@ -554,6 +560,9 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// relayPID names this relay in its events.
+var relayPID = os.Getpid()
 
 // unavailable ends every message about an unreachable PC.
 const unavailable = "; pictures are unavailable, text still works"
@@ -911,7 +920,7 @@ func (r *Relay) noteNEmbd(n int) {
 	r.nMu.Lock()
 	defer r.nMu.Unlock()
 	if n != r.opt.NEmbd && r.opt.NEmbd != 0 {
-		r.emit(events.EncoderFailed, fmt.Sprintf("READY said n_embd %d but the second PC's encoder reports %d; restart Strata so it uses %d", r.opt.NEmbd, n, n), map[string]any{"where": WhereRemote, "n_embd": n})
+		r.emit(events.EncoderFailed, fmt.Sprintf("READY said n_embd %d but the second PC's encoder reports %d; restart Strata so it uses %d", r.opt.NEmbd, n, n), map[string]any{"where": events.WhereRemote, "n_embd": n})
 	}
 	if n == r.reportedNEmbd || r.opt.ReportNEmbd == nil {
 		return
@@ -1207,7 +1216,7 @@ func (s *agentSession) onEvent(e framing.AgentEvent) {
 		s.mu.Unlock()
 		r.noteNEmbd(e.NEmbd)
 		if e.Kind == "started" || e.Where != nil {
-			r.reportWhere(WhereRemote, r.host(), e.StartMS, e.Where, nil)
+			r.reportWhere(events.WhereRemote, r.host(), e.StartMS, e.Where, nil)
 		}
 	case "idle_stopped":
 		r.emit(events.EncoderIdleStopped, "", map[string]any{"idle_s": e.IdleS, "where": "remote", "host": r.host()})

@@ -19,15 +19,6 @@ import (
 	"github.com/strata-companion/companion/internal/wol"
 )
 
-// Where a picture was read (the "where" of vision.picture events).
-const (
-	WhereRemote      = "remote"       // the second PC
-	WhereFallbackCPU = "fallback_cpu" // this PC's CPU, because the second PC could not be reached
-	WhereLocalCPU    = "local_cpu"    // this PC's CPU, because the settings say so
-	WhereOff         = "off"          // nowhere: pictures are switched off
-	WhereNone        = "none"         // nowhere: it was refused before it went anywhere
-)
-
 // OffMessage answers every picture while pictures are switched off.
 const OffMessage = "ERR pictures are switched off in Strata Companion"
 
@@ -52,7 +43,7 @@ func (r *Relay) Encode(ctx context.Context, img, out string) string {
 func (r *Relay) reportOutcome(reply string, d time.Duration) {
 	n := r.pic
 	if n.where == "" {
-		n.where = WhereNone
+		n.where = events.WhereNone
 	}
 	ok := strings.HasPrefix(reply, "OK ")
 	details := map[string]any{"ms": d.Milliseconds(), "where": n.where, "ok": ok}
@@ -74,7 +65,7 @@ func (r *Relay) route(ctx context.Context, img, out string) string {
 		return "ERR " + oneLine(r.opt.ArgsProblem) + "; pictures are unavailable until Strata's vision block is fixed, text still works"
 	}
 	if r.opt.Settings == nil {
-		r.pic.where = WhereRemote
+		r.pic.where = events.WhereRemote
 		return r.encodeRemote(ctx, img, out)
 	}
 	st, err := r.opt.Settings()
@@ -83,22 +74,22 @@ func (r *Relay) route(ctx context.Context, img, out string) string {
 	}
 	switch st.Vision {
 	case settings.PlacementOff:
-		r.pic.where = WhereOff
+		r.pic.where = events.WhereOff
 		r.dropSession() // the second PC gets its VRAM back
 		r.local.stop(time.Second)
 		return OffMessage
 	case settings.PlacementCPU:
-		r.pic.where = WhereLocalCPU
+		r.pic.where = events.WhereLocalCPU
 		r.dropSession()
 		if msg := checkPicture(img); msg != "" {
 			return msg
 		}
-		return r.encodeLocal(ctx, st, img, out, WhereLocalCPU)
+		return r.encodeLocal(ctx, st, img, out, events.WhereLocalCPU)
 	case settings.PlacementGPU:
 		r.local.stop(time.Second)
 		return "ERR pictures move to this PC's GPU when Strata restarts (its GPU encoder must take its VRAM before the expert cache is sized); restart Strata from the tray or with `strata-service restart`"
 	}
-	r.pic.where = WhereRemote
+	r.pic.where = events.WhereRemote
 	if msg := checkPicture(img); msg != "" {
 		return msg
 	}
@@ -152,12 +143,12 @@ func (r *Relay) unreachable(ctx context.Context, st *settings.Settings, img, out
 	if st.LocalEncoder == "" {
 		return "ERR " + why + " (the fallback to this PC's CPU is on, but this PC's strata-vision is not recorded in the companion settings: run the setup again)"
 	}
-	r.pic.where = WhereFallbackCPU
+	r.pic.where = events.WhereFallbackCPU
 	if r.link.noteFallback() {
 		r.emit(events.VisionFallback, "pictures are read on this PC's CPU while the second PC cannot be reached: "+why,
-			map[string]any{"host": r.host(), "where": WhereFallbackCPU})
+			map[string]any{"host": r.host(), "where": events.WhereFallbackCPU})
 	}
-	return r.encodeLocal(ctx, st, img, out, WhereFallbackCPU)
+	return r.encodeLocal(ctx, st, img, out, events.WhereFallbackCPU)
 }
 
 // targetKey is what makes a second PC another one (the idle stop is not:

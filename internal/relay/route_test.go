@@ -153,7 +153,7 @@ func TestKnownDownAnswersWithoutDialingAgain(t *testing.T) {
 		switch {
 		case e.Kind == events.RemoteUnreachable:
 			unreachable++
-		case e.Kind == events.PictureEncoded && e.Details["ok"] == false && e.Details["where"] == WhereRemote:
+		case e.Kind == events.PictureEncoded && e.Details["ok"] == false && e.Details["where"] == events.WhereRemote:
 			failed++
 		default:
 			t.Errorf("unexpected event %v", e)
@@ -328,13 +328,13 @@ func TestEveryPictureHasOneOutcomeEvent(t *testing.T) {
 		where    string
 		reason   string
 	}{
-		{"off", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementOff}, nil }, WhereOff, "switched off"},
-		{"gpu", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementGPU}, nil }, WhereNone, "when Strata restarts"},
-		{"no second PC", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementRemote}, nil }, WhereRemote, "no second PC"},
+		{"off", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementOff}, nil }, events.WhereOff, "switched off"},
+		{"gpu", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementGPU}, nil }, events.WhereNone, "when Strata restarts"},
+		{"no second PC", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementRemote}, nil }, events.WhereRemote, "no second PC"},
 		{"corrupt settings", func() (*settings.Settings, error) {
 			return nil, errors.New("the companion settings s.json are not valid JSON")
-		}, WhereNone, "not valid JSON"},
-		{"cpu without an encoder", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementCPU}, nil }, WhereLocalCPU, "local_encoder"},
+		}, events.WhereNone, "not valid JSON"},
+		{"cpu without an encoder", func() (*settings.Settings, error) { return &settings.Settings{Vision: settings.PlacementCPU}, nil }, events.WhereLocalCPU, "local_encoder"},
 	} {
 		var got []events.Event
 		lines := driveOne(t, Options{Settings: c.settings, Report: func(e events.Event) { got = append(got, e) }}, "ENC "+img+" "+img+".sve")

@@ -76,6 +76,16 @@ func remotePrepareCmd(env *cliEnv) *ffcli.Command {
 			}
 			fmt.Fprintf(env.stdout, "The second PC %s is ready: its encoder answered READY %d.\n", rm.Host, res.NEmbd)
 			fmt.Fprintf(env.stdout, "  Folder there: %s\n  Encoder: %s\n", res.RemoteDir, res.EncoderPath)
+			if w := res.Where; w != nil {
+				switch {
+				case w.Device == "gpu":
+					fmt.Fprintf(env.stdout, "  Pictures are read on its GPU %s (%d MiB of VRAM).\n", w.GPU, w.VRAMMiB)
+				case w.Degraded():
+					fmt.Fprintf(env.stdout, "  Pictures are read on its CPU, not its GPU: %s. Check its NVIDIA driver, then run this again.\n", w.Reason)
+				default:
+					fmt.Fprintln(env.stdout, "  Pictures are read on its CPU (prepare found no NVIDIA GPU there).")
+				}
+			}
 			fmt.Fprintln(env.stdout, "Next: strata-service vision remote")
 			return nil
 		},

@@ -72,7 +72,8 @@ func TestRemotePrepareCLI(t *testing.T) {
 	if r := got.Remote; len(r.GPUs) != 1 || r.GPUs[0].Name != "NVIDIA GeForce RTX 3060 Laptop GPU" || r.GPUs[0].TotalMiB != 6144 || r.NoGPU || r.EncoderStartMS <= 0 {
 		t.Errorf("prepare recorded GPUs %+v, no_gpu %v, start %d ms", r.GPUs, r.NoGPU, r.EncoderStartMS)
 	}
-	if !strings.Contains(stderr, "reads pictures on its GPU NVIDIA GeForce RTX 3060 Laptop GPU (1383 MiB of VRAM)") {
+	if !strings.Contains(stderr, "reads pictures on its GPU NVIDIA GeForce RTX 3060 Laptop GPU (1383 MiB of VRAM)") ||
+		!strings.Contains(out, "Pictures are read on its GPU NVIDIA GeForce RTX 3060 Laptop GPU (1383 MiB of VRAM).") {
 		t.Errorf("prepare does not say the encoder reads on the GPU:\n%s", out)
 	}
 	// Prepared again with the GPU gone: the record says so.
@@ -81,7 +82,7 @@ func TestRemotePrepareCLI(t *testing.T) {
 		"--agent-binary", filepath.Join(bins, "strata-vision-relay"), "--local-encoder", filepath.Join(bins, "standin"),
 		"--remote-dir", remoteDir, "--max-tokens", "4")
 	got, _ = settings.Load(locations.SettingsFile())
-	if code != 0 || !got.Remote.NoGPU || len(got.Remote.GPUs) != 0 || !strings.Contains(stderr, "on its CPU") {
+	if code != 0 || !got.Remote.NoGPU || len(got.Remote.GPUs) != 0 || !strings.Contains(stderr, "on its CPU") || !strings.Contains(out, "found no NVIDIA GPU") {
 		t.Errorf("prepare without the GPU: exit %d, record %+v\n%s\n%s", code, got.Remote, out, stderr)
 	}
 	for _, n := range []string{"strata-vision-relay", "mmproj.gguf", "m-00001-of-00002.vocab.gguf", "strata-vision"} {

@@ -162,16 +162,4 @@ func printStrataStatus(w io.Writer, st *strataStatus) {
 	}
 }
 
-func placementText(p settings.Placement) string {
-	switch p {
-	case settings.PlacementGPU:
-		return "on this PC's GPU"
-	case settings.PlacementCPU:
-		return "on this PC's CPU"
-	case settings.PlacementRemote:
-		return "on the second PC"
-	case settings.PlacementOff:
-		return "off (text only)"
-	}
-	return string(p)
-}
+func placementText(p settings.Placement) string { return p.Words("") }

@@ -194,17 +194,10 @@ func checkVisionFlags(what string, o visionOptions) error {
 }
 
 func describePlacement(what string) string {
-	switch what {
-	case "gpu":
-		return "on the GPU"
-	case "cpu":
-		return "on the CPU"
-	case "remote":
-		return "on the second PC"
-	case "off":
-		return "off"
+	if what == "restore" {
+		return "as in its newest backup"
 	}
-	return "as in its newest backup"
+	return settings.Placement(what).Words("")
 }
 
 func joinEndpoint(e sshx.Endpoint) string {

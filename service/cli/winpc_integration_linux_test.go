@@ -260,6 +260,12 @@ func TestWindowsSecondPCThroughTheCLI(t *testing.T) {
 		t.Errorf("the vocabulary stub %s is not on the Windows PC: %v", rmodel, err)
 	}
 	waitWinProcs(t, w, "after prepare", "strata-vision.exe", false)
+	// The image tokens on the second PC are the companion's choice (the
+	// relay leaves Strata's --max-tokens alone): chosen small, as here.
+	st.Remote.MaxTokens = nTokens
+	if err := st.Save(locations.SettingsFile()); err != nil {
+		t.Fatal(err)
+	}
 
 	// 3. Pictures through the built relay, started and driven as Strata
 	//    does, each .sve compared with the stand-in encoder's run here.

@@ -91,6 +91,15 @@ func (t *Tracker) SetNEmbd(n int) {
 func Fold(st *controlapi.State, e events.Event) {
 	srv := &st.Server
 	vis := &st.Vision
+	if pid := int(num(e.Details["relay"])); pid > 0 && pid != vis.Relay {
+		// Another relay (Strata started it again): what the last one saw
+		// of where pictures are read and how they went is not this one's.
+		vis.Relay = pid
+		vis.Device, vis.Host, vis.GPU, vis.VRAMMiB, vis.Degraded, vis.LastOK = "", "", "", 0, "", nil
+		if vis.Encoder == controlapi.EncoderFailed || vis.Encoder == controlapi.EncoderDegraded {
+			vis.Encoder, vis.Error = controlapi.EncoderUnknown, ""
+		}
+	}
 	setPhase := func(p string) {
 		if srv.Phase != p {
 			srv.Since = e.Time

@@ -242,3 +242,19 @@ func TestFoldPictureOutcomes(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldFollowsTheCurrentRelay: reports from a new relay process (Strata
+// restarted it) start from nothing: the last relay's failure and degraded
+// encoder are not the new one's.
+func TestFoldFollowsTheCurrentRelay(t *testing.T) {
+	st := controlapi.State{Vision: controlapi.VisionState{Placement: "remote"}}
+	Fold(&st, ev(events.EncoderReady, "", "relay", 100, "where", "remote", "device", "cpu", "expected", "gpu"))
+	Fold(&st, ev(events.PictureEncoded, "timed out", "relay", 100, "ok", false, "where", "remote"))
+	if st.Vision.Encoder != controlapi.EncoderFailed || st.Vision.Device != "cpu" {
+		t.Fatalf("first relay: %+v", st.Vision)
+	}
+	Fold(&st, ev(events.RemoteConnected, "", "relay", 200, "host", "pc2"))
+	if st.Vision.Encoder == controlapi.EncoderFailed || st.Vision.Device != "" || st.Vision.Degraded != "" || st.Vision.Error != "" || st.Vision.Relay != 200 {
+		t.Errorf("a new relay carried the old one's state: %+v", st.Vision)
+	}
+}

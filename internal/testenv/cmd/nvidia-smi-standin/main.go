@@ -30,6 +30,10 @@ type gpu struct {
 
 const idleUsedMiB = 412 // the desktop's own use of the laptop GPU
 
+// reservedMiB is what the driver keeps for itself: a real nvidia-smi's free
+// is total - used - reserved (6144, 412, 5606 on the reference laptop).
+const reservedMiB = 126
+
 func gpus(dir string) ([]gpu, bool) {
 	b, err := os.ReadFile(filepath.Join(dir, "nvidia-smi.gpus"))
 	if err != nil {
@@ -84,7 +88,7 @@ func main() {
 			}
 			addClaims(dir, gs)
 			for i, g := range gs {
-				fmt.Printf("%d, %s, %d, %d, %d, 581.57, 8.6, Disabled\n", i, g.name, g.total, g.used, g.total-g.used)
+				fmt.Printf("%d, %s, %d, %d, %d, 581.57, 8.6, Disabled\n", i, g.name, g.total, g.used, max(0, g.total-g.used-reservedMiB))
 			}
 			return
 		}
