@@ -8,7 +8,7 @@ LDFLAGS := -s -w -X $(PKG)/internal/version.Version=$(VERSION)
 # Same flags everywhere, so fyne's GLFW is compiled once (fyne package uses -trimpath).
 GOBUILD := go build -trimpath
 
-.PHONY: all deps deps-run check-demo build build-linux build-windows build-agents demo-tools test test-short vet run installer screenshots bench-relay clean
+.PHONY: all deps deps-run check-demo build build-linux build-windows build-agents demo-tools test test-short vet run installer screenshots screenshots-windows bench-relay clean
 
 all: build
 
@@ -93,6 +93,13 @@ installer: deps
 screenshots: deps
 	CGO_ENABLED=1 $(GOBUILD) -tags demo -ldflags '$(LDFLAGS)' -o bin/strata-setup-demo ./wizard
 	BIN=bin/strata-setup-demo bash wizard/screenshots.sh
+
+# The Windows first hour under wine (installer, setup, tray, uninstaller),
+# clicked through unattended as make test does, with its screenshots kept
+# as docs/windows-*.png (see docs/installer.md). It reuses build-windows'
+# programs.
+screenshots-windows: build-windows
+	STRATA_WINDOWS_SHOTS=$(CURDIR)/docs STRATA_TEST_WINE=1 go test -count=1 -timeout 20m -run '^TestWindowsGUIUnderWine$$' -v ./installer/gui
 
 # The relay against the link's limit and plain OpenSSH (root: network namespaces).
 bench-relay: deps

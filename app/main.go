@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"runtime/metrics"
+	"time"
 
 	"github.com/getlantern/systray"
 
@@ -35,6 +36,8 @@ import (
 	"github.com/strata-companion/companion/app/traymodel"
 	"github.com/strata-companion/companion/app/watch"
 	"github.com/strata-companion/companion/assets"
+	"github.com/strata-companion/companion/internal/probe"
+	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/version"
 )
 
@@ -87,6 +90,7 @@ func onReady(ctx context.Context) {
 	ctl.Autostart = desktop.Autostart{}
 	ctl.Quit = systray.Quit
 	ctl.Logf = log.Printf
+	ctl.NoGPUVision = noGPUVision
 
 	for id := traymodel.ItemID(0); id < traymodel.NumItems; id++ {
 		go func(id traymodel.ItemID, ch <-chan struct{}) {
@@ -103,6 +107,20 @@ func onReady(ctx context.Context) {
 	go ctl.Run(ctx)
 	w := &watch.Watcher{Logf: log.Printf}
 	go w.Run(ctx, ctl.Update)
+}
+
+// noGPUVision asks this PC's probe whether any GPU here can run Strata's
+// image encoder; "" when one can (the tray then offers "Vision: this GPU").
+func noGPUVision(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	rec := probe.Recommend(probe.Probe(ctx, probe.Options{}), nil)
+	for _, e := range rec.Estimates {
+		if e.Placement == settings.PlacementGPU && e.Available {
+			return ""
+		}
+	}
+	return "no GPU here can read pictures"
 }
 
 // writeAppIcon puts the app icon where the notification service can read it

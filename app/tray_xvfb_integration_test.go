@@ -51,6 +51,11 @@ func TestRealTrayUnderXvfb(t *testing.T) {
 	// service leaves for its clients.
 	now := time.Now()
 	api := testenv.NewService(t, realistic(now))
+	api.SetConfigs(controlapi.ConfigList{StrataRoot: "/opt/strata", Running: "/opt/strata/strata-iq2_xs.json", Configs: []controlapi.ConfigEntry{
+		{Path: "/opt/strata/strata-coder-iq1_m.json", Tag: "coder-iq1_m", ModelName: "Qwen3-Coder IQ1_M", Ready: true},
+		{Path: "/opt/strata/strata-iq2_xs.json", Tag: "iq2_xs", ModelName: "Qwen3.6-35B-A3B IQ2_XS", Ready: true, Running: true},
+		{Path: "/opt/strata/strata-iq3_s.json", Tag: "iq3_s", Problem: "the model file /opt/strata/models/iq3_s.gguf does not exist"},
+	}})
 	home := filepath.Join(dir, "home")
 	api.WriteHome(t, home)
 	settingsJSON, _ := json.Marshal(map[string]any{"vision": "remote", "remote": map[string]any{"host": "gpu-laptop", "user": "strata"}})
@@ -260,7 +265,35 @@ func TestRealTrayUnderXvfb(t *testing.T) {
 	waitFile(false)
 	waitMenu("autostart off", func(m []menuItem) bool { it := choice(m, "Start tray at login"); return it.toggle == 0 })
 
-	// 7. Quit tray ends the tray (the service is not touched).
+	// 7. The Model submenu lists the configs (the running one ticked, one
+	// that cannot run greyed with why) and switches through the service.
+	m = waitMenu("the Model submenu", func(m []menuItem) bool { return hasLabel(m, "Model: iq2_xs") })
+	parent, _ := findPrefix(m, "Model: iq2_xs")
+	coder := choice(m, "coder-iq1_m (Qwen3-Coder IQ1_M)")
+	iq2 := choice(m, "iq2_xs (")
+	iq3 := choice(m, "iq3_s (not ready: the model file")
+	if coder.parent != parent.id || iq2.toggle != 1 || coder.toggle != 0 || !coder.enabled || iq3.enabled || iq3.toggle < 0 {
+		t.Fatalf("the Model submenu:\n%s\ncoder %+v iq2 %+v iq3 %+v parent %+v", dumpMenu(m), coder, iq2, iq3, parent)
+	}
+	for _, it := range m {
+		if it.visible && it.parent == parent.id && it.label == "" {
+			t.Errorf("an unused model slot shows: %+v", it)
+		}
+	}
+	click(t, bus, name, coder.id)
+	waitMenu("the switch to coder", func(m []menuItem) bool {
+		return hasLabel(m, "Model: coder-iq1_m") && choice(m, "coder-iq1_m (").toggle == 1
+	})
+	posts = api.Posts()
+	last := posts[len(posts)-1]
+	if last.Config == nil || last.Config.Config != "/opt/strata/strata-coder-iq1_m.json" || last.Config.IfRunning != "/opt/strata/strata-iq2_xs.json" {
+		t.Fatalf("the service received %+v, want POST /v1/config for coder while iq2_xs ran", last)
+	}
+	if q, _ := os.ReadFile(asked); !bytes.Contains(q, []byte("Switching the model to coder-iq1_m restarts Strata")) {
+		t.Errorf("the model switch did not ask first: %q", q)
+	}
+
+	// 8. Quit tray ends the tray (the service is not touched).
 	quit, _ := findPrefix(menu(), "Quit tray")
 	click(t, bus, name, quit.id)
 	select {
@@ -272,8 +305,8 @@ func TestRealTrayUnderXvfb(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Error("the tray did not quit")
 	}
-	if n := len(api.Posts()); n != 2 {
-		t.Errorf("Quit tray sent %d requests to the service in all, want only the vision ones (dry run and switch)", n)
+	if n := len(api.Posts()); n != 3 {
+		t.Errorf("Quit tray sent %d requests to the service in all, want only the vision ones (dry run and switch) and the model switch", n)
 	}
 }
 
@@ -330,6 +363,7 @@ type menuItem struct {
 	enabled bool
 	toggle  int32 // -1: no check box
 	sep     bool
+	parent  int32 // the submenu it is in (0: the top menu)
 }
 
 // findTray asks every connection on the bus for the tray's menu object.
@@ -371,30 +405,39 @@ func getLayout(t *testing.T, bus *dbus.Conn, name string) []menuItem {
 		t.Fatalf("GetLayout: %v", err)
 	}
 	var out []menuItem
-	for _, c := range root.Children {
-		f, ok := c.Value().([]any)
-		if !ok || len(f) < 2 {
-			t.Fatalf("unexpected layout entry %v", c)
+	var walk func(parent int32, children []dbus.Variant)
+	walk = func(parent int32, children []dbus.Variant) {
+		for _, c := range children {
+			f, ok := c.Value().([]any)
+			if !ok || len(f) < 2 {
+				t.Fatalf("unexpected layout entry %v", c)
+			}
+			props, _ := f[1].(map[string]dbus.Variant)
+			it := menuItem{id: f[0].(int32), visible: true, enabled: true, toggle: -1, parent: parent}
+			if v, ok := props["label"]; ok {
+				it.label, _ = v.Value().(string)
+			}
+			if v, ok := props["visible"]; ok {
+				it.visible, _ = v.Value().(bool)
+			}
+			if v, ok := props["enabled"]; ok {
+				it.enabled, _ = v.Value().(bool)
+			}
+			if v, ok := props["toggle-state"]; ok {
+				it.toggle, _ = v.Value().(int32)
+			}
+			if v, ok := props["type"]; ok && v.Value() == "separator" {
+				it.sep = true
+			}
+			out = append(out, it)
+			if len(f) > 2 {
+				if sub, ok := f[2].([]dbus.Variant); ok {
+					walk(it.id, sub)
+				}
+			}
 		}
-		props, _ := f[1].(map[string]dbus.Variant)
-		it := menuItem{id: f[0].(int32), visible: true, enabled: true, toggle: -1}
-		if v, ok := props["label"]; ok {
-			it.label, _ = v.Value().(string)
-		}
-		if v, ok := props["visible"]; ok {
-			it.visible, _ = v.Value().(bool)
-		}
-		if v, ok := props["enabled"]; ok {
-			it.enabled, _ = v.Value().(bool)
-		}
-		if v, ok := props["toggle-state"]; ok {
-			it.toggle, _ = v.Value().(int32)
-		}
-		if v, ok := props["type"]; ok && v.Value() == "separator" {
-			it.sep = true
-		}
-		out = append(out, it)
 	}
+	walk(0, root.Children)
 	return out
 }
 

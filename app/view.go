@@ -21,9 +21,13 @@ func newView() *view {
 	first := traymodel.Build(traymodel.Input{Reach: traymodel.Unreachable})
 	for id := traymodel.ItemID(0); id < traymodel.NumItems; id++ {
 		it := first.Items[id]
-		if id.Checkable() {
+		switch {
+		case id.Parent() >= 0:
+			// A submenu's slot (the Model submenu's configs).
+			v.items[id] = v.items[id.Parent()].AddSubMenuItemCheckbox(it.Title, "", it.Checked)
+		case id.Checkable():
 			v.items[id] = systray.AddMenuItemCheckbox(it.Title, "", it.Checked)
-		} else {
+		default:
 			v.items[id] = systray.AddMenuItem(it.Title, "")
 		}
 		if !it.Enabled {

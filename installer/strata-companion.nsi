@@ -569,6 +569,8 @@ Section "Uninstall"
   ; user running this.
   DeleteRegValue HKLM "${RUNKEY}" "${RUNVALUE}"
   DeleteRegValue HKCU "${RUNKEY}" "${RUNVALUE}"
+  DeleteRegValue HKCU "${RUNKEY}" "Strata Companion tray"
+  DeleteRegValue HKCU "Software\Microsoft\Windows\CurrentVersion\Explorer\StartupApproved\Run" "${RUNVALUE}"
   DeleteRegKey HKLM "${UNINSTKEY}"
   DeleteRegKey HKLM "${REGKEY}"
 

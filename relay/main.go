@@ -104,6 +104,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && args[0] == "agent" {
 		return runAgent(ctx, args[1:], stdin, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "gate" {
+		// The forced command of the companion's key on a second PC paired
+		// agent-only: the asked-for command is in SSH_ORIGINAL_COMMAND.
+		return agent.Gate(args[1:], os.Getenv("SSH_ORIGINAL_COMMAND"), func(argv []string) int {
+			if argv[0] == "version" {
+				fmt.Fprintln(stdout, "strata-vision-relay", version.Version)
+				return 0
+			}
+			return runAgent(ctx, argv[1:], stdin, stdout, stderr)
+		}, stderr)
+	}
 	if len(args) > 0 && args[0] == "authorized-keys" {
 		// Pairing with a Windows second PC installs the companion's key
 		// with this (ACLs by golang.org/x/sys/windows, not PowerShell).
@@ -178,7 +189,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		d := relay.RemoteDevice(r)
 		a := relay.AgentArgs{OS: osName, RemoteDir: r.RemoteDir, Encoder: encoder, Mmproj: rm, Model: rmodel,
 			GPU: d.GPU, Threads: d.Threads, MaxTokens: d.MaxTokens, IdleStopS: r.IdleStopS, CUDADevice: d.CUDAIndex(), Extra: sa.extra}
-		return relay.Target{Host: r.Host, Dial: relay.SSHDialer(r), AgentCommand: a.Command(), IdleStopS: r.IdleStopS, Device: d}
+		cmd, err := a.Command()
+		return relay.Target{Host: r.Host, Dial: relay.SSHDialer(r), AgentCommand: cmd, IdleStopS: r.IdleStopS, Device: d, Err: err, OS: osName}
 	}
 	rep := relay.NewServiceReporter(nil)
 	rl := relay.New(relay.Options{
@@ -301,8 +313,12 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	idle := fs.Int("idle-stop", 0, "stop the encoder after this many seconds without a picture (0: keep it running)")
 	fs.StringVar(&cfg.Dir, "dir", "", "folder receiving uploads (default: this program's folder)")
 	fs.StringVar(&cfg.ScratchParent, "scratch", "", "folder for the private scratch folder (default: the temp folder)")
+	install := fs.String("install-sha256", "", "comma-separated sha256 sums of the programs prepare may install in this session")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *install != "" {
+		cfg.InstallSHA256 = strings.Split(*install, ",")
 	}
 	cfg.IdleStop = time.Duration(*idle) * time.Second
 	cfg.CUDADevice, cfg.CUDADeviceSet = *cuda, *cuda >= 0

@@ -26,6 +26,8 @@ test_pkgs=(
   gcc-mingw-w64-x86-64
   # a real X server, a window manager, a tray host and a session bus for GUI tests and screenshots
   xvfb xauth xdotool openbox dbus-x11 libglib2.0-bin trayer imagemagick fonts-dejavu-core
+  # xwininfo: where a window is inside wine's desktop (the Windows GUI test)
+  x11-utils
   # a real OpenSSH server and client for the second-PC and relay tests
   openssh-server openssh-client
   # network namespaces and rate limits (ip, tc) for the slow-link tests

@@ -16,6 +16,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/app"
 
+	"github.com/strata-companion/companion/assets"
 	"github.com/strata-companion/companion/internal/autostart"
 	"github.com/strata-companion/companion/internal/setupflow"
 	"github.com/strata-companion/companion/internal/setupflow/live"
@@ -45,8 +46,17 @@ func main() {
 	}
 
 	a := app.NewWithID("io.github.strata-companion.companion")
+	// The app's icon on the window and the taskbar in every build (only
+	// `fyne package` builds get it from FyneApp.toml by themselves).
+	icon := fyne.NewStaticResource("app.png", assets.PNG("app"))
+	a.SetIcon(icon)
 	w := a.NewWindow("Strata Companion setup")
-	w.Resize(fyne.NewSize(880, 700))
+	w.SetIcon(icon)
+	// 880x700 where it fits; on a small screen or at 150 % the work area
+	// (screen less taskbar, in pixels) over the scale, so the steps, the
+	// title and the buttons are never off the screen.
+	w.Resize(pages.FitSize(fyne.NewSize(880, 700), workArea(), scale()))
+	w.CenterOnScreen()
 
 	var ui *pages.UI
 	confirm := func(ctx context.Context, k setupflow.HostKey) bool { return ui.ConfirmHostKey(ctx, k) }

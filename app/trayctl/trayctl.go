@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/strata-companion/companion/app/traymodel"
 	"github.com/strata-companion/companion/app/watch"
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
 )
@@ -81,6 +83,10 @@ type Controller struct {
 	// Default with the default LoadSettings: watchSettingsFiles (change
 	// notification on the settings files' folders); none with a custom one.
 	WatchSettings func(ctx context.Context, changed func()) error
+	// NoGPUVision, when set, asks once (off Run's goroutine) whether this
+	// PC's GPU can read pictures: "" when it can, else why not in a few
+	// words (the probe's view: the GPU choice is greyed out then).
+	NoGPUVision func(ctx context.Context) string
 
 	work chan func()
 	stop chan struct{} // closed when Run returns
@@ -94,6 +100,11 @@ type Controller struct {
 	busy       bool // a click is being carried out (a dialog is open, a request runs)
 	remoteAddr string
 	lastLocal  time.Time // when loadLocal last ran
+	// readingConfigs: a GET /v1/configs is under way; configsFor is the
+	// config that ran when the list was last asked for.
+	readingConfigs bool
+	configsRead    bool
+	configsFor     string
 }
 
 // New returns a controller with its work queue; fill in the fields before Run.
@@ -138,6 +149,20 @@ func (c *Controller) Run(ctx context.Context) {
 	c.in.Problem = "  connecting to the Strata Companion service..."
 	c.loadLocal()
 	c.show()
+	if c.NoGPUVision != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			why := c.NoGPUVision(ctx)
+			if why != "" {
+				c.logf("this PC's GPU cannot read pictures: %s", why)
+			}
+			c.post(func() {
+				c.in.NoGPUVision = why
+				c.show()
+			})
+		}()
+	}
 	fast := c.Refresh
 	if fast <= 0 {
 		fast = 5 * time.Second
@@ -311,6 +336,11 @@ func (c *Controller) update(u watch.Update) {
 		c.in.Reach, c.in.Problem = traymodel.Connected, ""
 		c.in.Relay.Seed(u.State)
 		c.in.Relay.Fold(u.Events)
+		c.followUpdate(u.Events)
+		if !c.configsRead || c.configsFor != u.State.Config.Path || hasKind(u.Events, events.ConfigSwitched) {
+			c.configsRead, c.configsFor = true, u.State.Config.Path
+			c.readConfigs()
+		}
 		var notices []traymodel.Notice
 		if c.seen {
 			notices = c.rules.Observe(c.prev, u.State, u.Events, now)
@@ -335,6 +365,58 @@ func (c *Controller) update(u watch.Update) {
 	}
 	c.resolvePending()
 	c.show()
+}
+
+// followUpdate keeps the progress line on an update of Strata (its lines
+// come as events) and says how it ended.
+func (c *Controller) followUpdate(evs []events.Event) {
+	for _, e := range evs {
+		switch e.Kind {
+		case events.UpdateStarted, events.UpdateProgress:
+			c.in.UpdateLine = e.Message
+		case events.UpdateFinished, events.UpdateFailed:
+			c.in.UpdateLine = ""
+			c.notify(traymodel.Notice{Topic: "tray.update", Title: "Update Strata", Body: e.Message, Urgent: e.Kind == events.UpdateFailed})
+		}
+	}
+}
+
+func hasKind(evs []events.Event, k events.Kind) bool {
+	for _, e := range evs {
+		if e.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// readConfigs asks the service for the install's configs (the Model
+// submenu), off the controller's goroutine; one read at a time.
+func (c *Controller) readConfigs() {
+	if c.readingConfigs {
+		c.configsRead = false // ask again once this read is back
+		return
+	}
+	c.readingConfigs = true
+	ctx := c.ctx
+	go func() {
+		var l *controlapi.ConfigList
+		cl, err := c.connectOrDefault()
+		if err == nil {
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			l, err = cl.Configs(rctx)
+			cancel()
+		}
+		c.post(func() {
+			c.readingConfigs = false
+			if err != nil {
+				c.logf("listing the configs: %v", err)
+				return
+			}
+			c.in.Configs = l
+			c.show()
+		})
+	}()
 }
 
 func hasTopic(ns []traymodel.Notice, topic string) bool {
@@ -365,6 +447,10 @@ func (c *Controller) resolvePending() (succeeded bool) {
 	return false
 }
 
+// startWords is how to start the service by hand: it needs an
+// administrator (Windows: an administrator prompt; elsewhere sudo).
+var startWords = map[bool]string{true: "as administrator: strata-service start", false: "sudo strata-service start"}[runtime.GOOS == "windows"]
+
 // describe turns a watcher error into the reach and a line for the menu that
 // says what to do.
 func describe(err error) (traymodel.Reach, string) {
@@ -378,9 +464,9 @@ func describe(err error) (traymodel.Reach, string) {
 		return traymodel.Unauthorized, "  it refused this tray's token; check that this user can read its control-token file"
 	case err == controlapi.ErrNotRunning:
 		// NewClient's bare error: no address file, so never started here.
-		return traymodel.NotRunning, "  install or start it: strata-service install, then strata-service start"
+		return traymodel.NotRunning, "  Open setup... to install it; or, " + startWords
 	case errors.Is(err, controlapi.ErrNotRunning):
-		return traymodel.Unreachable, "  it is stopped or restarting; start it with: strata-service start"
+		return traymodel.Unreachable, "  stopped or restarting; to start it: " + startWords
 	}
 	return traymodel.Unreachable, "  " + err.Error()
 }
@@ -436,6 +522,61 @@ func (c *Controller) click(id traymodel.ItemID) {
 					return err
 				})
 		}
+	case traymodel.ItemModel0, traymodel.ItemModel1, traymodel.ItemModel2, traymodel.ItemModel3,
+		traymodel.ItemModel4, traymodel.ItemModel5, traymodel.ItemModel6, traymodel.ItemModel7:
+		l := c.in.Configs
+		i := id.ModelSlot()
+		if c.busy || c.in.State == nil || l == nil || i >= len(l.Configs) || !l.Configs[i].Ready {
+			break
+		}
+		e, running := l.Configs[i], l.Running
+		d := traymodel.DecideModel(c.in.State, e.Tag, e.Running, now)
+		if d.Noop {
+			break
+		}
+		c.act("Switch the model to "+e.Tag, &traymodel.Pending{Action: "model", Placement: e.Tag},
+			func(context.Context, *controlapi.Client) (traymodel.Decision, error) { return d, nil },
+			func(ctx context.Context, cl *controlapi.Client) error {
+				// The user confirmed (or nothing was running); the config
+				// meant is the one the menu showed as running.
+				_, err := cl.SwitchConfig(ctx, controlapi.ConfigRequest{Config: e.Path, IfRunning: running, Confirm: true})
+				return err
+			})
+	case traymodel.ItemUpdate:
+		if c.busy || c.in.State == nil {
+			break
+		}
+		st := c.in.State
+		c.act("Update Strata", &traymodel.Pending{Action: "update"},
+			func(ctx context.Context, cl *controlapi.Client) (traymodel.Decision, error) {
+				r, err := cl.UpdateStrata(ctx, controlapi.UpdateRequest{Check: true})
+				if err != nil {
+					return traymodel.Decision{}, err
+				}
+				if !r.Available {
+					return traymodel.Decision{}, &saidError{r.Message}
+				}
+				return traymodel.DecideUpdate(st, r.Message, now), nil
+			},
+			func(_ context.Context, cl *controlapi.Client) error {
+				// An update takes minutes (Strata's setup, then its start):
+				// its own bound, not a click's.
+				ctx, cancel := context.WithTimeout(c.ctx, 30*time.Minute)
+				defer cancel()
+				r, err := cl.UpdateStrata(ctx, controlapi.UpdateRequest{Confirm: true})
+				if err == nil && !r.Updated {
+					return errors.New(r.Message)
+				}
+				return err
+			})
+	case traymodel.ItemRepair:
+		if c.busy || c.in.State == nil {
+			break
+		}
+		d := traymodel.DecideRestart(c.in.State, now)
+		c.act("Put the picture setting back", &traymodel.Pending{Action: "repair"},
+			func(context.Context, *controlapi.Client) (traymodel.Decision, error) { return d, nil },
+			func(ctx context.Context, cl *controlapi.Client) error { _, err := cl.RepairConfig(ctx); return err })
 	case traymodel.ItemRestart:
 		if c.busy || c.in.State == nil {
 			break
@@ -538,6 +679,15 @@ func (c *Controller) act(title string, p *traymodel.Pending, decide func(context
 			c.post(func() { c.busy = false; c.show() })
 			return
 		}
+		var said *saidError
+		if errors.As(err, &said) {
+			c.post(func() {
+				c.busy = false
+				c.notify(traymodel.Notice{Topic: "tray.action", Title: title, Body: said.msg})
+				c.show()
+			})
+			return
+		}
 		started := c.now()
 		if err == nil {
 			err = func() error {
@@ -567,6 +717,11 @@ func (c *Controller) act(title string, p *traymodel.Pending, decide func(context
 	}()
 	c.show()
 }
+
+// saidError: nothing to do, and the service said why (Strata is up to date).
+type saidError struct{ msg string }
+
+func (e *saidError) Error() string { return e.msg }
 
 // errCancelled: the user said no to the confirmation.
 var errCancelled = errors.New("cancelled")

@@ -130,7 +130,7 @@ func readyRemote(since time.Time) controlapi.State {
 			Model: "Qwen3.6-35B-A3B IQ2_XS", Port: 8080},
 		Vision: controlapi.VisionState{Placement: "remote", Encoder: controlapi.EncoderReady},
 		Remote: &controlapi.RemoteInfo{Host: "gpu-laptop", Reachable: true, RTTms: 1.2, FreeVRAMMiB: 5800, Since: since},
-		Config: controlapi.ConfigInfo{Valid: true},
+		Config: controlapi.ConfigInfo{StrataRoot: "/opt/strata", Path: "/opt/strata/strata-iq2_xs.json", Valid: true},
 	}
 }
 

@@ -38,6 +38,26 @@ func DecideVision(st *controlapi.State, target, remoteName string, now time.Time
 	return confirmRestart(st, what+" restarts Strata: it stops", what, now)
 }
 
+// DecideModel decides what choosing another config (model) does: it
+// restarts Strata, so a running one is asked about first.
+func DecideModel(st *controlapi.State, tag string, running bool, now time.Time) Decision {
+	if running {
+		return Decision{Noop: true}
+	}
+	what := "Switching the model to " + tag
+	return confirmRestart(st, what+" restarts Strata: it stops", what, now)
+}
+
+// DecideUpdate decides whether updating Strata needs confirming (it stops
+// Strata for a few minutes); offer says what the update is.
+func DecideUpdate(st *controlapi.State, offer string, now time.Time) Decision {
+	d := confirmRestart(st, offer+" Updating stops Strata: it stops", "Updating Strata", now)
+	if !d.Confirm {
+		d.Explain = offer
+	}
+	return d
+}
+
 // DecideRestart decides whether Restart Strata needs confirming.
 func DecideRestart(st *controlapi.State, now time.Time) Decision {
 	return confirmRestart(st, "Strata stops", "Restarting Strata", now)

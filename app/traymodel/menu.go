@@ -33,14 +33,45 @@ const (
 	ItemVisionRemote               // choice: vision on the second PC
 	ItemVisionOff                  // choice: no vision
 	ItemFallback                   // switch: read on this PC's CPU when the second PC is off (hidden without a second PC)
-	ItemRestart                    // Restart Strata
-	ItemOpenBrowser                // Open Strata in the browser
-	ItemViewLogs                   // View logs
-	ItemSetup                      // Open setup...
-	ItemAutostart                  // Start tray at login (checkbox)
-	ItemQuit                       // Quit tray
+	ItemModel                      // submenu: "Model: <tag>", the configs below it (hidden without an install)
+	ItemModel0                     // the Model submenu's slots, one per config (MaxModels of them)
+	ItemModel1
+	ItemModel2
+	ItemModel3
+	ItemModel4
+	ItemModel5
+	ItemModel6
+	ItemModel7
+	ItemRepair      // put the companion's placement back into a config Strata's setup rewrote (hidden unless it did)
+	ItemRestart     // Restart Strata
+	ItemUpdate      // Update Strata...
+	ItemOpenBrowser // Open Strata in the browser
+	ItemViewLogs    // View logs
+	ItemSetup       // Open setup...
+	ItemAutostart   // Start tray at login (checkbox)
+	ItemQuit        // Quit tray
 	NumItems
 )
+
+// MaxModels is how many configs the Model submenu lists (systray items are
+// made once; a longer list says where to see the rest).
+const MaxModels = 8
+
+// Parent is the submenu id belongs to (-1: the top menu).
+func (id ItemID) Parent() ItemID {
+	if id >= ItemModel0 && id < ItemModel0+MaxModels {
+		return ItemModel
+	}
+	return -1
+}
+
+// ModelSlot is the config index of a Model submenu slot (-1 for other items).
+func (id ItemID) ModelSlot() int {
+	if id.Parent() == ItemModel {
+		return int(id - ItemModel0)
+	}
+	return -1
+}
 
 // SeparatorAfter lists the items followed by a separator line.
 var SeparatorAfter = map[ItemID]bool{ItemProgress: true, ItemFallback: true, ItemSetup: true}
@@ -52,7 +83,7 @@ func (id ItemID) Checkable() bool {
 	case ItemVisionGPU, ItemVisionCPU, ItemVisionRemote, ItemVisionOff, ItemAutostart, ItemFallback:
 		return true
 	}
-	return false
+	return id.Parent() == ItemModel
 }
 
 // Placement is the placement a vision choice item stands for ("" for other items).
@@ -113,12 +144,38 @@ type Input struct {
 	FallbackCPU bool
 	// Relay is what the relay reported: the last picture, wakes, failovers.
 	Relay RelayView
+	// Configs is the install's configs as the service lists them (nil:
+	// not read yet).
+	Configs *controlapi.ConfigList
+	// UpdateLine is the last line of an update of Strata under way ("" when none).
+	UpdateLine string
+	// NoGPUVision says why this PC's GPU cannot read pictures, as the probe
+	// found ("" when it can, or before the probe has answered).
+	NoGPUVision string
+}
+
+// DetailWidth is the most characters a status line under the first one
+// shows: a menu is as wide as its widest line, and a whole error message
+// on one line makes it wider than the screen. View logs has the rest.
+const DetailWidth = 76
+
+// NoInstall reports a service that runs with no Strata install chosen yet
+// (installed before Strata was, or its folder was removed).
+func NoInstall(st *controlapi.State) bool {
+	if st == nil || st.Config.StrataRoot != "" || st.Config.Path != "" {
+		return false
+	}
+	switch st.Server.Phase {
+	case controlapi.PhaseReady, controlapi.PhaseStarting, controlapi.PhaseRestarting:
+		return false // something runs: an install exists
+	}
+	return true
 }
 
 // Pending is an action in progress, shown until the server is ready again.
 type Pending struct {
-	Action    string // "vision" or "restart"
-	Placement string // for "vision"
+	Action    string // "vision", "restart", "model", "update" or "repair"
+	Placement string // for "vision"; the config's tag for "model"
 	Started   time.Time
 	// Err is set when the request failed: shown once in the progress line.
 	Err string
@@ -139,7 +196,7 @@ func Build(in Input) Menu {
 	st := in.State
 	if in.Reach != Connected || st == nil {
 		status(ItemServer, "Strata Companion "+serviceDown(in.Reach))
-		status(ItemServerDetail, in.Problem)
+		status(ItemServerDetail, clipTo(in.Problem, DetailWidth))
 		status(ItemVision, "")
 		status(ItemRemote, "")
 		status(ItemLastPicture, "")
@@ -147,12 +204,15 @@ func Build(in Input) Menu {
 		m.Tooltip = clip("Strata Companion: " + serviceDown(in.Reach))
 	} else {
 		status(ItemServer, serverLine(st, in.Now))
-		status(ItemServerDetail, serverDetail(st))
+		status(ItemServerDetail, clipTo(serverDetail(st), DetailWidth))
 		status(ItemVision, visionLine(st, in.Now))
 		status(ItemRemote, remoteLine(st, in.Now))
 		status(ItemLastPicture, in.Relay.Line(in.Now))
 		m.Icon = Icon(st)
 		m.Tooltip = Tooltip(st)
+		if NoInstall(st) {
+			m.Tooltip = "Strata Companion: no Strata install chosen yet (Open setup...)"
+		}
 	}
 	status(ItemProgress, progressLine(in))
 	if in.Pending != nil && in.Pending.Err == "" {
@@ -181,6 +241,9 @@ func Build(in Input) Menu {
 	switch {
 	case in.Reach != Connected || st == nil:
 		why = "service not running"
+	case NoInstall(st):
+		// The service refuses them until the setup has chosen the install.
+		why = "choose Strata's folder in setup first"
 	case in.Pending != nil && in.Pending.Err == "":
 		why = "switching"
 	case st.Server.Phase == controlapi.PhaseStarting || st.Server.Phase == controlapi.PhaseRestarting:
@@ -190,8 +253,12 @@ func Build(in Input) Menu {
 		it := Item{Title: c.title, Visible: true, Enabled: why == "", Checked: c.id.Placement() == current}
 		if why != "" && !it.Checked {
 			it.Title += " (" + why + ")"
+		} else if c.id == ItemVisionGPU && in.NoGPUVision != "" && !it.Checked {
+			// The probe says this GPU cannot run the encoder.
+			it.Enabled = false
+			it.Title += " (" + clipTo(in.NoGPUVision, 40) + ")"
 		}
-		if c.id == ItemVisionRemote && in.RemoteName == "" && why != "service not running" {
+		if c.id == ItemVisionRemote && in.RemoteName == "" && why != "service not running" && !NoInstall(st) {
 			// Not paired yet: the item stays clickable and opens setup on
 			// the second-PC page instead of switching.
 			it.Title = "Vision: second PC (not set up: set up...)"
@@ -202,7 +269,16 @@ func Build(in Input) Menu {
 
 	connected := in.Reach == Connected && st != nil
 	m.Items[ItemFallback] = Item{Title: FallbackTitle, Visible: in.RemoteName != "", Enabled: connected, Checked: in.FallbackCPU}
-	m.Items[ItemRestart] = Item{Title: "Restart Strata", Visible: true, Enabled: connected && (in.Pending == nil || in.Pending.Err != "")}
+	buildModels(&m, in, connected, why)
+	m.Items[ItemRestart] = Item{Title: "Restart Strata", Visible: true, Enabled: connected && !NoInstall(st) && (in.Pending == nil || in.Pending.Err != "")}
+	m.Items[ItemUpdate] = Item{Title: "Update Strata...", Visible: connected && st.Config.StrataRoot != "", Enabled: why == "" && in.UpdateLine == ""}
+	if in.UpdateLine != "" {
+		m.Items[ItemUpdate].Title = "Update Strata (updating)"
+	}
+	m.Items[ItemRepair] = Item{Visible: false}
+	if connected && len(st.Config.Rewritten) > 0 {
+		m.Items[ItemRepair] = Item{Title: "Put pictures back " + placementWords(st) + " (Strata's setup changed the config)", Visible: true, Enabled: why == ""}
+	}
 	if connected && st.Server.Phase == controlapi.PhaseStopped {
 		m.Items[ItemRestart].Title = "Start Strata"
 	}
@@ -212,6 +288,54 @@ func Build(in Input) Menu {
 	m.Items[ItemAutostart] = Item{Title: "Start tray at login", Visible: true, Enabled: true, Checked: in.Autostart}
 	m.Items[ItemQuit] = Item{Title: "Quit tray", Visible: true, Enabled: true}
 	return m
+}
+
+// buildModels fills the Model submenu: the parent names the running
+// config's tag, each slot a config (checked: the one that runs; disabled
+// when it cannot run as it is, with why).
+func buildModels(m *Menu, in Input, connected bool, why string) {
+	m.Items[ItemModel] = Item{Visible: false}
+	for i := 0; i < MaxModels; i++ {
+		m.Items[ItemModel0+ItemID(i)] = Item{Visible: false}
+	}
+	l := in.Configs
+	if !connected || l == nil || len(l.Configs) == 0 {
+		return
+	}
+	title := "Model"
+	for _, e := range l.Configs {
+		if e.Running {
+			title = "Model: " + e.Tag
+		}
+	}
+	m.Items[ItemModel] = Item{Title: title, Visible: true, Enabled: true}
+	for i, e := range l.Configs {
+		if i >= MaxModels {
+			break
+		}
+		t := e.Tag
+		if e.ModelName != "" {
+			t += " (" + e.ModelName + ")"
+		}
+		it := Item{Title: t, Visible: true, Enabled: e.Ready && why == "", Checked: e.Running}
+		switch {
+		case i == MaxModels-1 && len(l.Configs) > MaxModels:
+			it = Item{Title: fmt.Sprintf("%d more: strata-service model", len(l.Configs)-MaxModels+1), Visible: true}
+		case !e.Ready:
+			it.Title += " (not ready: " + clipWords(e.Problem, 60) + ")"
+		case why != "" && !e.Running:
+			it.Title += " (" + why + ")"
+		}
+		m.Items[ItemModel0+ItemID(i)] = it
+	}
+}
+
+func clipWords(s string, n int) string {
+	r := []rune(s)
+	if len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
 }
 
 func serviceDown(r Reach) string {
@@ -227,6 +351,9 @@ func serviceDown(r Reach) string {
 
 // Icon picks the tray icon for a reachable service.
 func Icon(st *controlapi.State) string {
+	if NoInstall(st) {
+		return assets.TrayOffline // waiting for the setup, not an error
+	}
 	switch st.Server.Phase {
 	case controlapi.PhaseReady:
 		if Degraded(st) != "" {
@@ -273,6 +400,22 @@ func Tooltip(st *controlapi.State) string {
 	return clip(strings.Join(parts, " · "))
 }
 
+// clipTo keeps s within n characters, cut at a word with "…".
+func clipTo(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	cut := n - 1
+	for i := cut; i > n/2; i-- {
+		if r[i] == ' ' {
+			cut = i
+			break
+		}
+	}
+	return strings.TrimRight(string(r[:cut]), " ,;:") + "…"
+}
+
 // clip keeps a tooltip within what Windows shows (127 characters).
 func clip(s string) string {
 	r := []rune(s)
@@ -305,9 +448,15 @@ func phaseWord(s controlapi.ServerState) string {
 
 func serverLine(st *controlapi.State, now time.Time) string {
 	s := st.Server
+	if NoInstall(st) {
+		return "Strata: not set up yet"
+	}
 	parts := []string{"Strata: " + phaseWord(s)}
 	if s.Model != "" {
 		parts = append(parts, s.Model)
+	}
+	if s.Version != "" {
+		parts = append(parts, "Strata "+s.Version)
 	}
 	switch s.Phase {
 	case controlapi.PhaseReady:
@@ -324,6 +473,11 @@ func serverLine(st *controlapi.State, now time.Time) string {
 
 func serverDetail(st *controlapi.State) string {
 	s := st.Server
+	if NoInstall(st) {
+		// The finder's whole error (where it looked, the command line's
+		// flags) is for the log; the tray says what to do here.
+		return "  No Strata install chosen yet: choose its folder in Open setup..."
+	}
 	switch s.Phase {
 	case controlapi.PhaseFailed:
 		msg := s.LastError
@@ -431,11 +585,21 @@ func remoteLine(st *controlapi.State, now time.Time) string {
 func progressLine(in Input) string {
 	p := in.Pending
 	if p == nil {
+		if in.UpdateLine != "" {
+			return "Updating Strata: " + clipWords(in.UpdateLine, 80)
+		}
 		return ""
 	}
 	what := "Restarting Strata"
-	if p.Action == "vision" {
+	switch p.Action {
+	case "vision":
 		what = "Switching vision to " + PlacementName(p.Placement, in.RemoteName)
+	case "model":
+		what = "Switching the model to " + p.Placement
+	case "update":
+		what = "Starting the updated Strata"
+	case "repair":
+		what = "Putting the picture setting back"
 	}
 	if p.Err != "" {
 		return what + " failed: " + p.Err

@@ -21,7 +21,7 @@ func ready() *controlapi.State {
 		Vision: controlapi.VisionState{Placement: "remote", Encoder: controlapi.EncoderReady,
 			LastPicture: t0.Add(-3 * time.Minute), LastPictureMS: 2830},
 		Remote: &controlapi.RemoteInfo{Host: "gpu-laptop", Reachable: true, RTTms: 1.4, FreeVRAMMiB: 5120, Since: t0.Add(-time.Hour)},
-		Config: controlapi.ConfigInfo{Valid: true},
+		Config: controlapi.ConfigInfo{Valid: true, StrataRoot: `C:\Strata`, Path: `C:\Strata\strata-iq2_xs.json`},
 	}
 }
 
@@ -305,5 +305,67 @@ func TestDurationAndClock(t *testing.T) {
 	}
 	if got := Clock(t0.Add(-24*time.Hour), t0); got != "Nov 28 14:00" {
 		t.Errorf("yesterday: %q", got)
+	}
+}
+
+// A service registered before Strata's folder was chosen: a short line that
+// says what to do in the tray's own words, and no vision choice the service
+// would refuse.
+func TestNoInstall(t *testing.T) {
+	// What the service reports: its start failed with the finder's error.
+	st := &controlapi.State{Server: controlapi.ServerState{Phase: controlapi.PhaseFailed, LastError: "no Strata install found; looked in C:\\Program Files\\Strata Companion, C:\\Program Files, C:\\, Z:\\. Install Strata (github.com/Niko1221/Strata), or pass --strata-root DIR (the folder holding serve/server.py and engine/)"},
+		Config: controlapi.ConfigInfo{Problem: "no Strata install found; looked in C:\\Strata, C:\\Users\\sam\\Strata, D:\\Strata, E:\\Strata, F:\\Strata. Install Strata (github.com/Niko1221/Strata), or pass --strata-root DIR (the folder holding serve/server.py and engine/)"}}
+	m := Build(Input{Now: t0, State: st, Reach: Connected})
+	d := m.Items[ItemServerDetail]
+	if !d.Visible || !strings.Contains(d.Title, "Open setup") || strings.Contains(d.Title, "--") {
+		t.Errorf("detail %q: want the setup named, no command-line flags", d.Title)
+	}
+	for _, id := range []ItemID{ItemVisionGPU, ItemVisionCPU, ItemVisionRemote, ItemVisionOff} {
+		if it := m.Items[id]; it.Enabled {
+			t.Errorf("%q is enabled with no install", it.Title)
+		}
+	}
+	if !m.Items[ItemSetup].Enabled {
+		t.Error("Open setup... must stay enabled")
+	}
+	if m.Items[ItemRestart].Enabled {
+		t.Error("Restart Strata enabled with nothing to start")
+	}
+	if m.Icon == assets.TrayError || strings.Contains(m.Items[ItemServer].Title+m.Tooltip, "failed") {
+		t.Errorf("no install yet shown as a failure: %s, %q", m.Icon, m.Items[ItemServer].Title)
+	}
+}
+
+// No status line is wider than DetailWidth characters: the menu is as wide
+// as its widest line.
+func TestDetailLinesAreShort(t *testing.T) {
+	long := strings.Repeat("the engine said something rather long about what went wrong, ", 6)
+	for _, in := range []Input{
+		{Now: t0, Reach: Unreachable, Problem: "  " + long},
+		{Now: t0, Reach: Connected, State: with(func(s *controlapi.State) { s.Server.Phase, s.Server.LastError = controlapi.PhaseFailed, long })},
+		{Now: t0, Reach: Connected, State: with(func(s *controlapi.State) {
+			s.Server.Phase, s.Config.Valid, s.Config.Problem = controlapi.PhaseStopped, false, long
+		})},
+	} {
+		d := Build(in).Items[ItemServerDetail]
+		if n := len([]rune(d.Title)); n > DetailWidth || !strings.HasSuffix(d.Title, "…") {
+			t.Errorf("detail of %d characters (max %d), not marked as cut: %q", n, DetailWidth, d.Title)
+		}
+	}
+}
+
+// Where the probe says this PC's GPU cannot read pictures, its item is off
+// and says why; the others stay.
+func TestGPUImpossible(t *testing.T) {
+	st := with(func(s *controlapi.State) { s.Vision.Placement, s.Remote = "cpu", nil })
+	m := Build(Input{Now: t0, State: st, Reach: Connected, NoGPUVision: "no NVIDIA GPU"})
+	if g := m.Items[ItemVisionGPU]; g.Enabled || !strings.Contains(g.Title, "no NVIDIA GPU") {
+		t.Errorf("GPU item %+v", g)
+	}
+	if !m.Items[ItemVisionOff].Enabled {
+		t.Error("Vision: off should stay enabled")
+	}
+	if g := Build(Input{Now: t0, State: st, Reach: Connected}).Items[ItemVisionGPU]; !g.Enabled {
+		t.Error("without the probe's word the GPU item stays enabled")
 	}
 }

@@ -70,6 +70,12 @@ type Config struct {
 	Log io.Writer
 	// NvidiaSMI overrides the nvidia-smi program (tests).
 	NvidiaSMI string
+	// InstallSHA256 are the sha256 sums of the programs this session may
+	// install (prepare's checksummed install of strata-vision and its
+	// libraries, announced on the agent's command line). Any other upload
+	// that is a program, by name or mode, is refused; the agent's own
+	// program is never replaced through it.
+	InstallSHA256 []string
 }
 
 func (c *Config) defaults() {
@@ -139,7 +145,10 @@ type agent struct {
 	lastUse  time.Time
 	pictures int
 	put      *putState
-	where    *framing.Where // where the running encoder reads pictures
+	// putRefused: the upload begun last was refused; its data and end are
+	// dropped without another reply.
+	putRefused bool
+	where      *framing.Where // where the running encoder reads pictures
 	// inputEnded is closed when the relay's side of the session ended (its
 	// input hit EOF or broke): a picture in flight is abandoned at once and
 	// its encoder killed, so a relay told to QUIT leaves nothing running.
@@ -316,6 +325,9 @@ func (a *agent) handle(t framing.Type, p []byte) error {
 	case framing.PutBegin:
 		return a.putBegin(p)
 	case framing.PutData:
+		if a.put == nil && a.putRefused {
+			return nil // the rest of a refused upload (its Error was sent)
+		}
 		if a.put == nil {
 			return a.fail(0, "file data without a file")
 		}
@@ -325,6 +337,10 @@ func (a *agent) handle(t framing.Type, p []byte) error {
 		}
 		return nil
 	case framing.PutEnd:
+		if a.put == nil && a.putRefused {
+			a.putRefused = false
+			return nil
+		}
 		return a.putEnd()
 	}
 	return a.fail(0, fmt.Sprintf("unknown frame type %q (relay and agent versions differ? run `strata-service remote prepare`)", byte(t)))
@@ -635,7 +651,13 @@ func (a *agent) stat(name string) (framing.FileInfo, error) {
 		}
 		path = exe
 	case filepath.IsAbs(name):
-		path = name // read-only: the encoder prepare was pointed at
+		// Read-only, and only inside the agent's own folder: the size
+		// and sha256 of any other file the account can read are not the
+		// relay's business.
+		if !inside(a.cfg.Dir, name) {
+			return framing.FileInfo{}, fmt.Errorf("%q is outside the agent's folder %s; the agent answers only about its own files", name, a.cfg.Dir)
+		}
+		path = name
 	case validName(name):
 		path = filepath.Join(a.cfg.Dir, name)
 	default:
@@ -675,6 +697,11 @@ func (a *agent) putBegin(p []byte) error {
 	var h framing.PutHeader
 	if err := json.Unmarshal(p, &h); err != nil || !validName(h.Name) || h.Offset < 0 || h.Offset > h.Size {
 		return a.fail(0, "bad upload request")
+	}
+	a.putRefused = false
+	if why := a.refuseUpload(h); why != "" {
+		a.putRefused = true
+		return a.fail(0, why)
 	}
 	if err := os.MkdirAll(a.cfg.Dir, 0o755); err != nil {
 		return a.fail(0, fmt.Sprintf("cannot create %s on the second PC: %v", a.cfg.Dir, err))
@@ -730,7 +757,7 @@ func (a *agent) putEnd() error {
 		os.Remove(ps.path + ".part")
 		return a.fail(0, fmt.Sprintf("%s arrived damaged (sha256 %s, expected %s); run prepare again", ps.hdr.Name, sum[:12], ps.hdr.SHA256[:min(12, len(ps.hdr.SHA256))]))
 	}
-	mode := os.FileMode(ps.hdr.Mode & 0o777)
+	mode := os.FileMode(ps.hdr.Mode & 0o755) // never group- or world-writable, never setuid
 	if mode == 0 {
 		mode = 0o644
 	}
@@ -740,6 +767,54 @@ func (a *agent) putEnd() error {
 	}
 	st, _ := os.Stat(ps.path)
 	return a.fw.WriteJSON(framing.PutReply, framing.FileInfo{Name: ps.hdr.Name, Exists: true, Size: st.Size(), SHA256: sum, Path: ps.path})
+}
+
+// inside reports whether path is in dir or below it.
+func inside(dir, path string) bool {
+	if dir == "" {
+		return false
+	}
+	rel, err := filepath.Rel(filepath.Clean(dir), filepath.Clean(path))
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// refuseUpload says why an upload may not happen ("": it may). The agent
+// never replaces its own program; a program (strata-vision, a library, an
+// executable mode) only as prepare's checksummed install.
+func (a *agent) refuseUpload(h framing.PutHeader) string {
+	self := []string{"strata-vision-relay", "strata-vision-relay.exe"}
+	if exe, err := os.Executable(); err == nil {
+		self = append(self, filepath.Base(exe))
+	}
+	for _, n := range self {
+		if strings.EqualFold(h.Name, n) {
+			return fmt.Sprintf("the agent does not replace its own program (%s) through an upload; install a new agent with your own login (strata-service remote prepare --password-stdin, or pair again)", h.Name)
+		}
+	}
+	if !isProgram(h, a.cfg.Encoder) {
+		return ""
+	}
+	for _, sum := range a.cfg.InstallSHA256 {
+		if sum != "" && strings.EqualFold(sum, h.SHA256) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("%s is a program; the agent installs programs only as prepare's checksummed install (its sha256 on the agent's command line), and this one is not among them", h.Name)
+}
+
+// isProgram: the upload would be run (the encoder, a library beside it, an
+// executable mode).
+func isProgram(h framing.PutHeader, encoder string) bool {
+	n := strings.ToLower(h.Name)
+	if h.Mode&0o111 != 0 || n == "strata-vision" || n == "strata-vision.exe" || (encoder != "" && strings.EqualFold(h.Name, filepath.Base(encoder))) {
+		return true
+	}
+	for _, ext := range []string{".exe", ".dll", ".dylib", ".so", ".bat", ".cmd", ".ps1", ".com"} {
+		if strings.HasSuffix(n, ext) {
+			return true
+		}
+	}
+	return strings.Contains(n, ".so.")
 }
 
 // endInput says the relay's side of the session ended (once).

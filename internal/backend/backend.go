@@ -31,6 +31,7 @@ import (
 	"github.com/strata-companion/companion/internal/filelock"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/sshx"
 	"github.com/strata-companion/companion/internal/strataconfig"
 )
 
@@ -55,6 +56,14 @@ type Options struct {
 	// LockWait bounds the wait for the cross-process lock (default 10 s);
 	// past it a change is refused with a ConflictError naming the holder.
 	LockWait time.Duration
+	// KeyFile is the companion's own key for the second PC (default
+	// locations.RelayKeyFile()): the only key file a second-PC record may
+	// name, whatever a caller sends.
+	KeyFile string
+	// CheckHostKey looks at the host a second-PC record names and says
+	// whether it presents that record's host key (default: sshx.CheckHostKey,
+	// 10 s).
+	CheckHostKey func(ctx context.Context, ep sshx.Endpoint, hostKey string) error
 }
 
 // Backend owns the settings and the Strata config.
@@ -70,6 +79,14 @@ func New(o Options) *Backend {
 	}
 	if o.LockWait == 0 {
 		o.LockWait = 10 * time.Second
+	}
+	if o.KeyFile == "" {
+		o.KeyFile = locations.RelayKeyFile()
+	}
+	if o.CheckHostKey == nil {
+		o.CheckHostKey = func(ctx context.Context, ep sshx.Endpoint, hostKey string) error {
+			return sshx.CheckHostKey(ctx, ep, hostKey, 10*time.Second)
+		}
 	}
 	return &Backend{o: o}
 }

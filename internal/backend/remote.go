@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/relay"
 	"github.com/strata-companion/companion/internal/secondpc"
 	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/sshx"
 )
 
 // The backend is the second-PC code's Recorder (secondpc.Recorder): pairing
@@ -59,6 +61,23 @@ func (b *Backend) RecordRemote(ctx context.Context, rec controlapi.RemoteRecord)
 	for _, r := range []*settings.Remote{rec.Pairing, rec.Replace} {
 		if r != nil && r.Host == "" {
 			return nil, &RequestError{errors.New("a second-PC record needs the host it is about")}
+		}
+	}
+	if p := rec.Prepare; p != nil {
+		if err := (settings.Remote{Host: "x", OS: p.OS, Arch: p.Arch, RemoteDir: p.RemoteDir, EncoderPath: p.EncoderPath}).Check(); err != nil {
+			return nil, &RequestError{err}
+		}
+	}
+	cur, err := b.Settings()
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range []*settings.Remote{rec.Pairing, rec.Replace} {
+		if r == nil {
+			continue
+		}
+		if err := b.checkRecord(ctx, cur.Remote, r); err != nil {
+			return nil, err
 		}
 	}
 	var what string
@@ -112,4 +131,37 @@ func (b *Backend) RemoveSettings(ctx context.Context) error {
 	}
 	b.publish(eventSettings("the companion settings were removed", b.o.SettingsPath))
 	return nil
+}
+
+// checkRecord decides whether a second-PC record from a caller may be
+// stored: what the privileged side will dial, log in to and run comes only
+// from pairing and prepare, so the record must pass settings.Remote.Check
+// (no shell syntax, a real host, port and user), may name no key file but
+// the companion's own (r.KeyFile is set to it), and must carry the host key
+// the host itself presents (the service looks, unless host, port and key are
+// the ones recorded already).
+func (b *Backend) checkRecord(ctx context.Context, old, r *settings.Remote) error {
+	if err := r.Check(); err != nil {
+		return &RequestError{err}
+	}
+	own := filepath.Clean(b.o.KeyFile)
+	if r.KeyFile != "" && filepath.Clean(r.KeyFile) != own {
+		return &RequestError{fmt.Errorf("key_file %q is not the companion's own key (%s): a second-PC record takes no key of the caller's choosing; pair the second PC (strata-service remote pair) and the companion uses its own", r.KeyFile, own)}
+	}
+	r.KeyFile = own
+	if r.HostKey == "" {
+		return &RequestError{errors.New("a second-PC record needs the host key that pairing pinned; pair the second PC (strata-service remote pair)")}
+	}
+	if sameHost(old, r) {
+		return nil
+	}
+	if err := b.o.CheckHostKey(ctx, sshx.Endpoint{Host: r.Host, Port: r.Port, User: r.User}, r.HostKey); err != nil {
+		return &RequestError{fmt.Errorf("the second PC's host key could not be confirmed (%v); the record was not stored: pair the second PC again while it is on (strata-service remote pair)", err)}
+	}
+	return nil
+}
+
+// sameHost: r names the host, port and host key recorded in old.
+func sameHost(old, r *settings.Remote) bool {
+	return old != nil && old.Host == r.Host && old.Port == r.Port && old.HostKey == r.HostKey
 }

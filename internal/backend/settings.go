@@ -31,31 +31,24 @@ func (b *Backend) PatchSettings(ctx context.Context, p controlapi.SettingsPatch)
 			return nil, &RequestError{fmt.Errorf("wake: broadcast %q is not an IP address (e.g. 192.168.1.255)", w.Broadcast)}
 		}
 	}
-	if p.Remote != nil && p.Remote.Host == "" {
-		return nil, &RequestError{errors.New("remote: the record needs the host it is about")}
+	if p.Remote != nil {
+		return nil, &RequestError{errors.New("remote: the settings take no second-PC record; it comes only from pairing and prepare (strata-service remote pair, then remote prepare, or the setup wizard's second-PC page), which check the host key and the system there")}
 	}
-	needRemote := p.IdleStopS != nil || p.Wake != nil || p.MAC != nil || p.Remote != nil
+	needRemote := p.IdleStopS != nil || p.Wake != nil || p.MAC != nil
 	for _, f := range []struct {
 		name string
 		set  bool
-	}{{"fallback_cpu", p.FallbackCPU != nil}, {"notifications", p.Notifications != nil}, {"idle_stop_s", p.IdleStopS != nil}, {"mac", p.MAC != nil}, {"wake", p.Wake != nil}, {"remote", p.Remote != nil}} {
+	}{{"fallback_cpu", p.FallbackCPU != nil}, {"notifications", p.Notifications != nil}, {"idle_stop_s", p.IdleStopS != nil}, {"mac", p.MAC != nil}, {"wake", p.Wake != nil}} {
 		if f.set {
 			what = append(what, f.name)
 		}
 	}
 	if len(what) == 0 {
-		return nil, &RequestError{errors.New("the patch changes nothing: set fallback_cpu, notifications, idle_stop_s, mac, wake or remote")}
+		return nil, &RequestError{errors.New("the patch changes nothing: set fallback_cpu, notifications, idle_stop_s, mac or wake")}
 	}
 	return b.Update(ctx, "settings changed: "+strings.Join(what, ", "), func(s *settings.Settings) error {
 		if needRemote && (s.Remote == nil || s.Remote.Host == "") {
 			return &RequestError{errors.New("no second PC is set up yet: pair one first (strata-service remote pair [user@]host), then set its idle stop, wake or MAC")}
-		}
-		if p.Remote != nil {
-			if p.Remote.Host != s.Remote.Host || p.Remote.Port != s.Remote.Port {
-				return &RequestError{fmt.Errorf("remote: the settings name the second PC %s, not %s: choose the PC first (vision remote --host)", s.Remote.Host, p.Remote.Host)}
-			}
-			r := *p.Remote
-			s.Remote = &r
 		}
 		if p.FallbackCPU != nil {
 			s.FallbackCPU = p.FallbackCPU

@@ -95,7 +95,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		var e Error
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return &StatusError{Code: resp.StatusCode, Message: e.Error}
+			return &StatusError{Code: resp.StatusCode, Message: e.Error, Busy: e.Busy}
 		}
 		return &StatusError{Code: resp.StatusCode, Message: strings.TrimSpace(string(b))}
 	}
@@ -109,6 +109,8 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 type StatusError struct {
 	Code    int
 	Message string
+	// Busy: a 409 because Strata is answering a request (ask again with confirm).
+	Busy bool
 }
 
 func (e *StatusError) Error() string {

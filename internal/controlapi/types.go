@@ -4,6 +4,7 @@
 package controlapi
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/strata-companion/companion/internal/events"
@@ -209,6 +210,9 @@ type LogsResponse struct {
 // Error is the body of every non-2xx answer.
 type Error struct {
 	Error string `json:"error"`
+	// Busy: refused because Strata is answering a request; asking again
+	// with confirm goes ahead.
+	Busy bool `json:"busy,omitempty"`
 }
 
 // RelayReport is POST /v1/relay: what the relay learned (n_embd) or did
@@ -230,10 +234,11 @@ type SettingsPatch struct {
 	Wake          *WakeSettings `json:"wake,omitempty"`
 	MAC           *string       `json:"mac,omitempty"`
 	Notifications *bool         `json:"notifications,omitempty"`
-	// Remote replaces the second PC's whole record (pairing: host key, key
-	// file; prepare: remote folder, OS, encoder path). Its host must be the
-	// one the settings already name (change the PC with POST /v1/vision).
-	Remote *settings.Remote `json:"remote,omitempty"`
+	// Remote is refused, whatever it holds: the second PC's record (host,
+	// port, user, host key, key file, folder, OS, encoder) comes only from
+	// pairing and prepare, through POST /v1/remote, which checks it. The
+	// field exists so the refusal can say so.
+	Remote json.RawMessage `json:"remote,omitempty"`
 }
 
 // RemoteRecord is POST /v1/remote: what the second-PC code did (pair,
@@ -310,6 +315,12 @@ type ConfigRequest struct {
 	// with Busy set).
 	Confirm bool `json:"confirm,omitempty"`
 	DryRun  bool `json:"dry_run,omitempty"`
+	// NoCarry: start the new config as it is, without carrying the
+	// picture placement over (the setup, which changes it next itself).
+	NoCarry bool `json:"no_carry,omitempty"`
+	// NoStart: stop the old server and take the new config, but leave
+	// Strata stopped (the caller starts it once it changed the config).
+	NoStart bool `json:"no_start,omitempty"`
 }
 
 // ConfigResponse answers POST /v1/config.

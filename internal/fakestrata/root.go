@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/strata-companion/companion/internal/remotecmd"
 )
 
 // Root is a fake Strata install laid out as the real one:
@@ -128,19 +130,19 @@ func MakeRoot(dir, bin string, o RootOptions) (*Root, error) {
 	}
 	var sh strings.Builder
 	sh.WriteString("#!/bin/sh\n# The venv python of a fake Strata install: runs the stand-in.\n")
-	fmt.Fprintf(&sh, "export %s=%s\n", EnvStep, shQuote(o.Step))
-	fmt.Fprintf(&sh, "export %s=%s\n", EnvModeFile, shQuote(r.ModeFile))
+	fmt.Fprintf(&sh, "export %s=%s\n", EnvStep, remotecmd.POSIX(o.Step))
+	fmt.Fprintf(&sh, "export %s=%s\n", EnvModeFile, remotecmd.POSIX(r.ModeFile))
 	// Strata's temp folders (strata-vision-*, which it leaves behind) go
 	// into the install, not /tmp: a test's root is removed with the test.
-	fmt.Fprintf(&sh, "export TMPDIR=%s\n", shQuote(filepath.Join(dir, "tmp")))
+	fmt.Fprintf(&sh, "export TMPDIR=%s\n", remotecmd.POSIX(filepath.Join(dir, "tmp")))
 	for _, kv := range o.Env {
 		k, v, _ := strings.Cut(kv, "=")
 		if k == EnvGPU {
 			r.GPU = v
 		}
-		fmt.Fprintf(&sh, "export %s=%s\n", k, shQuote(v))
+		fmt.Fprintf(&sh, "export %s=%s\n", k, remotecmd.POSIX(v))
 	}
-	fmt.Fprintf(&sh, "exec %s \"$@\"\n", shQuote(bin))
+	fmt.Fprintf(&sh, "exec %s \"$@\"\n", remotecmd.POSIX(bin))
 	if err := writeExecutable(r.Python, []byte(sh.String())); err != nil {
 		return nil, err
 	}
@@ -243,5 +245,3 @@ func FreePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
-
-func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

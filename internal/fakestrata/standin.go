@@ -32,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -172,6 +173,7 @@ func ParseMode(s string) (Mode, error) {
 
 // Config is what the stand-in reads from strata-<tag>.json.
 type Config struct {
+	Exe     string            `json:"exe"`
 	Port    int               `json:"port"`
 	Host    string            `json:"host"`
 	Log     string            `json:"log"`
@@ -262,6 +264,10 @@ func Main(args []string) int {
 	if len(args) > 0 && args[0] == engineRole {
 		return engineMain()
 	}
+	// `python setup.py ...`: Strata's setup (setup.go).
+	if len(args) > 0 && filepath.Base(args[0]) == "setup.py" {
+		return setupMain(args[0], args[1:], os.Stdout)
+	}
 	// `python serve/server.py --engine ...`: the shim passes the script path first.
 	if len(args) > 0 && strings.HasSuffix(args[0], ".py") {
 		args = args[1:]
@@ -305,6 +311,13 @@ type server struct {
 	cacheGiB float64
 	gpu      *GPU
 	legacy   bool
+	// version is the engine's, read from engine/BUILD.json as it starts
+	// (as Strata's StrataEngine does): a BUILD.json replaced while it runs
+	// does not change it.
+	version string
+	// busy counts the chat requests being answered (GET /status "busy").
+	busy atomic.Int32
+	step time.Duration
 }
 
 func (s *server) say(format string, a ...any) { fmt.Fprintf(s.out, format+"\n", a...) }
@@ -334,6 +347,7 @@ func (s *server) main(args []string) int {
 			step = d
 		}
 	}
+	s.step = step
 	if *config == "" {
 		s.say("error: --config is required with --engine strata")
 		return 2
@@ -606,6 +620,26 @@ func (s *server) startEngine(mode Mode) error {
 	if err != nil {
 		return err
 	}
+	// The engine's BUILD.json says its version (read once, at start).
+	exe := s.cfg.Exe
+	if exe != "" && !filepath.IsAbs(exe) {
+		exe = filepath.Join(s.baseDir(), exe)
+	}
+	if b, err := os.ReadFile(filepath.Join(filepath.Dir(exe), "BUILD.json")); err == nil {
+		var meta struct {
+			Version string `json:"version"`
+		}
+		if json.Unmarshal(b, &meta) == nil {
+			s.version = meta.Version
+		}
+	}
+	// An install whose engine/strata is a copy of the stand-in runs its
+	// engine from there, as Strata runs engine/strata: while it runs, the
+	// file cannot be opened for writing (what Strata's setup checks before
+	// replacing an engine).
+	if isStandin(exe) {
+		self = exe
+	}
 	cmd := exec.Command(self, engineRole)
 	cmd.Env = append(s.childEnv(), fmt.Sprintf("STRATA_STANDIN_ENGINE_CACHE=%d:%.2f", s.experts, s.cacheGiB))
 	if mode.IgnoreTerm {
@@ -768,6 +802,10 @@ func (s *server) handler() http.Handler {
 			"loaded": true, "service": "strata",
 		})
 	})
+	// GET /status (no key): {"busy": true} while a request is answered.
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]any{"busy": s.busy.Load() > 0})
+	})
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		if !s.keyOK(r) {
 			writeJSON(w, 401, map[string]any{"error": "an API key is required"})
@@ -792,6 +830,7 @@ func (s *server) handler() http.Handler {
 		}
 		writeJSON(w, 200, map[string]any{
 			"model":   s.model,
+			"engine":  s.version,
 			"vision":  vis,
 			"vram":    vram,
 			"machine": map[string]any{"gpu": gpus},
@@ -800,19 +839,41 @@ func (s *server) handler() http.Handler {
 	// POST /v1/chat/completions: a text answer, generated under the same
 	// request FIFO as pictures (server.py: `with self.fifo:` around the
 	// encode and the generation), so a text request waits while a picture is
-	// read, as it does in Strata's main repository.
+	// read, as it does in Strata's main repository. With max_tokens it
+	// generates that many tokens, one per step; GET /status says busy while
+	// it does (one sequence at a time, as Strata).
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		if !s.keyOK(r) {
 			writeJSON(w, 401, map[string]any{"error": "an API key is required"})
 			return
 		}
-		io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20))
+		var req struct {
+			MaxTokens int `json:"max_tokens"`
+		}
+		json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req)
+		s.busy.Add(1)
+		defer s.busy.Add(-1)
 		s.mu.Lock()
 		s.mu.Unlock()
+		content := "Hello from the stand-in engine."
+		if req.MaxTokens > 0 {
+			n := 0
+			t := time.NewTicker(max(s.step, time.Millisecond))
+			defer t.Stop()
+			for n < req.MaxTokens {
+				select {
+				case <-r.Context().Done():
+					return
+				case <-t.C:
+					n++
+				}
+			}
+			content = strings.TrimSpace(strings.Repeat("ok ", n))
+		}
 		writeJSON(w, 200, map[string]any{
 			"object": "chat.completion", "model": s.model,
 			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": "Hello from the stand-in engine."}}},
+				"message": map[string]any{"role": "assistant", "content": content}}},
 		})
 	})
 	// POST /standin/encode: the body is a picture; it goes to the encoder as

@@ -13,7 +13,6 @@ package linkprobe
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -21,11 +20,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf16"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/strata-companion/companion/internal/probe"
+	"github.com/strata-companion/companion/internal/remotecmd"
 )
 
 // Options tunes a probe; the zero value is sensible.
@@ -374,14 +373,18 @@ func (p *prober) files(ctx context.Context) {
 func (p *prober) exist(ctx context.Context, paths []string) ([]bool, error) {
 	out := make([]bool, len(paths))
 	if p.windows() {
-		// cmd.exe's own `if exist`: no PowerShell needed (Windows paths
-		// hold no double quotes).
+		// cmd.exe's own `if exist`: no PowerShell needed; a path cmd.exe
+		// cannot carry safely is refused (remotecmd.CmdArg).
 		var cmd strings.Builder
 		for i, f := range paths {
+			q, err := remotecmd.CmdArg(f)
+			if err != nil {
+				return nil, err
+			}
 			if i > 0 {
 				cmd.WriteString(" & ")
 			}
-			cmd.WriteString(`(if exist "` + f + `" (echo yes) else (echo no))`)
+			cmd.WriteString(`(if exist ` + q + ` (echo yes) else (echo no))`)
 		}
 		o, _, err := p.exec(ctx, cmd.String())
 		if err != nil {
@@ -399,7 +402,7 @@ func (p *prober) exist(ctx context.Context, paths []string) ([]bool, error) {
 	var cmd strings.Builder
 	cmd.WriteString("for f in")
 	for _, f := range paths {
-		cmd.WriteString(" " + shQuote(f))
+		cmd.WriteString(" " + remotecmd.POSIX(f))
 	}
 	cmd.WriteString(`; do if [ -e "$f" ]; then echo yes; else echo no; fi; done`)
 	o, status, err := p.exec(ctx, cmd.String())
@@ -420,9 +423,13 @@ func (p *prober) exist(ctx context.Context, paths []string) ([]bool, error) {
 func (p *prober) listGGUF(ctx context.Context, dir string) ([]string, error) {
 	var cmd string
 	if p.windows() {
-		cmd = `dir /b /a-d "` + strings.TrimRight(dir, `\/`) + `\*.gguf" 2>nul`
+		q, err := remotecmd.CmdArg(strings.TrimRight(dir, `\/`) + `\*.gguf`)
+		if err != nil {
+			return nil, err
+		}
+		cmd = `dir /b /a-d ` + q + ` 2>nul`
 	} else {
-		cmd = "cd " + shQuote(dir) + " 2>/dev/null && for f in *.gguf; do [ -e \"$f\" ] && echo \"$f\"; done; true"
+		cmd = "cd " + remotecmd.POSIX(dir) + " 2>/dev/null && for f in *.gguf; do [ -e \"$f\" ] && echo \"$f\"; done; true"
 	}
 	o, _, err := p.exec(ctx, cmd)
 	if err != nil {
@@ -653,35 +660,12 @@ func ctxOr(ctx context.Context, err error) error {
 }
 
 func join(windows bool, dir, name string) string {
+	goos := "linux"
 	if windows {
-		if strings.HasPrefix(name, `\`) || strings.HasPrefix(name, "/") || (len(name) > 1 && name[1] == ':') {
-			return name
-		}
-		return strings.TrimRight(dir, `\/`) + `\` + name
+		goos = "windows"
 	}
-	if strings.HasPrefix(name, "/") {
-		return name
-	}
-	return strings.TrimRight(dir, "/") + "/" + name
+	return remotecmd.Join(goos, dir, name)
 }
-
-// PowerShell is the command that runs script on Windows whatever the ssh
-// login shell is (cmd.exe or PowerShell, which would otherwise each parse
-// quotes, $, parentheses and % their own way): -EncodedCommand takes the
-// script as base64 of UTF-16LE.
-func PowerShell(script string) string {
-	u := utf16.Encode([]rune(script))
-	b := make([]byte, 2*len(u))
-	for i, r := range u {
-		b[2*i], b[2*i+1] = byte(r), byte(r>>8)
-	}
-	return "powershell -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand " + base64.StdEncoding.EncodeToString(b)
-}
-
-func psQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
-
-// shQuote quotes s for a POSIX shell.
-func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func firstLine(b []byte) string {
 	s := string(b)

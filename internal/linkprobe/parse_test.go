@@ -46,14 +46,3 @@ func TestMedian(t *testing.T) {
 		t.Error("empty")
 	}
 }
-
-func TestPowerShellEncodesUTF16(t *testing.T) {
-	// base64 of UTF-16LE "Write-Output 'é'", as powershell -EncodedCommand wants.
-	cmd := PowerShell("Write-Output 'é'")
-	if want := "powershell -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand VwByAGkAdABlAC0ATwB1AHQAcAB1AHQAIAAnAOkAJwA="; cmd != want {
-		t.Errorf("got %q", cmd)
-	}
-	if got := psQuote("C:\\Users\\o'neil"); got != `'C:\Users\o''neil'` {
-		t.Errorf("psQuote = %s", got)
-	}
-}

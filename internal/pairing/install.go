@@ -8,8 +8,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/strata-companion/companion/internal/linkprobe"
 	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/remotecmd"
 )
 
 // keyInstaller adds and removes our authorized_keys line on the second PC,
@@ -66,7 +66,11 @@ func (a agentInstaller) install(ctx context.Context, c *ssh.Client, line, commen
 	if override != "" {
 		argv = append(argv, "--file", override)
 	}
-	return runIn(ctx, c, relay.QuoteCommand("windows", argv), line+"\n")
+	cmd, err := relay.QuoteCommand("windows", argv)
+	if err != nil {
+		return "", err
+	}
+	return runIn(ctx, c, cmd, line+"\n")
 }
 
 func (a agentInstaller) remove(ctx context.Context, c *ssh.Client, pub ssh.PublicKey, comment, override string) error {
@@ -81,7 +85,11 @@ func (a agentInstaller) remove(ctx context.Context, c *ssh.Client, pub ssh.Publi
 	if override != "" {
 		argv = append(argv, "--file", override)
 	}
-	_, err = runIn(ctx, c, relay.QuoteCommand("windows", argv), "")
+	cmd, err := relay.QuoteCommand("windows", argv)
+	if err != nil {
+		return err
+	}
+	_, err = runIn(ctx, c, cmd, "")
 	return err
 }
 
@@ -139,15 +147,15 @@ replace() {
 `
 
 func (posixInstaller) install(ctx context.Context, c *ssh.Client, line, comment, override string) (string, error) {
-	script := fmt.Sprintf(posixPrelude, shQuote(override)) + fmt.Sprintf(`
+	script := fmt.Sprintf(posixPrelude, remotecmd.POSIX(override)) + fmt.Sprintf(`
 line=%s
 comment=%s
 if [ -f "$f" ]; then awk -v c="$comment" '$NF != c' "$f" > "$tmp"; else : > "$tmp"; fi
 printf '%%s\n' "$line" >> "$tmp"
 replace
 echo "$f"
-`, shQuote(line), shQuote(comment))
-	return run(ctx, c, "sh -c "+shQuote(script))
+`, remotecmd.POSIX(line), remotecmd.POSIX(comment))
+	return run(ctx, c, "sh -c "+remotecmd.POSIX(script))
 }
 
 func (posixInstaller) remove(ctx context.Context, c *ssh.Client, pub ssh.PublicKey, comment, override string) error {
@@ -155,12 +163,12 @@ func (posixInstaller) remove(ctx context.Context, c *ssh.Client, pub ssh.PublicK
 	if pub != nil {
 		blob = keyBlob(pub)
 	}
-	script := fmt.Sprintf(posixPrelude, shQuote(override)) + fmt.Sprintf(`
+	script := fmt.Sprintf(posixPrelude, remotecmd.POSIX(override)) + fmt.Sprintf(`
 [ -f "$f" ] || exit 0
 awk -v c=%s -v k=%s '{ if ($NF == c) next; if (k != "") for (i = 1; i <= NF; i++) if ($i == k) next; print }' "$f" > "$tmp"
 replace
-`, shQuote(comment), shQuote(blob))
-	_, err := run(ctx, c, "sh -c "+shQuote(script))
+`, remotecmd.POSIX(comment), remotecmd.POSIX(blob))
+	_, err := run(ctx, c, "sh -c "+remotecmd.POSIX(script))
 	return err
 }
 
@@ -197,12 +205,12 @@ function Save([string[]]$keep) {
 `
 
 func (windowsInstaller) install(ctx context.Context, c *ssh.Client, line, comment, override string) (string, error) {
-	script := fmt.Sprintf(psPrelude, psQuote(override), psQuote(comment)) + fmt.Sprintf(`
+	script := fmt.Sprintf(psPrelude, remotecmd.PowerShellLiteral(override), remotecmd.PowerShellLiteral(comment)) + fmt.Sprintf(`
 $line = %s
 $keep = @($lines | Where-Object { (($_.Trim() -split '\s+')[-1]) -ne $comment })
 Save ($keep + $line)
 Write-Output $f
-`, psQuote(line))
+`, remotecmd.PowerShellLiteral(line))
 	return run(ctx, c, powershell(script))
 }
 
@@ -211,19 +219,19 @@ func (windowsInstaller) remove(ctx context.Context, c *ssh.Client, pub ssh.Publi
 	if pub != nil {
 		blob = keyBlob(pub)
 	}
-	script := fmt.Sprintf(psPrelude, psQuote(override), psQuote(comment)) + fmt.Sprintf(`
+	script := fmt.Sprintf(psPrelude, remotecmd.PowerShellLiteral(override), remotecmd.PowerShellLiteral(comment)) + fmt.Sprintf(`
 if (-not (Test-Path -LiteralPath $f)) { exit 0 }
 $blob = %s
 $keep = @($lines | Where-Object { $w = $_.Trim() -split '\s+'; ($w[-1] -ne $comment) -and (-not ($blob -and ($w -contains $blob))) })
 Save $keep
-`, psQuote(blob))
+`, remotecmd.PowerShellLiteral(blob))
 	_, err := run(ctx, c, powershell(script))
 	return err
 }
 
 // powershell is the command that runs script, whatever the login shell
 // (cmd.exe or PowerShell): -EncodedCommand takes base64 of UTF-16LE.
-func powershell(script string) string { return linkprobe.PowerShell(script) }
+func powershell(script string) string { return remotecmd.EncodedPowerShell(script) }
 
 // keyBlob is the key's base64 field in authorized_keys.
 func keyBlob(pub ssh.PublicKey) string {
@@ -233,7 +241,3 @@ func keyBlob(pub ssh.PublicKey) string {
 	}
 	return f[1]
 }
-
-func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
-func psQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -15,7 +15,4 @@ func TestWindowsScriptEncoding(t *testing.T) {
 	if want := "VwByAGkAdABlAC0ATwB1AHQAcAB1AHQAIAAnAOkAJwA="; f[len(f)-1] != want {
 		t.Errorf("encoded %q, want %q", f[len(f)-1], want)
 	}
-	if got := psQuote("it's"); got != "'it''s'" {
-		t.Errorf("psQuote = %s", got)
-	}
 }

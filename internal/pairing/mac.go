@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/strata-companion/companion/internal/linkprobe"
+	"github.com/strata-companion/companion/internal/remotecmd"
 )
 
 // posixMACScript prints the MAC address of the network card that carries
@@ -48,9 +48,9 @@ func RemoteMAC(ctx context.Context, c *ssh.Client, shell string) string {
 	}
 	var cmd string
 	if shell == "windows" {
-		cmd = linkprobe.PowerShell(strings.Replace(windowsMACScript, "@ADDR@", "'"+dialed+"'", 1))
+		cmd = remotecmd.EncodedPowerShell(strings.Replace(windowsMACScript, "@ADDR@", remotecmd.PowerShellLiteral(dialed), 1))
 	} else {
-		cmd = strings.Replace(posixMACScript, "@ADDR@", "'"+dialed+"'", 1)
+		cmd = strings.Replace(posixMACScript, "@ADDR@", remotecmd.POSIX(dialed), 1)
 	}
 	out, err := run(ctx, c, cmd)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/strata-companion/companion/internal/atomicfile"
 	"github.com/strata-companion/companion/internal/linkprobe"
 	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/relay"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
 )
@@ -68,6 +69,19 @@ type Options struct {
 	// RemoteDir is where the agent goes (default relay.DefaultRemoteDir,
 	// where prepare puts it too, so prepare finds it up to date).
 	RemoteDir string
+	// AgentOnly pins the companion's key to the agent: pairing copies the
+	// agent (AgentBinary) into RemoteDir with the user's own login, and the
+	// line forces `<agent> gate` (agent.Gate), which runs only the agent on
+	// files in its own folder, its version, and the stop of a hung agent.
+	// Probes and anything else then need the user's own login.
+	AgentOnly bool
+	// AllowInstall are the sha256 sums of the programs (strata-vision and
+	// its libraries) prepare may install through an agent-only key.
+	AllowInstall []string
+	// From, when set, limits the key to logins from these addresses
+	// (authorized_keys from="..."): the server's address as the second PC
+	// sees it, where it is known to stay.
+	From string
 }
 
 // Recorder keeps what pairing did. internal/secondpc has the
@@ -126,6 +140,20 @@ func (o *Options) defaults() error {
 	if strings.ContainsAny(o.ForcedCommand, "\"\n\r") {
 		return errors.New("the forced command may not contain double quotes or line breaks")
 	}
+	if o.AgentOnly && o.ForcedCommand != "" {
+		return errors.New("an agent-only key forces the agent's own gate: set AgentOnly or ForcedCommand, not both")
+	}
+	if o.AgentOnly && o.AgentBinary == nil {
+		return errors.New("an agent-only key needs the agent build to copy to the second PC (AgentBinary)")
+	}
+	for _, sum := range o.AllowInstall {
+		if len(sum) != 64 || strings.Trim(strings.ToLower(sum), "0123456789abcdef") != "" {
+			return fmt.Errorf("%q is not a sha256 sum", sum)
+		}
+	}
+	if strings.Trim(o.From, "0123456789abcdefABCDEF.:/,*?") != "" {
+		return fmt.Errorf("from %q is not a list of addresses", o.From)
+	}
 	return nil
 }
 
@@ -156,7 +184,29 @@ func Pair(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{KeyCreated: created, OS: goos, Arch: arch}
-	res.Line = authorizedLine(signer.PublicKey(), o.Comment, o.ForcedCommand)
+	forced, agentDir := o.ForcedCommand, ""
+	if o.AgentOnly {
+		o.Progress("copying the companion's agent to " + ep.String())
+		bin, err := o.AgentBinary(goos, arch)
+		if err != nil {
+			return nil, err
+		}
+		dir := o.RemoteDir
+		if dir == "" {
+			dir = relay.DefaultRemoteDir
+		}
+		if agentDir, err = relay.InstallAgent(ctx, c, goos, dir, bin); err != nil {
+			return nil, fmt.Errorf("copying the companion's agent to %s: %w", ep, err)
+		}
+		gate := []string{relay.RemoteJoin(goos, agentDir, relay.AgentName(goos)), "gate"}
+		if len(o.AllowInstall) > 0 {
+			gate = append(gate, "--allow", strings.Join(o.AllowInstall, ","))
+		}
+		if forced, err = relay.QuoteCommand(goos, gate); err != nil {
+			return nil, err
+		}
+	}
+	res.Line = authorizedLine(signer.PublicKey(), o.Comment, forced, o.From)
 
 	o.Progress("installing the companion's key on " + ep.String())
 	inst := installer(shell, arch, o.AgentBinary, o.RemoteDir)
@@ -169,7 +219,7 @@ func Pair(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	o.Progress("checking that the companion's key logs in on its own")
-	if err := prove(ctx, ep, signer, hostKey, o.Timeout, o.ForcedCommand != ""); err != nil {
+	if err := prove(ctx, ep, signer, hostKey, o.Timeout, o.ForcedCommand != "", agentDir, goos); err != nil {
 		// Leave nothing half-done behind: take our line out again.
 		inst.remove(ctx, c, signer.PublicKey(), o.Comment, o.AuthorizedKeysFile)
 		if created {
@@ -188,7 +238,7 @@ func Pair(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	r := settings.Remote{Host: ep.Host, Port: ep.Port, User: ep.User, KeyFile: o.KeyFile,
-		HostKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(hostKey))), OS: goos, Arch: arch, MAC: mac}
+		HostKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(hostKey))), OS: goos, Arch: arch, MAC: mac, RemoteDir: agentDir}
 	if err := o.Recorder.RecordPairing(ctx, r); err != nil {
 		return nil, err
 	}
@@ -198,17 +248,21 @@ func Pair(ctx context.Context, o Options) (*Result, error) {
 
 // authorizedLine is our authorized_keys line: "restrict" turns off port,
 // agent and X11 forwarding, the pty and ~/.ssh/rc, all of which the relay
-// never needs.
-func authorizedLine(pub ssh.PublicKey, comment, forced string) string {
+// never needs; command= forces one command (sshd's option syntax escapes a
+// double quote as \"), from= limits where the key may log in from.
+func authorizedLine(pub ssh.PublicKey, comment, forced, from string) string {
 	opts := "restrict"
 	if forced != "" {
-		opts += `,command="` + forced + `"`
+		opts += `,command="` + strings.ReplaceAll(forced, `"`, `\"`) + `"`
+	}
+	if from != "" {
+		opts += `,from="` + from + `"`
 	}
 	return opts + " " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))) + " " + comment
 }
 
 // prove logs in with the companion's key alone, as the relay will.
-func prove(ctx context.Context, ep sshx.Endpoint, signer ssh.Signer, hostKey ssh.PublicKey, timeout time.Duration, forced bool) error {
+func prove(ctx context.Context, ep sshx.Endpoint, signer ssh.Signer, hostKey ssh.PublicKey, timeout time.Duration, forced bool, agentDir, goos string) error {
 	c, err := sshx.Dial(ctx, sshx.Config{Endpoint: ep, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
 		HostKeyCallback: ssh.FixedHostKey(hostKey), HostKeyAlgorithms: sshx.HostKeyAlgorithms(hostKey), Timeout: timeout})
 	if err != nil {
@@ -223,6 +277,18 @@ func prove(ctx context.Context, ep sshx.Endpoint, signer ssh.Signer, hostKey ssh
 		return err
 	}
 	defer sess.Close()
+	if agentDir != "" {
+		// The gate runs the agent's version, and nothing else.
+		cmd, err := relay.QuoteCommand(goos, []string{relay.RemoteJoin(goos, agentDir, relay.AgentName(goos)), "version"})
+		if err != nil {
+			return err
+		}
+		out, err := sess.CombinedOutput(cmd)
+		if err != nil || !strings.Contains(string(out), "strata-vision-relay") {
+			return fmt.Errorf("the agent did not answer through the new key (%v: %q)", err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
 	// echo is a command in sh, cmd.exe and PowerShell alike.
 	out, err := sess.CombinedOutput("echo strata-paired")
 	if err != nil || !strings.Contains(string(out), "strata-paired") {

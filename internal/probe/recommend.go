@@ -331,7 +331,7 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 	}
 
 	vs := func(a, b Estimate) string {
-		return fmt.Sprintf("about %.1f s per picture against %.1f s", a.PictureSeconds, b.PictureSeconds)
+		return fmt.Sprintf("about %s per picture against %s", Seconds(a.PictureSeconds), Seconds(b.PictureSeconds))
 	}
 	freed := fmt.Sprintf("frees %d MiB of VRAM on %%s for the expert cache (about +%.0f GiB: 3112 -> 3641 experts measured on the reference machine's 16 GB RTX 5080)", measuredEncoderVRAMMiB, expertCacheGainGiB)
 
@@ -339,12 +339,12 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 	case spare != nil:
 		dev := spare.Index
 		rec.Placement, rec.Device = settings.PlacementGPU, &dev
-		rec.Reason = fmt.Sprintf("%s is a spare: reading pictures there (vision.cuda_device %d) leaves all of %s to the model, %d MiB more for its expert cache (about +%.0f GiB), at GPU speed (about %.1f s per picture)",
-			label(*spare), spare.Index, label(*serving), measuredEncoderVRAMMiB, expertCacheGainGiB, spareEst.PictureSeconds)
+		rec.Reason = fmt.Sprintf("%s is a spare: reading pictures there (vision.cuda_device %d) leaves all of %s to the model, %d MiB more for its expert cache (about +%.0f GiB), at GPU speed (about %s per picture)",
+			label(*spare), spare.Index, label(*serving), measuredEncoderVRAMMiB, expertCacheGainGiB, Seconds(spareEst.PictureSeconds))
 	case serving != nil && serving.TotalMiB >= bigCardMiB:
 		rec.Placement = settings.PlacementGPU
-		rec.Reason = fmt.Sprintf("%s has %s: the encoder's 1.4 GB is a small share of it, and pictures take about %.1f s there (%s on the CPU)",
-			label(*serving), gb(serving.TotalMiB), gpuEst.PictureSeconds, secsShort(cpuEst))
+		rec.Reason = fmt.Sprintf("%s has %s: the encoder's 1.4 GB is a small share of it, and pictures take about %s there (%s on the CPU)",
+			label(*serving), gb(serving.TotalMiB), Seconds(gpuEst.PictureSeconds), secsShort(cpuEst))
 	case serving != nil && remoteOK:
 		rec.Placement = settings.PlacementRemote
 		rec.Reason = fmt.Sprintf("%s has %s: reading pictures on %s %s, at %s on this GPU",
@@ -355,8 +355,8 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 			label(*serving), gb(serving.TotalMiB), secsShort(cpuEst))
 	case serving != nil:
 		rec.Placement = settings.PlacementGPU
-		rec.Reason = fmt.Sprintf("%s has %s and no second PC is available: pictures are read on this GPU (about %.1f s, against %s on the CPU), which costs 1383 MiB of VRAM; a second PC would give that back",
-			label(*serving), memWords(*serving), gpuEst.PictureSeconds, secsShort(cpuEst))
+		rec.Reason = fmt.Sprintf("%s has %s and no second PC is available: pictures are read on this GPU (about %s, against %s on the CPU), which costs 1383 MiB of VRAM; a second PC would give that back",
+			label(*serving), memWords(*serving), Seconds(gpuEst.PictureSeconds), secsShort(cpuEst))
 		if serving.TotalMiB >= 0 && serving.TotalMiB <= midCardMiB {
 			rec.Warnings = append(rec.Warnings, Finding{SeverityWarning,
 				fmt.Sprintf("%s has %s: with the encoder on it, Strata also shrinks prompt chunks", label(*serving), gb(serving.TotalMiB)),
@@ -364,7 +364,7 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 		}
 	case remoteOK:
 		rec.Placement = settings.PlacementRemote
-		rec.Reason = fmt.Sprintf("no GPU here can run Strata's encoder: %s reads pictures in about %.1f s (the CPU: %s)", hostWord(remote), remEst.PictureSeconds, secsShort(cpuEst))
+		rec.Reason = fmt.Sprintf("no GPU here can run Strata's encoder: %s reads pictures in about %s (the CPU: %s)", hostWord(remote), Seconds(remEst.PictureSeconds), secsShort(cpuEst))
 	case cpuEst.Available:
 		rec.Placement = settings.PlacementCPU
 		why := "no NVIDIA GPU here can run Strata's encoder"
@@ -374,7 +374,7 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 		if hasAMD && local.OS == "linux" {
 			why = "with an AMD card on Linux, Strata's encoder runs on the CPU"
 		}
-		rec.Reason = fmt.Sprintf("%s: pictures are read on the CPU, about %.1f s each (estimated from the reference machine)", why, cpuEst.PictureSeconds)
+		rec.Reason = fmt.Sprintf("%s: pictures are read on the CPU, about %s each (estimated from the reference machine)", why, Seconds(cpuEst.PictureSeconds))
 	default:
 		rec.Placement = settings.PlacementOff
 		rec.Reason = "with an AMD card on Windows, Strata cannot run its image encoder on this PC: pair a second PC with an NVIDIA card to read pictures"
@@ -430,7 +430,16 @@ func secsShort(e Estimate) string {
 	if !e.Available {
 		return "not possible"
 	}
-	return fmt.Sprintf("about %.0f s", e.PictureSeconds)
+	return "about " + Seconds(e.PictureSeconds)
+}
+
+// Seconds writes a picture time for people, the same way everywhere it is
+// shown: "1.6 s", "0.8 s", and whole seconds from 10 s on ("111 s").
+func Seconds(s float64) string {
+	if s >= 9.95 { // 9.96 is "10 s", not "10.0 s"
+		return fmt.Sprintf("%.0f s", s)
+	}
+	return fmt.Sprintf("%.1f s", s)
 }
 
 func plural(n int, word string) string {

@@ -1,11 +1,12 @@
 package relay
 
 import (
-	"path"
+	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/strata-companion/companion/internal/gguf"
+	"github.com/strata-companion/companion/internal/remotecmd"
 )
 
 // AgentName is the relay's file name on a second PC of that OS.
@@ -29,22 +30,8 @@ func RemoteOS(settingsOS, remoteDir string) string {
 }
 
 // RemoteJoin joins a file name to a folder on the second PC, in its OS's
-// style; an absolute name is kept as it is.
-func RemoteJoin(goos, dir, name string) string {
-	if goos == "windows" {
-		if strings.HasPrefix(name, `\`) || strings.HasPrefix(name, "/") || (len(name) > 1 && name[1] == ':') {
-			return name
-		}
-		if dir == "" {
-			return name
-		}
-		return strings.TrimRight(dir, `\/`) + `\` + name
-	}
-	if strings.HasPrefix(name, "/") || dir == "" {
-		return name
-	}
-	return path.Join(dir, name)
-}
+// style; an absolute name is kept as it is (remotecmd.Join).
+func RemoteJoin(goos, dir, name string) string { return remotecmd.Join(goos, dir, name) }
 
 // AgentArgs are the agent's settings for one relay.
 type AgentArgs struct {
@@ -106,34 +93,17 @@ func (a AgentArgs) Argv() []string {
 
 // Command is Argv as one ssh command string, quoted for the second PC's
 // shell (sh, or cmd.exe on Windows). This is the only string the relay ever
-// quotes, once per session; pictures never pass through a shell.
-func (a AgentArgs) Command() string { return QuoteCommand(a.OS, a.Argv()) }
-
-// QuoteCommand quotes argv for goos's login shell.
-func QuoteCommand(goos string, argv []string) string {
-	q := make([]string, len(argv))
-	for i, s := range argv {
-		if goos == "windows" {
-			q[i] = quoteWindows(s)
-		} else {
-			q[i] = quotePOSIX(s)
+// quotes, once per session; pictures never pass through a shell. Every
+// folder and file name in it is checked first (remotecmd.CheckPath): shell
+// syntax is refused, not quoted.
+func (a AgentArgs) Command() (string, error) {
+	for _, p := range []struct{ what, v string }{{"remote_dir", a.RemoteDir}, {"encoder_path", a.Encoder}, {"the mmproj's name", a.Mmproj}, {"the model's name", a.Model}} {
+		if err := remotecmd.CheckPath(p.what, p.v); err != nil {
+			return "", fmt.Errorf("the second PC's record cannot be used: %w; pair and prepare the second PC again", err)
 		}
 	}
-	return strings.Join(q, " ")
+	return QuoteCommand(a.OS, a.Argv())
 }
 
-func quotePOSIX(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:+,@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-func quoteWindows(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\"&|<>^%") {
-		return s
-	}
-	// Folder names with quotes are not allowed on Windows; %, ^ inside
-	// quotes are left to cmd.exe as they are.
-	return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
-}
+// QuoteCommand quotes argv for goos's login shell (remotecmd.Quote).
+func QuoteCommand(goos string, argv []string) (string, error) { return remotecmd.Quote(goos, argv) }

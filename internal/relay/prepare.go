@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,10 +14,12 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf16"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/strata-companion/companion/internal/framing"
 	"github.com/strata-companion/companion/internal/gguf"
+	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -119,7 +120,27 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	filesCmd := QuoteCommand(res.OS, []string{RemoteJoin(res.OS, dir, AgentName(res.OS)), "agent"})
+	if err := remotecmd.CheckPath("remote_dir", dir); err != nil {
+		return nil, err
+	}
+	// The programs this session may install (strata-vision and its
+	// libraries, when this PC's build fits): the agent takes a program only
+	// with its sha256 announced here (prepare's checksummed install).
+	var installs []string
+	copyEncoder := o.EncoderPath == "" && o.LocalEncoder != "" && o.LocalOS == res.OS && o.LocalArch == res.Arch
+	if copyEncoder {
+		if installs, err = InstallSums(o.LocalEncoder); err != nil {
+			return nil, err
+		}
+	}
+	filesArgv := []string{RemoteJoin(res.OS, dir, AgentName(res.OS)), "agent"}
+	if len(installs) > 0 {
+		filesArgv = append(filesArgv, "--install-sha256", strings.Join(installs, ","))
+	}
+	filesCmd, err := QuoteCommand(res.OS, filesArgv)
+	if err != nil {
+		return nil, err
+	}
 	// The first try is quiet: on a fresh second PC its shell answers "sh: 1:
 	// .../strata-vision-relay: not found", which is expected, not an error.
 	cl, err := startClient(ctx, conn, filesCmd, io.Discard)
@@ -138,6 +159,9 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	if err != nil {
 		fmt.Fprintf(p, "installing the agent (%s) in %s ...\n", filepath.Base(agentBin), dir)
 		if err := bootstrapAgent(ctx, conn, res.OS, dir, agentBin, p); err != nil {
+			if strings.Contains(err.Error(), "only runs the Strata Companion agent") {
+				return nil, fmt.Errorf("the second PC's agent is missing or another build, and the companion's key there is agent-only, so it cannot install one: pair the second PC again (strata-service remote pair --agent-only), which installs this build with your own login")
+			}
 			return nil, err
 		}
 		fresh = true
@@ -190,7 +214,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	switch {
 	case o.EncoderPath != "":
 		res.EncoderPath = o.EncoderPath
-	case o.LocalEncoder != "" && o.LocalOS == res.OS && o.LocalArch == res.Arch:
+	case copyEncoder:
 		if err := cl.upload(ctx, o.LocalEncoder, encName, 0o755); err != nil {
 			cl.close()
 			return nil, err
@@ -207,15 +231,26 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	default:
 		res.EncoderPath = encName
 	}
-	fi, err := cl.stat(RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
+	// The agent answers only about files in its own folder: an encoder
+	// elsewhere (--encoder ABSOLUTE) is proved by its start below.
+	fi := framing.FileInfo{Exists: true}
+	if !remotecmd.IsAbs(res.OS, res.EncoderPath) {
+		fi, err = cl.stat(RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
+	}
 	gpus, gerr := cl.status()
 	cl.close()
 	if gerr == nil {
 		res.GPUs, res.NoGPU = gpus.GPUs, len(gpus.GPUs) == 0
 	}
+	missing := fmt.Errorf("there is no strata-vision at %s on the second PC; install Strata's engine there and pass --encoder <its strata-vision>, or run prepare on a server with the same OS and architecture so it can be copied",
+		RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
 	if err != nil || !fi.Exists {
-		return nil, fmt.Errorf("there is no strata-vision at %s on the second PC; install Strata's engine there and pass --encoder <its strata-vision>, or run prepare on a server with the same OS and architecture so it can be copied",
-			RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
+		return nil, missing
+	}
+	// Not looked at above: an encoder that cannot be found says so the same way.
+	notFound := func(msg string) bool {
+		m := strings.ToLower(msg)
+		return remotecmd.IsAbs(res.OS, res.EncoderPath) && (strings.Contains(m, "no such file") || strings.Contains(m, "cannot find the file"))
 	}
 
 	// 4. Start the encoder there exactly as the relay will, and see READY.
@@ -235,8 +270,12 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	}
 	args := AgentArgs{OS: res.OS, RemoteDir: res.RemoteDir, Encoder: res.EncoderPath, Mmproj: rm, Model: rmodel,
 		GPU: d.GPU, Threads: d.Threads, MaxTokens: d.MaxTokens, CUDADevice: d.CUDAIndex()}
-	fmt.Fprintf(p, "starting the encoder on the second PC: %s\n", args.Command())
-	cl, err = startClient(ctx, conn, args.Command(), p)
+	agentCmd, err := args.Command()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(p, "starting the encoder on the second PC: %s\n", agentCmd)
+	cl, err = startClient(ctx, conn, agentCmd, p)
 	if err != nil {
 		return nil, err
 	}
@@ -250,10 +289,16 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 		return nil, err
 	}
 	if t == framing.Error {
+		if notFound(errMsg(b)) {
+			return nil, missing
+		}
 		return nil, errors.New(errMsg(b))
 	}
 	var st framing.StatusInfo
 	json.Unmarshal(b, &st)
+	if st.Encoder != "running" && notFound(st.Error) {
+		return nil, missing
+	}
 	if st.Encoder != "running" {
 		return nil, fmt.Errorf("the encoder on the second PC did not start: %s", st.Error)
 	}
@@ -276,6 +321,21 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 		fmt.Fprintf(p, "  GPU %d: %s, %d MiB of %d MiB free\n", g.Index, g.Name, g.FreeMiB, g.TotalMiB)
 	}
 	return res, nil
+}
+
+// InstallSums are the sha256 sums of what prepare installs for this PC's
+// strata-vision: the program and the libraries beside it. Pairing an
+// agent-only key pins them (pairing.Options.AllowInstall).
+func InstallSums(localEncoder string) ([]string, error) {
+	var out []string
+	for _, f := range append([]string{localEncoder}, siblingLibs(localEncoder)...) {
+		sum, err := sha256File(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sum)
+	}
+	return out, nil
 }
 
 // agentMissing says a start failed because the agent is not there (a fresh
@@ -387,18 +447,12 @@ func bootstrapAgent(ctx context.Context, conn Conn, goos, dir, bin string, p io.
 		// -EncodedCommand takes the script as base64 UTF-16: no quoting
 		// rules of cmd.exe or PowerShell to get wrong. The data itself
 		// streams raw on stdin.
-		d := strings.ReplaceAll(dir, "'", "''")
-		script := fmt.Sprintf(`$ErrorActionPreference='Stop'; $d='%s'; New-Item -ItemType Directory -Force -Path $d | Out-Null; `+
+		script := fmt.Sprintf(`$ErrorActionPreference='Stop'; $d=%s; New-Item -ItemType Directory -Force -Path $d | Out-Null; `+
 			`$t=Join-Path $d '%s.part'; $f=[IO.File]::Create($t); [Console]::OpenStandardInput().CopyTo($f); $f.Close(); `+
-			`Move-Item -Force $t (Join-Path $d '%s')`, d, name, name)
-		u := utf16.Encode([]rune(script))
-		b := make([]byte, 2*len(u))
-		for i, c := range u {
-			b[2*i], b[2*i+1] = byte(c), byte(c>>8)
-		}
-		cmd = "powershell -NoProfile -NonInteractive -EncodedCommand " + base64.StdEncoding.EncodeToString(b)
+			`Move-Item -Force $t (Join-Path $d '%s')`, remotecmd.PowerShellLiteral(dir), name, name)
+		cmd = remotecmd.EncodedPowerShell(script)
 	} else {
-		q := func(s string) string { return quotePOSIX(s) }
+		q := remotecmd.POSIX
 		part, final := RemoteJoin(goos, dir, "."+name+".part"), RemoteJoin(goos, dir, name)
 		cmd = fmt.Sprintf("mkdir -p %s && cat > %s && chmod 755 %s && mv -f %s %s", q(dir), q(part), q(part), q(part), q(final))
 	}
@@ -419,6 +473,14 @@ func bootstrapAgent(ctx context.Context, conn Conn, goos, dir, bin string, p io.
 	st, _ := f.Stat()
 	pr := &progress{w: p, name: AgentName(goos), total: st.Size()}
 	if _, err := io.Copy(proc.Stdin, io.TeeReader(f, pr)); err != nil {
+		// The remote side ended early: its stderr says why.
+		select {
+		case <-errDone:
+		case <-time.After(5 * time.Second):
+		}
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return fmt.Errorf("copying the agent to the second PC failed: %s", msg)
+		}
 		return fmt.Errorf("copying the agent to the second PC: %v", err)
 	}
 	pr.done()
@@ -716,4 +778,35 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		}
 	}
 	return len(b), nil
+}
+
+// InstallAgent copies the agent build bin into dir on the second PC over c
+// (a login with the user's own credentials: pairing an agent-only key, which
+// cannot do this itself), checks that the copy there is that build (its own
+// sha256), and returns the agent's absolute folder. c stays open.
+func InstallAgent(ctx context.Context, c *ssh.Client, goos, dir, bin string) (string, error) {
+	if err := remotecmd.CheckPath("remote_dir", dir); err != nil {
+		return "", err
+	}
+	conn := &sshConn{c: c, done: make(chan struct{})} // not watched: the caller owns c
+	if err := bootstrapAgent(ctx, conn, goos, dir, bin, io.Discard); err != nil {
+		return "", err
+	}
+	sum, err := sha256File(bin)
+	if err != nil {
+		return "", err
+	}
+	cmd, err := QuoteCommand(goos, []string{RemoteJoin(goos, dir, AgentName(goos)), "agent"})
+	if err != nil {
+		return "", err
+	}
+	cl, err := startClient(ctx, conn, cmd, io.Discard)
+	if err != nil {
+		return "", fmt.Errorf("the agent was copied to the second PC but does not start: %v", err)
+	}
+	defer cl.close()
+	if fi, err := cl.stat(SelfName); err != nil || fi.SHA256 != sum {
+		return "", errors.New("the agent on the second PC is not the one just copied (is another copy running and locked? stop Strata and try again)")
+	}
+	return cl.info.Dir, nil
 }

@@ -111,6 +111,12 @@ type Target struct {
 	AgentCommand string
 	// IdleStopS is sent to a running agent when it changes (SetIdle).
 	IdleStopS int
+	// Err says why no agent command could be built for this second PC
+	// (AgentArgs.Command); pictures answer it as ERR.
+	Err error
+	// OS is the system AgentCommand was quoted for; an agent whose own
+	// hello names another kind (Windows against sh) is not used.
+	OS string
 	// Device is what its encoder was told to use (RemoteDevice).
 	Device Device
 }
@@ -133,8 +139,10 @@ type Relay struct {
 	connDead  chan string   // the monitor's reason when it closed the conn
 	nextID    uint32
 	targetKey string
-	idleStopS int // what the current session's agent was told
-	cmdIdleS  int // the idle stop in the agent's command line
+	targetErr error  // Target.Err of the second PC in use
+	targetOS  string // Target.OS of the second PC in use
+	idleStopS int    // what the current session's agent was told
+	cmdIdleS  int    // the idle stop in the agent's command line
 	device    Device
 	startMS   int // the encoder's start there as prepare measured it
 	local     localEncoder
@@ -282,7 +290,7 @@ func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 			}
 			pctx, cancel := context.WithCancel(ctx)
 			res := make(chan string, 1)
-			go func() { res <- r.Encode(pctx, img, sve) }()
+			go func() { res <- replyLine(r.Encode(pctx, img, sve)) }()
 			var stop error
 			quit := false
 		wait:
@@ -452,6 +460,11 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 				if f.tmpErr != nil {
 					return "ERR " + f.tmpErr.Error()
 				}
+				if err := checkResult(f.line, f.tmp, r.opt.NEmbd); err != nil {
+					os.Remove(f.tmp)
+					r.logf("refused a result from %s: %v", r.host(), err)
+					return "ERR " + oneLine(err.Error())
+				}
 				// The .sve is complete in its temporary file: a rename
 				// makes it appear whole. Renaming over an existing file
 				// makes ext4 (auto_da_alloc) write the new one to disk
@@ -590,6 +603,12 @@ func (r *Relay) session(ctx context.Context) (*agentSession, error) {
 		s := r.startSession(proc)
 		select {
 		case <-s.hello:
+			if r.targetOS != "" && s.info.OS != "" && (r.targetOS == "windows") != (s.info.OS == "windows") {
+				// Its command line was quoted for another shell: whatever
+				// the settings say, the agent's own hello decides.
+				s.close()
+				return nil, fmt.Errorf("the second PC %s runs %s, but the companion settings say %s; run `strata-service remote prepare` again%s", r.host(), s.info.OS, r.targetOS, unavailable)
+			}
 			r.setSession(s)
 			if r.idleStopS != r.cmdIdleS { // changed since the command was built
 				s.fw.WriteJSON(framing.SetIdle, framing.IdleSetting{IdleStopS: r.idleStopS})

@@ -32,12 +32,12 @@ func TestSplitENC(t *testing.T) {
 func TestAgentCommandQuoting(t *testing.T) {
 	a := AgentArgs{OS: "linux", RemoteDir: "/home/ana/strata vision", Encoder: "strata-vision", Mmproj: "mmproj-BF16.gguf", Model: "m.vocab.gguf", GPU: true, MaxTokens: 1024, IdleStopS: 300}
 	want := "'/home/ana/strata vision/strata-vision-relay' agent --encoder '/home/ana/strata vision/strata-vision' --mmproj '/home/ana/strata vision/mmproj-BF16.gguf' --model '/home/ana/strata vision/m.vocab.gguf' --gpu --max-tokens 1024 --idle-stop 300"
-	if got := a.Command(); got != want {
+	if got, err := a.Command(); err != nil || got != want {
 		t.Errorf("linux command:\n got %s\nwant %s", got, want)
 	}
 	w := AgentArgs{OS: "windows", RemoteDir: `C:\Strata Vision`, Encoder: `D:\strata\engine\strata-vision.exe`, Mmproj: "mm.gguf", Model: "m.vocab.gguf"}
 	want = `"C:\Strata Vision\strata-vision-relay.exe" agent --encoder D:\strata\engine\strata-vision.exe --mmproj "C:\Strata Vision\mm.gguf" --model "C:\Strata Vision\m.vocab.gguf"`
-	if got := w.Command(); got != want {
+	if got, err := w.Command(); err != nil || got != want {
 		t.Errorf("windows command:\n got %s\nwant %s", got, want)
 	}
 	if m, s := RemoteFiles(`C:\models\mmproj.gguf`, "/m/Qwen3-00001-of-00009.gguf"); m != "mmproj.gguf" || s != "Qwen3-00001-of-00009.vocab.gguf" {
@@ -84,4 +84,13 @@ func TestReadyAtOnceAndBoundedErrWhenThePCNeverAnswers(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run after QUIT: %v", err)
 	}
+}
+
+func mustQuote(t *testing.T, goos string, argv []string) string {
+	t.Helper()
+	s, err := QuoteCommand(goos, argv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

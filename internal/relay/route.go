@@ -96,7 +96,13 @@ func (r *Relay) route(ctx context.Context, img, out string) string {
 	if st.Remote == nil || st.Remote.Host == "" {
 		return "ERR no second PC is set in the companion settings; pair one first (strata-service remote pair)"
 	}
-	r.useTarget(*st.Remote)
+	if err := st.Remote.Check(); err != nil {
+		// Nothing is dialed, woken or run from a record that does not pass.
+		return "ERR the second PC in the companion settings cannot be used: " + oneLine(err.Error()) + "; pair it again (strata-service remote pair), then prepare it"
+	}
+	if err := r.useTarget(*st.Remote); err != nil {
+		return "ERR " + oneLine(err.Error())
+	}
 	if ch := r.link.firstDial(); ch != nil {
 		// The connection opened at start is on its way: wait for it
 		// rather than dial a second one.
@@ -161,10 +167,10 @@ func targetKey(rm settings.Remote) string {
 
 // useTarget points the relay at the settings' second PC; when it is another
 // PC than before, the old session and connection are closed.
-func (r *Relay) useTarget(rm settings.Remote) {
+func (r *Relay) useTarget(rm settings.Remote) error {
 	r.link.setWakeOn(rm.Wake != nil && rm.Wake.Enabled && rm.MAC != "")
 	if r.opt.Target == nil {
-		return
+		return nil
 	}
 	key := targetKey(rm)
 	if key == r.targetKey {
@@ -174,7 +180,7 @@ func (r *Relay) useTarget(rm settings.Remote) {
 				s.fw.WriteJSON(framing.SetIdle, framing.IdleSetting{IdleStopS: rm.IdleStopS})
 			}
 		}
-		return
+		return r.targetErr
 	}
 	t := r.opt.Target(rm)
 	if r.targetKey != "" {
@@ -187,6 +193,8 @@ func (r *Relay) useTarget(rm settings.Remote) {
 	r.opt.Host, r.opt.Dial, r.opt.AgentCommand = t.Host, t.Dial, t.AgentCommand
 	r.hostMu.Unlock()
 	r.targetKey, r.idleStopS, r.cmdIdleS, r.device, r.startMS = key, rm.IdleStopS, t.IdleStopS, t.Device, rm.EncoderStartMS
+	r.targetErr, r.targetOS = t.Err, t.OS
+	return t.Err
 }
 
 // start looks at the settings once READY is out: with pictures on the second
@@ -203,7 +211,9 @@ func (r *Relay) start() {
 	if st.Vision != settings.PlacementRemote && st.Vision != "" {
 		return
 	}
-	r.useTarget(*st.Remote)
+	if st.Remote.Check() != nil || r.useTarget(*st.Remote) != nil {
+		return // the first picture says why; nothing is dialed from such a record
+	}
 	r.link.ensureRetry(r, true)
 }
 

@@ -175,7 +175,7 @@ func (pc *secondPC) startRelay(t *testing.T, opt Options) *strata {
 	args.MaxTokens = pc.nTokens
 	args.IdleStopS = pc.remote.IdleStopS
 	if opt.AgentCommand == "" {
-		opt.AgentCommand = QuoteCommand("linux", append(args.Argv(), "--scratch", pc.scratch))
+		opt.AgentCommand = mustQuote(t, "linux", append(args.Argv(), "--scratch", pc.scratch))
 	}
 	opt.Host = pc.remote.Host
 	if opt.Dial == nil {

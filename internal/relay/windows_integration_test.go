@@ -178,7 +178,7 @@ func TestWindowsSecondPC(t *testing.T) {
 		MaxTokens: nTokens, IdleStopS: 3}
 	stderr := &syncBuffer{}
 	mk := &secondPC{nEmbd: nEmbd, stderr: stderr, remote: remote}
-	s := mk.startRelay(t, Options{AgentCommand: QuoteCommand("windows", append(args.Argv(), "--scratch", scratch)),
+	s := mk.startRelay(t, Options{AgentCommand: mustQuote(t, "windows", append(args.Argv(), "--scratch", scratch)),
 		RequestTimeout: 60 * time.Second, ConnectTimeout: 20 * time.Second, HelloTimeout: 60 * time.Second})
 	work := t.TempDir()
 	logScratch := func(when string) {

@@ -64,6 +64,11 @@ type PairOptions struct {
 	// it installs the key there (ACLs through the Windows API) instead of
 	// a PowerShell script (docs/second-pc.md).
 	Agent AgentFinder
+	// AgentOnly, AllowInstall, From, RemoteDir: see pairing.Options.
+	AgentOnly    bool
+	AllowInstall []string
+	From         string
+	RemoteDir    string
 }
 
 // Pair makes (or reuses) the companion's key, installs it on the second PC,
@@ -77,7 +82,8 @@ func Pair(ctx context.Context, l *Login, o PairOptions, rec Recorder) (*pairing.
 	defer closeFn()
 	po := pairing.Options{Endpoint: l.Endpoint, Auth: auth, Password: password, KnownHosts: l.KnownHosts,
 		KeyFile: o.KeyFile, Recorder: rec, AuthorizedKeysFile: o.AuthorizedKeysFile,
-		ForcedCommand: o.ForcedCommand, Timeout: l.Timeout, Progress: o.Progress, AgentBinary: o.Agent.Find}
+		ForcedCommand: o.ForcedCommand, Timeout: l.Timeout, Progress: o.Progress, AgentBinary: o.Agent.Find,
+		AgentOnly: o.AgentOnly, AllowInstall: o.AllowInstall, From: o.From, RemoteDir: o.RemoteDir}
 	var res *pairing.Result
 	err = withHostKeyQuestion(ctx, l.KnownHosts, l.Confirm, func() error {
 		var err error

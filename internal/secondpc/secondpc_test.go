@@ -2,10 +2,14 @@ package secondpc
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/strata-companion/companion/internal/relay"
 	"github.com/strata-companion/companion/internal/settings"
@@ -95,7 +99,8 @@ func RecorderContract(t *testing.T, rec Recorder) {
 	if err := rec.RecordPrepare(ctx, relay.PrepareResult{NEmbd: 1}); err == nil || !strings.Contains(err.Error(), ErrNotPaired.Error()) {
 		t.Errorf("prepare before pairing: %v", err)
 	}
-	a := settings.Remote{Host: "pc2", Port: 22, User: "u", KeyFile: "k", HostKey: "h1", OS: "linux", Arch: "amd64", MAC: "aa:bb:cc:dd:ee:ff"}
+	h1, h2, h3 := testHostKey(t), testHostKey(t), testHostKey(t)
+	a := settings.Remote{Host: "pc2", Port: 22, User: "u", HostKey: h1, OS: "linux", Arch: "amd64", MAC: "aa:bb:cc:dd:ee:ff"}
 	if err := rec.RecordPairing(ctx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -105,16 +110,16 @@ func RecorderContract(t *testing.T, rec Recorder) {
 	// Pairing the same PC again keeps prepare's findings and the MAC
 	// when none was found this time.
 	b := a
-	b.HostKey, b.MAC = "h2", ""
+	b.HostKey, b.MAC = h2, ""
 	if err := rec.RecordPairing(ctx, b); err != nil {
 		t.Fatal(err)
 	}
 	got, err := rec.Paired(ctx)
-	if err != nil || got == nil || got.HostKey != "h2" || got.NEmbd != 2560 || got.RemoteDir != "/d" || got.MAC != a.MAC {
+	if err != nil || got == nil || got.HostKey != h2 || got.NEmbd != 2560 || got.RemoteDir != "/d" || got.MAC != a.MAC {
 		t.Fatalf("after re-pairing: %+v %v", got, err)
 	}
 	// Another PC starts afresh.
-	c := settings.Remote{Host: "pc3", HostKey: "h3"}
+	c := settings.Remote{Host: "pc3", HostKey: h3}
 	rec.RecordPairing(ctx, c)
 	if got, _ := rec.Paired(ctx); got.NEmbd != 0 || got.Host != "pc3" {
 		t.Errorf("another PC kept the old one's findings: %+v", got)
@@ -125,4 +130,14 @@ func RecorderContract(t *testing.T, rec Recorder) {
 	if got, _ := rec.Paired(ctx); got != nil {
 		t.Errorf("after unpair: %+v", got)
 	}
+}
+
+// testHostKey is a new ed25519 public key in authorized_keys form.
+func testHostKey(t *testing.T) string {
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := ssh.NewPublicKey(pub)
+	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k)))
 }

@@ -938,6 +938,18 @@ func (f *Flow) apply(ctx context.Context, progress func(Progress), plan Plan, rv
 			return "the service installed a moment ago was removed", nil
 		})
 	}
+	// A service that ran another config took this one: a rollback gives
+	// it back (live.Service; the flow's stand-ins take none).
+	if tk, ok := f.d.Service.(configTaker); ok {
+		if root, old := tk.TookFrom(); old != "" {
+			undo = append(undo, func(c context.Context) (string, error) {
+				if err := tk.Take(c, root, old); err != nil {
+					return "", fmt.Errorf("having the service run %s again: %w", old, err)
+				}
+				return "the service runs " + old + " again", nil
+			})
+		}
+	}
 	if ctx.Err() != nil {
 		return fail("install the service", ctx.Err())
 	}
@@ -1024,6 +1036,13 @@ func (f *Flow) apply(ctx context.Context, progress func(Progress), plan Plan, rv
 	}
 	f.mu.Unlock()
 	return nil
+}
+
+// configTaker is a Service that can say which config it ran before Install
+// had it take the setup's, and take that one again.
+type configTaker interface {
+	TookFrom() (root, cfg string)
+	Take(ctx context.Context, root, cfg string) error
 }
 
 // Applied reports whether Apply succeeded; DoneLines say what was done.
@@ -1206,8 +1225,10 @@ func (f *Flow) Cancel() CancelResult {
 }
 
 // FormatSeconds writes a picture time for people: "1.6 s", "15 s", "0.8 s".
+// The probe's reasons round the same way (probe.Seconds): one figure, one
+// way of writing it, in the reason and in the option under it.
 func FormatSeconds(s float64) string {
-	if s >= 10 {
+	if s >= 9.95 { // 9.96 is "10 s", not "10.0 s"
 		return fmt.Sprintf("%.0f s", s)
 	}
 	return fmt.Sprintf("%.1f s", s)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 
@@ -40,10 +39,11 @@ type Passphrase func(path string) ([]byte, error)
 // key asks ask for its passphrase (once; a wrong one is an error that says
 // so); with ask nil an encrypted key is an error.
 func LoadSigner(path string, ask Passphrase) (ssh.Signer, error) {
-	b, err := os.ReadFile(path)
+	b, err := readKeyFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading the key file %s: %w", path, err)
 	}
+	defer clear(b)
 	signer, err := ssh.ParsePrivateKey(b)
 	var missing *ssh.PassphraseMissingError
 	if errors.As(err, &missing) {

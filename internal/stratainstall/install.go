@@ -63,8 +63,13 @@ type NotFoundError struct {
 	Why    string // extra context (a stale settings entry)
 }
 
+// NotFoundText begins every NotFoundError's message: a GUI that gets the
+// message as text (from the service) knows it by it and says it in its own
+// words.
+const NotFoundText = "no Strata install found"
+
 func (e *NotFoundError) Error() string {
-	msg := "no Strata install found"
+	msg := NotFoundText
 	if e.Why != "" {
 		msg += " (" + e.Why + ")"
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
@@ -37,6 +38,7 @@ type Service struct {
 	rejectVision string
 	noRestart    bool
 	capacity     int
+	configs      *controlapi.ConfigList
 	// LogFile is the server log GET /v1/logs names.
 	LogFile string
 }
@@ -46,6 +48,7 @@ type ServicePost struct {
 	Path     string
 	Vision   *controlapi.VisionRequest
 	Settings *controlapi.SettingsPatch
+	Config   *controlapi.ConfigRequest
 }
 
 // NewService serves st on loopback until t ends.
@@ -73,11 +76,13 @@ func (s *Service) Start() {
 	// A long poll that found nothing and waits: a client that follows.
 	bus.SetBlockingHook(func() { s.mu.Lock(); s.polls++; s.mu.Unlock() })
 	srv, err := controlserver.New(controlserver.Backend{
-		Bus:      bus,
-		State:    s.State,
-		Control:  serviceControl{s},
-		Vision:   s.vision,
-		Settings: s.settings,
+		Bus:          bus,
+		State:        s.State,
+		Control:      serviceControl{s},
+		Vision:       s.vision,
+		Settings:     s.settings,
+		Configs:      s.listConfigs,
+		SwitchConfig: s.switchConfig,
 		Logs: func(int) (*controlapi.LogsResponse, error) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
@@ -191,6 +196,62 @@ func (s *Service) VisionWithoutRestart(no bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.noRestart = no
+}
+
+// SetConfigs sets what GET /v1/configs answers; POST /v1/config then
+// switches among them as the service does: the named one runs, the state
+// names it, and config.switched and server.restarting are published.
+func (s *Service) SetConfigs(l controlapi.ConfigList) {
+	s.mu.Lock()
+	s.configs = &l
+	s.mu.Unlock()
+}
+
+func (s *Service) listConfigs(context.Context) (*controlapi.ConfigList, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.configs == nil {
+		return nil, &controlserver.RequestError{Code: http.StatusNotImplemented, Err: errors.New("no configs in this test's service")}
+	}
+	l := *s.configs
+	l.Configs = append([]controlapi.ConfigEntry(nil), s.configs.Configs...)
+	return &l, nil
+}
+
+func (s *Service) switchConfig(_ context.Context, req controlapi.ConfigRequest) (*controlapi.ConfigResponse, error) {
+	s.mu.Lock()
+	s.posts = append(s.posts, ServicePost{Path: "/v1/config", Config: &req})
+	l := s.configs
+	var prev, next string
+	if l != nil {
+		prev = l.Running
+		if req.IfRunning != "" && req.IfRunning != prev {
+			s.mu.Unlock()
+			return nil, &controlserver.RequestError{Code: http.StatusConflict, Err: errors.New("the service runs " + prev + ", not " + req.IfRunning)}
+		}
+		for _, e := range l.Configs {
+			if e.Path == req.Config || e.Tag == req.Config {
+				next = e.Path
+			}
+		}
+		if next != "" && !req.DryRun {
+			for i := range l.Configs {
+				l.Configs[i].Running = l.Configs[i].Path == next
+			}
+			l.Running = next
+		}
+	}
+	s.mu.Unlock()
+	if next == "" {
+		return nil, &controlserver.RequestError{Code: http.StatusBadRequest, Err: errors.New("no such config: " + req.Config)}
+	}
+	if !req.DryRun {
+		s.Change(func(st *controlapi.State) {
+			st.Config.Path = next
+			st.Server.Phase, st.Server.Since = controlapi.PhaseRestarting, time.Now()
+		}, events.Event{Kind: events.ConfigSwitched, Details: map[string]any{"previous": prev, "running": next}}, events.Event{Kind: events.ServerRestarting})
+	}
+	return &controlapi.ConfigResponse{Previous: prev, Running: next, Message: "switched"}, nil
 }
 
 // State is a copy of the current state.

@@ -1,9 +1,10 @@
 package cli
 
 // Every command that changes the settings or Strata's config asks their one
-// owner (internal/backend): the running service through its control API, or,
-// only when no service answers, the same backend hosted in this process
-// under the same cross-process lock.
+// owner (internal/backend) through internal/owner, the path the wizard
+// takes too: the running service through its control API, or, only when no
+// service answers, the same backend hosted in this process under the same
+// cross-process lock.
 
 import (
 	"context"
@@ -11,31 +12,25 @@ import (
 	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/owner"
 	"github.com/strata-companion/companion/internal/secondpc"
 )
 
+// theOwner is the CLI's path to the owner.
+func theOwner() owner.Owner {
+	return owner.Owner{SettingsPath: locations.SettingsFile(), OnLocal: func(string) { onLocalOwner() }}
+}
+
 // runningService is a client of the service when one answers, else nil
 // (then the command hosts the backend itself).
-func runningService(ctx context.Context) *controlapi.Client {
-	c, err := controlapi.NewClient()
-	if err != nil {
-		return nil
-	}
-	if _, err := c.State(ctx); err != nil {
-		return nil // a stale address file: the service is not running
-	}
-	return c
-}
+func runningService(ctx context.Context) *controlapi.Client { return theOwner().Service(ctx) }
 
 // onLocalOwner runs when this process hosts the backend itself (no service
 // answered). Tests set it to prove a running service did the writing.
 var onLocalOwner = func() {}
 
 // localOwner is the backend in this process, for the settings alone.
-func localOwner() *backend.Backend {
-	onLocalOwner()
-	return backend.New(backend.Options{SettingsPath: locations.SettingsFile()})
-}
+func localOwner() *backend.Backend { return theOwner().Local("settings", "") }
 
 // remoteRecorder records the second PC through its owner: the service's
 // API when it runs, else the in-process backend.

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/relay"
 	"github.com/strata-companion/companion/internal/secondpc"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
@@ -165,6 +166,10 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 		forced        string
 		authorizedKey string
 		pairAgent     string
+		agentOnly     bool
+		allowEncoder  string
+		from          string
+		pairDir       string
 	)
 	cmds = append(cmds, &ffcli.Command{
 		Name:       "pair",
@@ -175,6 +180,10 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 			fs.StringVar(&forced, "forced-command", "", "pin the companion's key to this one command on the second PC (see docs/second-pc.md)")
 			fs.StringVar(&authorizedKey, "authorized-keys", "", "install the key in this file on the second PC (when its sshd's AuthorizedKeysFile is not ~/.ssh/authorized_keys)")
 			fs.StringVar(&pairAgent, "agent-binary", "", agentBinaryUsage)
+			fs.BoolVar(&agentOnly, "agent-only", false, "the companion's key may run only its agent there (pictures, prepare's uploads, stopping a hung agent); probes then need your own login (see docs/security.md)")
+			fs.StringVar(&allowEncoder, "allow-encoder", "", "with --agent-only: this PC's strata-vision build that prepare may install there (its sha256 and its libraries' are pinned)")
+			fs.StringVar(&from, "from", "", "with --agent-only: the key logs in only from this address (this PC's, as the second PC sees it)")
+			fs.StringVar(&pairDir, "remote-dir", "", "with --agent-only: the folder on the second PC for the agent (default strata-companion in the home folder)")
 		}),
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) != 1 {
@@ -185,7 +194,17 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 				return err
 			}
 			ep := l.Endpoint
+			if !agentOnly && (allowEncoder != "" || from != "" || pairDir != "") {
+				return &exitCode{code: 2, err: errors.New("--allow-encoder, --from and --remote-dir go with --agent-only")}
+			}
+			var allow []string
+			if allowEncoder != "" {
+				if allow, err = relay.InstallSums(allowEncoder); err != nil {
+					return fmt.Errorf("--allow-encoder: %w", err)
+				}
+			}
 			res, err := secondpc.Pair(ctx, l, secondpc.PairOptions{ForcedCommand: forced, AuthorizedKeysFile: authorizedKey,
+				AgentOnly: agentOnly, AllowInstall: allow, From: from, RemoteDir: pairDir,
 				Agent:    secondpc.AgentFinder{Path: pairAgent},
 				Progress: func(s string) { fmt.Fprintln(env.stderr, "... "+s) }}, remoteRecorder(ctx))
 			if err != nil {
@@ -198,7 +217,11 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 			} else {
 				fmt.Fprintf(env.stdout, "  The companion's own key: %s (kept)\n", res.Remote.KeyFile)
 			}
-			fmt.Fprintf(env.stdout, "  Installed in %s on that PC, restricted (no forwarding, no terminal)\n", res.Installed)
+			if agentOnly {
+				fmt.Fprintf(env.stdout, "  Installed in %s on that PC, agent-only (it runs nothing but the companion's agent in %s)\n", res.Installed, res.Remote.RemoteDir)
+			} else {
+				fmt.Fprintf(env.stdout, "  Installed in %s on that PC, restricted (no forwarding, no terminal)\n", res.Installed)
+			}
 			if hostKey != nil {
 				fmt.Fprintf(env.stdout, "  Host key pinned: %s\n", sshx.Fingerprint(hostKey))
 			}

@@ -111,7 +111,11 @@ func (p *program) start() error {
 	p.cancel, p.done = cancel, make(chan struct{})
 	go func() {
 		defer close(p.done)
-		if err := daemon.Run(ctx, p.opts.daemonOptions(p.env, nil, p.logf)); err != nil {
+		o := p.opts.daemonOptions(p.env, nil, p.logf)
+		// An older install baked --strata-root/--config into the service's
+		// command line: they choose only when the settings name none.
+		o.FlagsAreFallback = true
+		if err := daemon.Run(ctx, o); err != nil {
 			p.logf("the service stopped: %v", err)
 		}
 	}()

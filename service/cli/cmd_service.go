@@ -11,15 +11,17 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/peterbourgon/ff/v3/ffcli"
-	"path/filepath"
+	"os"
 	"strings"
 	"time"
 
 	kservice "github.com/kardianos/service"
+	"github.com/peterbourgon/ff/v3/ffcli"
 
+	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/settings"
 )
 
 const (
@@ -67,6 +69,38 @@ TimeoutStopSec=60
 [Install]
 WantedBy=multi-user.target
 `
+
+// recordChoice writes the install and config to run into the settings the
+// service will read (those of its account: the machine's, or
+// systemStateHome's for --user).
+func recordChoice(ctx context.Context, env *cliEnv, user string) error {
+	if user != "" {
+		old, had := os.LookupEnv(locations.EnvHome)
+		os.Setenv(locations.EnvHome, systemStateHome)
+		defer func() {
+			if had {
+				os.Setenv(locations.EnvHome, old)
+			} else {
+				os.Unsetenv(locations.EnvHome)
+			}
+		}()
+	}
+	s, _, _ := loadSettings()
+	in, err := resolveStrata(ctx, env, s)
+	if err != nil {
+		fmt.Fprintf(env.stderr, "strata-service install: %v\nThe service will look for Strata each time it starts; choose it in the setup, or with `strata-service model use --strata-root DIR TAG` once it runs.\n", err)
+		return nil
+	}
+	b := backend.New(backend.Options{SettingsPath: locations.SettingsFile()})
+	if _, err := b.Update(ctx, "the config in use", func(s *settings.Settings) error {
+		s.StrataRoot, s.ConfigPath = in.Root, in.ConfigInUse
+		return nil
+	}); err != nil {
+		return fmt.Errorf("recording the Strata install in the settings: %w", err)
+	}
+	fmt.Fprintf(env.stdout, "The service will run %s with %s (recorded in %s).\n", in.Root, in.ConfigInUse, locations.SettingsFile())
+	return nil
+}
 
 // serviceConfig is the service's definition. o is nil when only the name
 // matters (start, stop, run).
@@ -163,30 +197,7 @@ func serviceCmds(env *cliEnv) []*ffcli.Command {
 			if !isAdmin() {
 				return errNotAdmin
 			}
-			// Name the install and config in the service's command line, so
-			// the service depends on no one's settings or home: the ones
-			// given, else the ones found now (as `status` finds them).
-			if env.strataRoot == "" || env.configPath == "" {
-				s, _, _ := loadSettings()
-				if in, err := resolveStrata(ctx, env, s); err == nil {
-					env.strataRoot, env.configPath = in.Root, in.ConfigInUse
-					fmt.Fprintf(env.stdout, "The service will run %s with %s.\n", in.Root, in.ConfigInUse)
-				} else {
-					fmt.Fprintf(env.stderr, "strata-service install: %v\nThe service will look for Strata each time it starts; install again with --strata-root and --config to choose.\n", err)
-				}
-			}
-			var extra []string
-			for _, p := range []struct{ flag, v string }{{"--strata-root", env.strataRoot}, {"--config", env.configPath}} {
-				if p.v == "" {
-					continue
-				}
-				abs, err := filepath.Abs(p.v)
-				if err != nil {
-					return err
-				}
-				extra = append(extra, p.flag, abs)
-			}
-			s, err := newService(&io, extra...)
+			s, err := newService(&io)
 			if err != nil {
 				return err
 			}
@@ -204,6 +215,13 @@ func serviceCmds(env *cliEnv) []*ffcli.Command {
 			}
 			if err := setRecovery(); err != nil {
 				fmt.Fprintf(env.stderr, "strata-service install: the service is installed, but its restart-on-failure ladder could not be set: %v\n", err)
+			}
+			// The settings say which config the service runs (a model
+			// switch changes them): install records the one given, else
+			// the one found now (as `status` finds it), and bakes nothing
+			// into the service's command line.
+			if err := recordChoice(ctx, env, io.user); err != nil {
+				return err
 			}
 			fmt.Fprintf(env.stdout, "Installed the %s service (%s). Start it with `strata-service start`.\n", serviceName, kservice.ChosenSystem())
 			return nil
@@ -342,6 +360,9 @@ func printServiceStatus(w interface{ Write([]byte) (int, error) }, ss *serviceSt
 	if srv.URL != "" {
 		line += " at " + srv.URL
 	}
+	if srv.Version != "" {
+		line += " (Strata " + srv.Version + ")"
+	}
 	if !srv.Since.IsZero() {
 		line += fmt.Sprintf(" for %s", time.Since(srv.Since).Round(time.Second))
 	}
@@ -351,6 +372,20 @@ func printServiceStatus(w interface{ Write([]byte) (int, error) }, ss *serviceSt
 	}
 	if srv.LastError != "" {
 		fmt.Fprintf(w, "  last error: %s\n", srv.LastError)
+	}
+	if f := srv.Foreign; f != nil {
+		fmt.Fprintf(w, "Port:       %d is held by a program the service did not start", f.Port)
+		if f.PID > 0 {
+			fmt.Fprintf(w, ": process %d (%s)", f.PID, f.Cmdline)
+		}
+		fmt.Fprintln(w, "; the service starts Strata once it ends")
+	}
+	if len(st.Config.Rewritten) > 0 {
+		fmt.Fprintf(w, "Config:     rewritten by someone else (Strata's setup?):\n")
+		for _, f := range st.Config.Rewritten {
+			fmt.Fprintf(w, "  - %s\n", f)
+		}
+		fmt.Fprintln(w, "  put the companion's placement back: strata-service vision repair")
 	}
 	if srv.Model != "" {
 		fmt.Fprintf(w, "Model:      %s (context %d tokens)\n", srv.Model, srv.Context)

@@ -44,13 +44,15 @@ func visionCmd(env *cliEnv) *ffcli.Command {
 	var o visionOptions
 	return &ffcli.Command{
 		Name:       "vision",
-		ShortHelp:  "change where Strata's image encoder runs: gpu | cpu | remote | off | restore",
+		ShortHelp:  "change where Strata's image encoder runs: gpu | cpu | remote | off | restore | repair",
 		ShortUsage: "strata-service vision gpu [--device N] | cpu [--threads N] | remote --host [user@]host[:port] | off | restore [--dry-run]",
 		LongHelp: `  gpu      read pictures on this PC's GPU (--device N: on another GPU, by nvidia-smi index; -1: the server's)
   cpu      read pictures on this PC's CPU, through strata-vision-relay (--threads N); frees ~1.4 GB of VRAM
   remote   read pictures on a second PC over ssh, through strata-vision-relay
   off      no pictures (text only)
   restore  put the newest backup of the config back
+  repair   after Strata's setup rewrote the config (relay replaced): put the
+           companion's placement back (through the service; shows the diff)
 
 Moves among cpu, remote and off change only the companion's settings once
 Strata's config names the relay: no restart. Moves to or from gpu edit the
@@ -96,6 +98,9 @@ func runVision(ctx context.Context, env *cliEnv, o visionOptions, args []string)
 		return &exitCode{code: 2, err: fmt.Errorf("unexpected argument %q", args[1])}
 	}
 	what := args[0]
+	if what == "repair" {
+		return repairVision(ctx, env)
+	}
 	pl := settings.Placement(what)
 	if what != "restore" && !pl.Valid() {
 		return &exitCode{code: 2, err: fmt.Errorf("unknown placement %q: say gpu, cpu, remote, off or restore", what)}
@@ -212,4 +217,22 @@ func joinEndpoint(e sshx.Endpoint) string {
 		out += ":" + strconv.Itoa(e.Port)
 	}
 	return out
+}
+
+// repairVision has the service put the placement the settings say back
+// into a config Strata's setup rewrote.
+func repairVision(ctx context.Context, env *cliEnv) error {
+	c := runningService(ctx)
+	if c == nil {
+		return &exitCode{code: 1, err: errors.New("repair goes through the service, which is not running: start it, or set the placement again (strata-service vision cpu|remote|...)")}
+	}
+	r, err := c.RepairConfig(ctx)
+	if err != nil {
+		return serviceError(err)
+	}
+	if r.Diff != "" {
+		fmt.Fprintln(env.stdout, r.Diff)
+	}
+	fmt.Fprintln(env.stdout, r.Message)
+	return nil
 }

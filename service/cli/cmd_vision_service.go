@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/stratainstall"
 )
 
 // visionThroughService sends the change to the running service. handled is
@@ -27,11 +28,33 @@ func visionThroughService(ctx context.Context, env *cliEnv, req controlapi.Visio
 	if err != nil {
 		return false, nil // it stopped a moment ago
 	}
-	// The service owns the settings of this machine: changing another
-	// install's config here would leave them disagreeing.
-	if !samePath(env.configPath, st.Config.Path) || !samePath(env.strataRoot, st.Config.StrataRoot) {
-		return true, &exitCode{code: 1, err: fmt.Errorf("the running service manages %s; to change another install, stop the service first (strata-service stop)", st.Config.Path)}
+	// Another install or config than the service runs (or a service with
+	// none yet): the service switches to it first, the same path a model
+	// switch takes, and the change is then made to that file only.
+	if !samePath(env.configPath, st.Config.Path) || !samePath(env.strataRoot, st.Config.StrataRoot) || st.Config.Path == "" {
+		if req.DryRun {
+			return false, nil // previewed on that file by this process; nothing is written
+		}
+		if env.configPath == "" && env.strataRoot == "" {
+			return true, &exitCode{code: 1, err: errors.New("the service runs no Strata install yet: name it with --strata-root DIR (and --config FILE)")}
+		}
+		target := env.configPath
+		if target == "" {
+			in, err := stratainstall.ResolveContext(ctx, stratainstall.Options{Root: env.strataRoot})
+			if err != nil {
+				return true, &exitCode{code: 1, err: err}
+			}
+			target = in.ConfigInUse
+		}
+		sw, err := switchConfig(ctx, env, c, controlapi.ConfigRequest{StrataRoot: env.strataRoot, Config: target, IfRunning: st.Config.Path, Confirm: o.yes})
+		if err != nil {
+			return true, err
+		}
+		fmt.Fprintln(env.stdout, sw.Message)
+		o.yes = true // the switch restarted Strata already; the change follows at once
+		st.Config.Path = target
 	}
+	req.Config = st.Config.Path
 	if o.relay != "" {
 		return true, &exitCode{code: 2, err: errors.New("--relay works only while no service runs (the service uses the relay installed beside it): drop --relay, or stop the service first")}
 	}

@@ -139,10 +139,14 @@ func TestSystemdService(t *testing.T) {
 	}
 	unit, _ := c.exec("cat", "/etc/systemd/system/strata-companion.service")
 	for _, want := range []string{"LimitMEMLOCK=infinity", "Restart=on-failure", "KillMode=mixed",
-		"ExecStart=" + svc + ` "run" "--strata-root" "` + r.Dir + `" "--config" "` + r.Config + `"`, "WorkingDirectory=/\n"} {
+		"ExecStart=" + svc + ` "run"` + "\n", "WorkingDirectory=/\n"} {
 		if !strings.Contains(unit, want) {
 			t.Errorf("the unit lacks %q:\n%s", want, unit)
 		}
+	}
+	// The settings, not the command line, say which config runs.
+	if b, _ := c.exec("cat", "/etc/strata-companion/settings.json"); !strings.Contains(b, `"config_path": "`+r.Config+`"`) {
+		t.Errorf("install did not record the config in the settings:\n%s", b)
 	}
 	if out := run(false, "install"); !strings.Contains(out, "already installed") {
 		t.Errorf("a second install: %s", out)

@@ -72,6 +72,9 @@ type Backend struct {
 type RequestError struct {
 	Code int
 	Err  error
+	// Busy: refused because Strata is answering a request (the client may
+	// ask again with confirm); answered as the body's "busy".
+	Busy bool
 }
 
 func (e *RequestError) Error() string { return e.Err.Error() }
@@ -415,7 +418,9 @@ func answer(w http.ResponseWriter, v any, err error) {
 	if err != nil {
 		var re *RequestError
 		if errors.As(err, &re) {
-			fail(w, re.Code, re.Error())
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(re.Code)
+			json.NewEncoder(w).Encode(controlapi.Error{Error: re.Error(), Busy: re.Busy})
 			return
 		}
 		fail(w, http.StatusInternalServerError, err.Error())

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-companion/companion/internal/backend"
@@ -36,8 +37,14 @@ import (
 
 // Options are `run`'s settings.
 type Options struct {
-	// StrataRoot and ConfigPath: --strata-root / --config ("" = from the settings).
+	// StrataRoot and ConfigPath: --strata-root / --config ("" = from the
+	// settings). Given in a terminal they are recorded in the settings and
+	// run; under the service manager (FlagsAreFallback) they are only the
+	// choice when the settings name none (an older install baked them into
+	// the service's command line: the settings, changed by a model switch,
+	// win over it).
 	StrataRoot, ConfigPath string
+	FlagsAreFallback       bool
 	// ControlAddr is where the control API listens (loopback; port 0 picks one).
 	ControlAddr string
 	// Port is the Strata server's port (0: the config's, else 8080).
@@ -47,6 +54,10 @@ type Options struct {
 	Console io.Writer
 	// Logf is the service's own log.
 	Logf func(format string, a ...any)
+	// ForeignEvery is how often a port held by a Strata the service did not
+	// start is looked at again (default 5 s); the service starts its own
+	// once the port is free.
+	ForeignEvery time.Duration
 }
 
 // noInstall answers server actions when no Strata install could be used.
@@ -56,129 +67,329 @@ func (n noInstall) Start(context.Context) error   { return n.err }
 func (n noInstall) Stop(context.Context) error    { return nil }
 func (n noInstall) Restart(context.Context) error { return n.err }
 
+// Daemon is the service: it owns the backend (the one writer of the config
+// and the settings) and the supervisor of the config that runs, and can
+// switch that config at run time (stop, switch, start, one event). The
+// settings say which config runs.
+type Daemon struct {
+	o       Options
+	logf    func(string, ...any)
+	bus     *events.Bus
+	tracker *state.Tracker
+	srv     *controlserver.Server
+
+	// switchMu serialises what replaces the running config (a switch, an
+	// update of Strata); it is held for the whole of one.
+	switchMu sync.Mutex
+
+	mu  sync.Mutex // guards cur and runCtx
+	cur *running
+	// runCtx is Run's context (nil before Run): supervisors started by a
+	// switch live under it.
+	runCtx context.Context
+	wg     sync.WaitGroup
+}
+
+// running is one config under supervision (or the reason there is none).
+type running struct {
+	in         *stratainstall.Install // nil: no install
+	resolveErr error
+	owner      *backend.Backend // nil without an install
+	sup        *supervisor.Supervisor
+	foreign    bool // a Strata the service did not start held the port at start
+	watching   atomic.Bool
+	ctx        context.Context // the supervisor's (set by start)
+	cancel     context.CancelFunc
+	done       chan struct{}
+	// expect is what the companion knows of the config's keys at start
+	// (host, api_key, port), to tell when Strata's setup dropped them.
+	expect configKeys
+}
+
+func (r *running) path() string {
+	if r == nil || r.in == nil {
+		return ""
+	}
+	return r.in.ConfigInUse
+}
+
 // Run is the service: it returns when ctx ends (after stopping Strata).
 // The caller holds the instance lock (LockInstance).
 func Run(ctx context.Context, o Options) error {
-	console, logf := o.Console, o.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
+	d, err := New(ctx, o)
+	if err != nil {
+		return err
 	}
-	bus := events.NewBus(2000)
+	return d.Run(ctx)
+}
+
+// New resolves the install and config to run (the settings, or the flags
+// as Options says) and prepares the control API; Run starts them.
+func New(ctx context.Context, o Options) (*Daemon, error) {
+	d := &Daemon{o: o, logf: o.Logf, bus: events.NewBus(2000)}
+	if d.logf == nil {
+		d.logf = func(string, ...any) {}
+	}
+	if d.o.ForeignEvery == 0 {
+		d.o.ForeignEvery = 5 * time.Second
+	}
 	initial := controlapi.State{Service: controlapi.ServiceInfo{Version: version.Version, Started: time.Now(), PID: os.Getpid()}}
 	s, err := settings.LoadDefault()
 	if err != nil {
-		logf("%v", err)
+		d.logf("%v", err)
 		s = &settings.Settings{}
 	}
-	in, resolveErr := stratainstall.ResolveContext(ctx, stratainstall.Options{Root: o.StrataRoot, Config: o.ConfigPath, Settings: s})
-	if resolveErr == nil {
-		initial.Config = controlapi.ConfigInfo{StrataRoot: in.Root, Path: in.ConfigInUse, Valid: true}
-		if c, err := strataconfig.Read(in.ConfigInUse); err != nil {
-			initial.Config.Valid, initial.Config.Problem = false, err.Error()
-		} else {
-			// A config naming the relay leaves the placement to the settings.
-			initial.Vision.Placement = string(backend.Placement(c, s))
-			if c.Vision == nil {
-				initial.Vision.Encoder = controlapi.EncoderOff
-			}
-			if len(c.Problems) > 0 {
-				initial.Config.Valid, initial.Config.Problem = false, c.Problems[0].String()
-			}
+	ro := stratainstall.Options{Root: o.StrataRoot, Config: o.ConfigPath, Settings: s}
+	explicit := o.StrataRoot != "" || o.ConfigPath != ""
+	if explicit && o.FlagsAreFallback && s.ConfigPath != "" {
+		if _, err := os.Stat(s.ConfigPath); err == nil {
+			// The settings say which config runs; the service's command
+			// line (an older install) only chose the first one.
+			ro = stratainstall.Options{Settings: s}
+			explicit = false
 		}
-	} else {
-		initial.Config.Problem = resolveErr.Error()
 	}
-	tracker := state.New(bus, initial)
-	// The one owner of the config and the settings; its events go to the
-	// tracker after each change is on disk.
-	publish := func(e events.Event) { tracker.Publish(e) }
-	var owner *backend.Backend
-	if resolveErr == nil {
-		owner = newBackend(in, publish)
-	}
-	tracker.OnEvent = func(e events.Event) {
+	in, resolveErr := stratainstall.ResolveContext(ctx, ro)
+	d.tracker = state.New(d.bus, initial)
+	d.tracker.OnEvent = func(e events.Event) {
 		switch e.Kind {
-		case events.ServerProgress, events.ExpertCache:
-			if console != nil {
+		case events.ServerProgress, events.ExpertCache, events.UpdateProgress:
+			if o.Console != nil {
 				return // the console already shows the server's own lines
 			}
 		}
-		logf("%s: %s", e.Kind, eventWords(e))
+		d.logf("%s: %s", e.Kind, eventWords(e))
 	}
+	d.tracker.Update(func(st *controlapi.State) { st.Config, st.Vision = configState(in, resolveErr, s) })
+	if resolveErr == nil && explicit && (!samePath(s.ConfigPath, in.ConfigInUse) || !samePath(s.StrataRoot, in.Root)) {
+		// Named by hand: the settings record it, so they keep saying
+		// which config runs.
+		if _, err := newBackend(nil, d.publish).Update(ctx, "the config in use", func(s *settings.Settings) error {
+			s.StrataRoot, s.ConfigPath = in.Root, in.ConfigInUse
+			return nil
+		}); err != nil {
+			d.logf("recording the config in use in the settings: %v", err)
+		}
+	}
+	cur, err := d.prepare(in, resolveErr, false)
+	if err != nil {
+		return nil, err
+	}
+	d.cur = cur
+	if err := d.newServer(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
 
-	var sup *supervisor.Supervisor
-	var ctl controlserver.Control
+// configState is the state's view of an install and its config.
+func configState(in *stratainstall.Install, resolveErr error, s *settings.Settings) (controlapi.ConfigInfo, controlapi.VisionState) {
+	var ci controlapi.ConfigInfo
+	var vis controlapi.VisionState
 	if resolveErr != nil {
-		ctl = noInstall{fmt.Errorf("no Strata install to run: %v", resolveErr)}
-		tracker.Publish(events.Event{Kind: events.ServerFailed, Message: resolveErr.Error(), Details: map[string]any{"reason": "install"}})
-	} else {
-		if _, err := locations.EnsureDir(locations.LogDir); err != nil {
-			logf("cannot create the log folder: %v", fserr.Explain(err, locations.Path(locations.LogDir)))
-		}
-		first := o.RestartDelay
-		sup, err = supervisor.New(supervisor.Config{
-			StrataRoot:   in.Root,
-			ConfigPath:   in.ConfigInUse,
-			PIDFile:      filepath.Join(locations.Path(locations.StateDir), "strata-server.pid"),
-			Port:         o.Port,
-			Python:       in.Python,
-			LogFile:      locations.ServerLogFile(),
-			Console:      console,
-			Events:       tracker,
-			Logf:         logf,
-			StartTimeout: o.StartTimeout,
-			StopTimeout:  o.StopTimeout,
-			Backoff: func(n int) time.Duration {
-				d := first
-				for i := 1; i < n && d < time.Minute; i++ {
-					d *= 2
-				}
-				return min(d, time.Minute)
-			},
-		})
-		if err != nil {
-			return err
-		}
-		ctl = sup
+		ci.Problem = resolveErr.Error()
+		vis.Encoder = controlapi.EncoderUnknown
+		return ci, vis
 	}
+	ci = controlapi.ConfigInfo{StrataRoot: in.Root, Path: in.ConfigInUse, Valid: true}
+	vis.Encoder = controlapi.EncoderUnknown
+	c, err := strataconfig.Read(in.ConfigInUse)
+	if err != nil {
+		ci.Valid, ci.Problem = false, err.Error()
+		return ci, vis
+	}
+	// A config naming the relay leaves the placement to the settings.
+	vis.Placement = string(backend.Placement(c, s))
+	if c.Vision == nil {
+		vis.Encoder = controlapi.EncoderOff
+	}
+	if len(c.Problems) > 0 {
+		ci.Valid, ci.Problem = false, c.Problems[0].String()
+	}
+	return ci, vis
+}
 
-	// settingsOwner is the owner, or one for the settings alone when no
-	// install was found (settings need none).
-	settingsOwner := func() *backend.Backend {
-		if owner == nil {
-			return newBackend(nil, publish)
-		}
-		return owner
+// publish is the daemon's one way into the state and the event stream;
+// the supervisors publish through it too, so the daemon sees a port held
+// by another Strata and a server getting ready.
+func (d *Daemon) publish(e events.Event) events.Event {
+	return d.tracker.Publish(e)
+}
+
+// supPublisher is what one supervisor publishes through.
+type supPublisher struct {
+	d *Daemon
+	r *running
+}
+
+func (p supPublisher) Publish(e events.Event) events.Event {
+	if e.Kind == events.ServerReady {
+		p.d.addVersion(p.r, &e)
 	}
-	srv, err := controlserver.New(controlserver.Backend{
-		Bus:     bus,
-		State:   tracker.Snapshot,
-		Control: ctl,
-		Vision: func(rctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
-			if resolveErr != nil {
-				return nil, &controlserver.RequestError{Code: 409, Err: fmt.Errorf("no Strata install to change: %v", resolveErr)}
+	out := p.d.publish(e)
+	if e.Kind == events.ServerFailed && strings.Contains(e.Message, "already in use") {
+		go p.d.watchForeign(p.r)
+	}
+	return out
+}
+
+// prepare makes the supervisor (and the backend) for in; nothing runs yet.
+func (d *Daemon) prepare(in *stratainstall.Install, resolveErr error, stopped bool) (*running, error) {
+	r := &running{in: in, resolveErr: resolveErr}
+	if resolveErr != nil {
+		return r, nil
+	}
+	r.owner = newBackend(in, d.publish)
+	if c, err := strataconfig.Read(in.ConfigInUse); err == nil {
+		r.expect = keysOf(c) // what Strata's setup may drop, as it is now
+	}
+	if _, err := locations.EnsureDir(locations.LogDir); err != nil {
+		d.logf("cannot create the log folder: %v", fserr.Explain(err, locations.Path(locations.LogDir)))
+	}
+	first := d.o.RestartDelay
+	// A Strata the service did not start holding the port: name it and
+	// wait for the port instead of starting into it.
+	r.foreign = d.foreignOnPort(in) != nil
+	sup, err := supervisor.New(supervisor.Config{
+		StrataRoot:   in.Root,
+		ConfigPath:   in.ConfigInUse,
+		PIDFile:      filepath.Join(locations.Path(locations.StateDir), "strata-server.pid"),
+		Port:         d.o.Port,
+		Python:       in.Python,
+		LogFile:      locations.ServerLogFile(),
+		Console:      d.o.Console,
+		Events:       supPublisher{d, r},
+		Logf:         d.logf,
+		StartTimeout: d.o.StartTimeout,
+		StopTimeout:  d.o.StopTimeout,
+		StartStopped: r.foreign || stopped,
+		Backoff: func(n int) time.Duration {
+			d := first
+			for i := 1; i < n && d < time.Minute; i++ {
+				d *= 2
 			}
-			return applyVision(rctx, owner, sup, req)
+			return min(d, time.Minute)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.sup = sup
+	return r, nil
+}
+
+// current is the config under supervision now.
+func (d *Daemon) current() *running {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cur
+}
+
+// start runs r's supervisor under ctx (Run's); r becomes current.
+func (d *Daemon) start(ctx context.Context, r *running) {
+	// r's fields are set before it becomes current: the API's goroutines
+	// read them through current() only.
+	var sctx context.Context
+	if r.sup != nil {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithCancel(ctx)
+		r.ctx, r.cancel, r.done = sctx, cancel, make(chan struct{})
+	}
+	d.mu.Lock()
+	d.cur = r
+	d.mu.Unlock()
+	if r.sup == nil {
+		if r.resolveErr != nil {
+			d.publish(events.Event{Kind: events.ServerFailed, Message: r.resolveErr.Error(), Details: map[string]any{"reason": "install"}})
+		}
+		return
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer close(r.done)
+		r.sup.Run(sctx)
+	}()
+	d.watchConfig(sctx, r)
+	if r.foreign {
+		go d.watchForeign(r)
+	}
+}
+
+// stop ends r's supervisor (it stops Strata) and waits for it.
+func (d *Daemon) stop(r *running) {
+	if r == nil || r.cancel == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+}
+
+// control forwards the API's server actions to the current supervisor.
+type control struct{ d *Daemon }
+
+func (c control) pick() controlserver.Control {
+	r := c.d.current()
+	if r.sup == nil {
+		return noInstall{fmt.Errorf("no Strata install to run: %v", r.resolveErr)}
+	}
+	if r.done != nil {
+		select {
+		case <-r.done:
+			// Its supervisor ended: a switch or an update is under way.
+			return noInstall{errors.New("the service is switching Strata to another config or updating it: try again in a moment")}
+		default:
+		}
+	}
+	return r.sup
+}
+func (c control) Start(ctx context.Context) error   { return c.pick().Start(ctx) }
+func (c control) Stop(ctx context.Context) error    { return c.pick().Stop(ctx) }
+func (c control) Restart(ctx context.Context) error { return c.pick().Restart(ctx) }
+
+// owner is the backend of the config that runs, or one for the settings
+// alone when there is no install (settings need none).
+func (d *Daemon) owner() *backend.Backend {
+	if r := d.current(); r.owner != nil {
+		return r.owner
+	}
+	return newBackend(nil, d.publish)
+}
+
+func (d *Daemon) newServer() error {
+	srv, err := controlserver.New(controlserver.Backend{
+		Bus:     d.bus,
+		State:   d.tracker.Snapshot,
+		Control: control{d},
+		Vision: func(rctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
+			r := d.current()
+			if r.resolveErr != nil {
+				return nil, &controlserver.RequestError{Code: 409, Err: fmt.Errorf("no Strata install to change: %v; choose one first (strata-service model use, or the setup)", r.resolveErr)}
+			}
+			if req.Config != "" && !samePath(req.Config, r.path()) {
+				return nil, &controlserver.RequestError{Code: 409, Err: fmt.Errorf("the service runs %s, not %s: nothing was changed; switch to it first (strata-service model use)", r.path(), req.Config)}
+			}
+			return applyVision(rctx, r.owner, r.sup, req)
 		},
 		Settings: func(rctx context.Context, p controlapi.SettingsPatch) (*controlapi.State, error) {
-			if _, err := settingsOwner().PatchSettings(rctx, p); err != nil {
+			if _, err := d.owner().PatchSettings(rctx, p); err != nil {
 				return nil, httpError(err)
 			}
-			st := tracker.Snapshot()
+			st := d.tracker.Snapshot()
 			return &st, nil
 		},
 		Relay: func(rctx context.Context, r controlapi.RelayReport) error {
-			if err := settingsOwner().RelayReport(rctx, r); err != nil {
+			if err := d.owner().RelayReport(rctx, r); err != nil {
 				return httpError(err)
 			}
-			tracker.SetNEmbd(r.NEmbd)
+			d.tracker.SetNEmbd(r.NEmbd)
 			return nil
 		},
 		Remote: func(rctx context.Context, rec *controlapi.RemoteRecord) (*settings.Remote, error) {
 			if rec == nil {
-				return settingsOwner().Paired(rctx)
+				return d.owner().Paired(rctx)
 			}
-			rm, err := settingsOwner().RecordRemote(rctx, *rec)
+			rm, err := d.owner().RecordRemote(rctx, *rec)
 			return rm, httpError(err)
 		},
 		Logs: func(n int) (*controlapi.LogsResponse, error) {
@@ -188,11 +399,18 @@ func Run(ctx context.Context, o Options) error {
 			}
 			return &controlapi.LogsResponse{File: locations.ServerLogFile(), Lines: lines}, err
 		},
+		Configs:      d.Configs,
+		SwitchConfig: d.SwitchConfig,
+		RepairConfig: d.RepairConfig,
+		UpdateStrata: d.UpdateStrata,
 	})
-	if err != nil {
-		return err
-	}
-	l, err := controlserver.Listen(o.ControlAddr)
+	d.srv = srv
+	return err
+}
+
+// Run serves the control API and supervises the config until ctx ends.
+func (d *Daemon) Run(ctx context.Context) error {
+	l, err := controlserver.Listen(d.o.ControlAddr)
 	if err != nil {
 		return err
 	}
@@ -201,20 +419,25 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("creating the state folder: %w", fserr.Explain(err, locations.Path(locations.StateDir)))
 	}
 	addr := l.Addr().String()
-	if err := controlserver.WriteFiles(locations.ControlAddrFile(), locations.ControlTokenFile(), addr, srv.Token()); err != nil {
+	if err := controlserver.WriteFiles(locations.ControlAddrFile(), locations.ControlTokenFile(), addr, d.srv.Token()); err != nil {
 		l.Close()
 		return fmt.Errorf("publishing the control API address: %w", fserr.Explain(err, locations.Path(locations.StateDir)))
 	}
-	defer controlserver.RemoveFiles(locations.ControlAddrFile(), locations.ControlTokenFile(), addr, srv.Token())
-	logf("control API on http://%s (token in %s)", addr, locations.ControlTokenFile())
+	defer controlserver.RemoveFiles(locations.ControlAddrFile(), locations.ControlTokenFile(), addr, d.srv.Token())
+	d.logf("control API on http://%s (token in %s)", addr, locations.ControlTokenFile())
 
-	var wg sync.WaitGroup
-	if sup != nil {
-		wg.Add(1)
-		go func() { defer wg.Done(); sup.Run(ctx) }()
-	}
-	err = srv.Serve(ctx, l)
-	wg.Wait()
+	d.mu.Lock()
+	d.runCtx = ctx
+	cur := d.cur
+	d.mu.Unlock()
+	d.switchMu.Lock()
+	d.start(ctx, cur)
+	d.switchMu.Unlock()
+	err = d.srv.Serve(ctx, l)
+	// A switch under way finishes (or sees ctx end) before the wait.
+	d.switchMu.Lock()
+	d.switchMu.Unlock()
+	d.wg.Wait()
 	return err
 }
 
@@ -238,8 +461,8 @@ func eventWords(e events.Event) string {
 
 // newBackend is the service's owner of the config and the settings (in may
 // be nil: settings only).
-func newBackend(in *stratainstall.Install, publish func(events.Event)) *backend.Backend {
-	o := backend.Options{SettingsPath: locations.SettingsFile(), Publish: publish, VRAMTotalMiB: ServerVRAM}
+func newBackend(in *stratainstall.Install, publish func(events.Event) events.Event) *backend.Backend {
+	o := backend.Options{SettingsPath: locations.SettingsFile(), Publish: func(e events.Event) { publish(e) }, VRAMTotalMiB: ServerVRAM}
 	if in != nil {
 		o.StrataRoot, o.ConfigPath = in.Root, in.ConfigInUse
 	}

@@ -62,6 +62,14 @@ func (t *Tracker) Snapshot() controlapi.State {
 		r := *s.Remote
 		s.Remote = &r
 	}
+	if s.Server.Foreign != nil {
+		f := *s.Server.Foreign
+		s.Server.Foreign = &f
+	}
+	s.Config.Rewritten = append([]string(nil), s.Config.Rewritten...)
+	if len(s.Config.Rewritten) == 0 {
+		s.Config.Rewritten = nil
+	}
 	return s
 }
 
@@ -111,6 +119,7 @@ func Fold(st *controlapi.State, e events.Event) {
 		setPhase(controlapi.PhaseStarting)
 		srv.Detail = "starting"
 		srv.PID = 0
+		srv.Foreign = nil
 		if p := num(e.Details["port"]); p > 0 {
 			srv.Port = int(p)
 		}
@@ -141,6 +150,12 @@ func Fold(st *controlapi.State, e events.Event) {
 		if c := num(e.Details["context"]); c > 0 {
 			srv.Context = int(c)
 		}
+		if v, ok := e.Details["version"].(string); ok {
+			srv.Version = v
+		}
+		if v, ok := e.Details["engine"].(string); ok {
+			srv.Engine = v
+		}
 		if (vis.Encoder == controlapi.EncoderUnknown || vis.Encoder == controlapi.EncoderStarting) && vis.Placement != "" && vis.Placement != "off" {
 			if img, ok := e.Details["images"].(bool); ok && img {
 				vis.Encoder = controlapi.EncoderReady
@@ -170,6 +185,34 @@ func Fold(st *controlapi.State, e events.Event) {
 		srv.Detail = ""
 		srv.PID = 0
 		srv.URL = ""
+	case events.ServerForeign:
+		setPhase(controlapi.PhaseStopped)
+		srv.Detail = e.Message
+		srv.PID = 0
+		srv.URL = ""
+		f := &controlapi.ForeignServer{Port: int(num(e.Details["port"])), PID: int(num(e.Details["pid"]))}
+		f.Cmdline, _ = e.Details["cmdline"].(string)
+		srv.Foreign = f
+	case events.ConfigSwitched:
+		if p, ok := e.Details["running"].(string); ok {
+			st.Config.Path = p
+		}
+		if r, ok := e.Details["strata_root"].(string); ok && r != "" {
+			st.Config.StrataRoot = r
+		}
+		st.Config.Rewritten = nil
+	case events.ConfigRewritten:
+		st.Config.Rewritten = nil
+		switch f := e.Details["findings"].(type) {
+		case []string:
+			st.Config.Rewritten = append([]string(nil), f...)
+		case []any:
+			for _, x := range f {
+				if s, ok := x.(string); ok {
+					st.Config.Rewritten = append(st.Config.Rewritten, s)
+				}
+			}
+		}
 	case events.ServerLogDropped:
 		srv.LogDropped = int(num(e.Details["dropped"]))
 		srv.LogProblem = ""

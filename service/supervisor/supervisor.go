@@ -617,7 +617,17 @@ func (s *Supervisor) finish(p *process) (int, string) {
 	if code == -1 {
 		how = st.String()
 	}
-	s.line(p, "supervisor", "the server ended: "+how)
+	// A stop we asked for is not a failure, whatever code the server's
+	// exit after Ctrl+Break (Windows) or SIGTERM carries: say so, so a
+	// deliberate restart does not read as a crash in the log.
+	switch {
+	case p.stopping && !p.timedOut:
+		s.line(p, "supervisor", "the server stopped as asked ("+how+")")
+	case p.timedOut:
+		s.line(p, "supervisor", "the server did not stop in time and was ended ("+how+")")
+	default:
+		s.line(p, "supervisor", "the server ended: "+how)
+	}
 	return code, how
 }
 

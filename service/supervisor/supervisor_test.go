@@ -451,6 +451,24 @@ func TestTailFile(t *testing.T) {
 	}
 }
 
+// A restart the user asked for is not logged as a crash: the log says the
+// server stopped as asked, whatever code its exit carried.
+func TestRequestedStopIsNotLoggedAsAnEnd(t *testing.T) {
+	var logFile string
+	h := newHarness(t, fakestrata.RootOptions{}, func(c *Config) { logFile = c.LogFile })
+	h.waitFor(events.ServerReady)
+	h.sup.Restart(context.Background())
+	h.waitFor(events.ServerExited)
+	h.waitFor(events.ServerReady)
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "the server stopped as asked") || strings.Contains(string(b), "the server ended") {
+		t.Errorf("the log after a requested restart:\n%s", b)
+	}
+}
+
 // TestRestartRemovesThePreviousRunsImageFolder: Strata leaves each run's
 // strata-vision-* temp folder (its cached results) behind; when the
 // supervisor starts the server again, the previous run's is removed, and

@@ -51,7 +51,7 @@ func (u *UI) findPage() fyne.CanvasObject {
 	problems := para("")
 	problems.Importance = widget.WarningImportance
 	path := widget.NewEntry()
-	path.SetPlaceHolder("or type the Strata folder (the one holding serve/ and engine/)")
+	path.SetPlaceHolder("or type the Strata folder (the one holding " + strataDirs + ")")
 	var rebuild func()
 	radios := widget.NewRadioGroup(nil, nil)
 	rebuild = func() {
@@ -161,7 +161,7 @@ func (u *UI) findPage() fyne.CanvasObject {
 				}
 				b.box.Hide()
 				if err != nil {
-					u.setHint(err.Error() + "\nBrowse to the Strata folder, or install Strata first (github.com/Niko1221/Strata).")
+					u.setHint(findHint(err))
 				}
 				rebuild()
 				u.settled()
@@ -187,11 +187,12 @@ func (u *UI) thisPCPage() fyne.CanvasObject {
 			facts.Add(bold("No NVIDIA graphics card was found"))
 		}
 		for _, g := range m.GPUs {
-			card := section(fmt.Sprintf("GPU %d: %s", g.Index, g.Name),
-				widget.NewForm(
-					widget.NewFormItem("Video memory", widget.NewLabel(fmt.Sprintf("%s total, %s free", mib(g.TotalMiB), mib(g.FreeMiB)))),
-					widget.NewFormItem("Driver", widget.NewLabel(g.Driver)),
-				))
+			form := widget.NewForm(
+				widget.NewFormItem("Video memory", widget.NewLabel(fmt.Sprintf("%s total, %s free", mib(g.TotalMiB), mib(g.FreeMiB)))))
+			if g.Driver != "" { // not every probe can read it: no empty row
+				form.Append("Driver", widget.NewLabel(g.Driver))
+			}
+			card := section(fmt.Sprintf("GPU %d: %s", g.Index, g.Name), form)
 			facts.Add(card)
 		}
 		cpu := fmt.Sprintf("%s (%d cores, %d threads)", m.CPU, m.Cores, m.Threads)
@@ -379,7 +380,7 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 		users[label] = s.User
 	}
 	addr.SetOptions(sugg)
-	addr.SetPlaceHolder("name or address, e.g. 192.168.1.20 or a Host from ~/.ssh/config")
+	addr.SetPlaceHolder("name or address, e.g. 192.168.1.20 or a Host from " + sshConfigWords())
 	addr.SetText(t.Address)
 	user := widget.NewEntry()
 	user.SetPlaceHolder("your user name on that PC")
@@ -601,6 +602,58 @@ func (u *UI) secondPCOptions() (box fyne.CanvasObject, wake *widget.Label) {
 	return section("When no pictures come, or that PC is off", container.NewVBox(form, fallback)), wake
 }
 
+// DiffColumns is how wide the Review page's diff is wrapped: it fits the
+// window at 150 % on a 1280x800 screen.
+const DiffColumns = 76
+
+// WrapDiff breaks the lines of a unified diff longer than cols characters,
+// after a comma or a space where it can. A continuation line keeps the
+// line's marker (+, - or space) and is indented, so its colour and its
+// meaning stay those of the line it continues.
+func WrapDiff(diff string, cols int) string {
+	var out []string
+	for _, l := range strings.Split(diff, "\n") {
+		r := []rune(l)
+		if len(r) <= cols || len(r) == 0 {
+			out = append(out, l)
+			continue
+		}
+		marker := string(r[0])
+		if marker != "+" && marker != "-" {
+			marker = " "
+		}
+		first := true
+		for len(r) > 0 {
+			width := cols
+			if !first {
+				width = cols - 5 // the marker and four spaces of indent
+			}
+			if len(r) <= width {
+				out = append(out, cont(marker, first, string(r)))
+				break
+			}
+			cut := width
+			for i := width; i > width/2; i-- {
+				if r[i-1] == ',' || r[i-1] == ' ' || r[i-1] == '\\' {
+					cut = i
+					break
+				}
+			}
+			out = append(out, cont(marker, first, strings.TrimRight(string(r[:cut]), " ")))
+			r = []rune(strings.TrimLeft(string(r[cut:]), " "))
+			first = false
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func cont(marker string, first bool, s string) string {
+	if first {
+		return s
+	}
+	return marker + "    " + s
+}
+
 // diffGrid shows a unified diff with added lines green and removed red.
 func diffGrid(diff string) *widget.TextGrid {
 	g := widget.NewTextGrid()
@@ -654,7 +707,10 @@ func (u *UI) reviewPage() fyne.CanvasObject {
 				box.Add(para(rv.ConfigPath + " already says this: it will not be changed."))
 			} else {
 				box.Add(para("This exact change will be made to " + rv.ConfigPath + " (a backup is kept):"))
-				box.Add(container.NewHScroll(diffGrid(rv.Diff)))
+				// Long lines (a config's args) are wrapped, not scrolled
+				// sideways: the page scrolls up and down only, and the
+				// mouse wheel over the diff scrolls the page.
+				box.Add(diffGrid(WrapDiff(rv.Diff, DiffColumns)))
 			}
 			for _, n := range rv.Notes {
 				box.Add(para("Note: " + n + "."))
@@ -723,7 +779,13 @@ func (u *UI) applyPage() fyne.CanvasObject {
 				if err != nil {
 					b.box.Hide()
 					result.Add(failureCard(err))
-					result.Add(para("Go Back to Review to try again, or Cancel to close. The log above shows what Strata printed."))
+					if len(lv.lines) > 0 {
+						result.Add(para("Go Back to Review to try again, or Cancel to close. The log above shows what Strata printed."))
+					} else {
+						logTitle.Hide()
+						lv.scr.Hide()
+						result.Add(para("Go Back to Review to try again, or Cancel to close. Strata was not started, so it printed nothing."))
+					}
 				} else {
 					b.done("")
 					phase.SetText("Strata is ready.")
@@ -771,7 +833,7 @@ func failureCard(err error) fyne.CanvasObject {
 	box := container.NewVBox(head)
 	var ae *setupflow.ApplyError
 	if errors.As(err, &ae) {
-		box.Add(para(fmt.Sprintf("Could not %s: %v", ae.Step, ae.Err)))
+		box.Add(para(fmt.Sprintf("Could not %s: %s", ae.Step, guiWords(ae.Err))))
 		if len(ae.RolledBack) > 0 {
 			box.Add(bold("Put back as it was:"))
 			for _, r := range ae.RolledBack {
@@ -786,7 +848,7 @@ func failureCard(err error) fyne.CanvasObject {
 			box.Add(l)
 		}
 	} else {
-		box.Add(para(err.Error()))
+		box.Add(para(guiWords(err)))
 	}
 	return widget.NewCard("", "", box)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
@@ -534,5 +535,68 @@ func TestSecondPCIdleStopFallbackAndWake(t *testing.T) {
 	h.next(setupflow.PageApply)
 	if s := w.Settings; s.Remote == nil || s.Remote.IdleStopS != 900 || s.FallbackCPU == nil || !*s.FallbackCPU || s.Remote.MAC != "a8:a1:59:3c:27:e1" {
 		t.Errorf("settings saved: %+v remote %+v", s, s.Remote)
+	}
+}
+
+// An Apply that fails before Strata printed anything does not point at an
+// empty log; one that fails after it does.
+func TestApplyFailureBeforeStrataStarted(t *testing.T) {
+	w := demo.NewWorld("/opt/strata")
+	// As the service answers (text): the finder's message with its flags.
+	w.Fail["write"] = errors.New("no Strata install to change: no Strata install found; looked in C:\\, Z:\\. Install Strata (github.com/Niko1221/Strata), or pass --strata-root DIR (the folder holding serve/server.py and engine/)")
+	h := start(t, w, setupflow.Options{})
+	h.next(setupflow.PageFindStrata)
+	h.next(setupflow.PageThisPC)
+	h.next(setupflow.PagePlacement)
+	findRadio(h.win.Content(), "This PC's CPU").SetSelected("This PC's CPU")
+	h.next(setupflow.PageReview)
+	h.next(setupflow.PageApply)
+	h.must("Strata is not running with the new settings", "no Strata install to change", "printed nothing")
+	if txt := h.text(); strings.Contains(txt, "--strata-root") || !strings.Contains(txt, "Browse...") {
+		t.Errorf("a missing install in command-line words:\n%s", txt)
+	}
+	if txt := h.text(); strings.Contains(txt, "The log above") || strings.Contains(txt, "Strata's output") {
+		t.Errorf("the failure points at an empty log:\n%s", txt)
+	}
+}
+
+// The Review page's diff is wrapped, not in a sideways scroller: the mouse
+// wheel over it scrolls the page, and no line is cut at the right.
+func TestReviewDiffWraps(t *testing.T) {
+	w := demo.NewWorld("/opt/strata")
+	h := start(t, w, setupflow.Options{})
+	h.next(setupflow.PageFindStrata)
+	h.next(setupflow.PageThisPC)
+	h.next(setupflow.PagePlacement)
+	findRadio(h.win.Content(), "This PC's CPU").SetSelected("This PC's CPU")
+	h.next(setupflow.PageReview)
+	var grids, hscrolls int
+	var walk func(o fyne.CanvasObject)
+	walk = func(o fyne.CanvasObject) {
+		switch v := o.(type) {
+		case *widget.TextGrid:
+			grids++
+			for _, l := range strings.Split(v.Text(), "\n") {
+				if n := len([]rune(l)); n > pages.DiffColumns {
+					t.Errorf("a diff line of %d characters (max %d): %q", n, pages.DiffColumns, l)
+				}
+			}
+		case *container.Scroll:
+			if v.Direction == container.ScrollHorizontalOnly || v.Direction == container.ScrollBoth {
+				hscrolls++
+			}
+			walk(v.Content)
+		case *fyne.Container:
+			for _, c := range v.Objects {
+				walk(c)
+			}
+		}
+	}
+	walk(h.win.Content())
+	if grids == 0 {
+		t.Fatalf("no diff on the Review page:\n%s", h.text())
+	}
+	if hscrolls > 0 {
+		t.Errorf("%d sideways scrollers on the Review page", hscrolls)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"image/color"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow"
+	"github.com/strata-companion/companion/internal/stratainstall"
 )
 
 // UI is the wizard's window content.
@@ -408,3 +411,76 @@ func isCancel(err error) bool {
 
 // DemoEnabled reports STRATA_SETUP_DEMO=1.
 func DemoEnabled() bool { return os.Getenv("STRATA_SETUP_DEMO") == "1" }
+
+// FitSize is the window size to ask for: want where it fits, else the work
+// area (the screen less the taskbar, in pixels; zero when unknown) over the
+// scale fyne draws at, less room for the window's frame and title bar.
+// Every page scrolls, so a smaller window loses nothing.
+func FitSize(want, workArea fyne.Size, scale float32) fyne.Size {
+	if scale <= 0 {
+		scale = 1
+	}
+	if workArea.Width > 0 {
+		if w := workArea.Width/scale - 24; w < want.Width {
+			want.Width = w
+		}
+	}
+	if workArea.Height > 0 {
+		if h := workArea.Height/scale - 48; h < want.Height {
+			want.Height = h
+		}
+	}
+	return want
+}
+
+// strataDirs names the folders a Strata install holds, as this system
+// writes paths (serve\ and engine\ on Windows).
+var strataDirs = "serve" + string(filepath.Separator) + " and engine" + string(filepath.Separator)
+
+// sshConfigWords is where the user's ssh config is, as a path of this
+// system (C:\Users\sam\.ssh\config on Windows).
+func sshConfigWords() string {
+	if runtime.GOOS != "windows" {
+		return "~/.ssh/config"
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".ssh", "config")
+	}
+	return `%USERPROFILE%\.ssh\config`
+}
+
+// findHint is what the Strata page says when no install was found: in the
+// words of this window (Browse), not the command line's.
+func findHint(err error) string {
+	var nf *stratainstall.NotFoundError
+	if !errors.As(err, &nf) {
+		return err.Error() + "\nBrowse to the Strata folder, or install Strata first (github.com/Niko1221/Strata)."
+	}
+	msg := "No Strata install was found"
+	if nf.Why != "" {
+		msg += " (" + nf.Why + ")"
+	}
+	if len(nf.Looked) > 0 {
+		looked := nf.Looked
+		if len(looked) > 4 {
+			looked = append(append([]string{}, looked[:4]...), fmt.Sprintf("and %d more", len(nf.Looked)-4))
+		}
+		msg += " in " + strings.Join(looked, ", ")
+	}
+	return msg + ".\nChoose its folder with Browse... (the one holding " + strataDirs + "), or install Strata first (github.com/Niko1221/Strata)."
+}
+
+// guiWords is an error as this window says it: a missing install in the
+// words of the Strata page (its Browse button), not the command line's.
+func guiWords(err error) string {
+	var nf *stratainstall.NotFoundError
+	if errors.As(err, &nf) {
+		return findHint(nf)
+	}
+	if msg := err.Error(); strings.Contains(msg, stratainstall.NotFoundText) {
+		// The service's answer, as text: what it was doing, then ours.
+		before, _, _ := strings.Cut(msg, stratainstall.NotFoundText)
+		return before + "no Strata install was found.\nGo Back to the Strata page and choose its folder with Browse... (the one holding " + strataDirs + "), or install Strata first (github.com/Niko1221/Strata)."
+	}
+	return err.Error()
+}

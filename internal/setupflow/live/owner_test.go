@@ -2,17 +2,23 @@ package live_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow/live"
+	"github.com/strata-companion/companion/internal/sshx"
 	"github.com/strata-companion/companion/internal/testenv"
 	"github.com/strata-companion/companion/service/controlserver"
 )
@@ -61,7 +67,14 @@ func TestWizardSettingsGoThroughTheOwner(t *testing.T) {
 	if err := (&settings.Settings{Remote: &settings.Remote{Host: "pc2", IdleStopS: 60}}).Save(path); err != nil {
 		t.Fatal(err)
 	}
-	c := ownerService(t, backend.New(backend.Options{SettingsPath: path, StrataRoot: root.Dir, ConfigPath: root.Config}))
+	own := filepath.Join(t.TempDir(), "relay_ed25519")
+	// pc3 does not exist: the service's look at its host key stands in
+	// (that look is backend's TestSecondPCRecordOfTheCallersMakingIsRefused).
+	looked := 0
+	c := ownerService(t, backend.New(backend.Options{SettingsPath: path, StrataRoot: root.Dir, ConfigPath: root.Config, KeyFile: own,
+		CheckHostKey: func(context.Context, sshx.Endpoint, string) error { looked++; return nil }}))
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	hk, _ := ssh.NewPublicKey(pub)
 	defer live.SetOnLocalWrite(func(what string) { t.Errorf("the wizard wrote %s itself although the service runs", what) })()
 	sf := live.SettingsFile{Path: path, Client: func() (*controlapi.Client, error) { return c, nil }}
 	cur, err := (backend.New(backend.Options{SettingsPath: path, ConfigPath: root.Config})).Placement()
@@ -70,9 +83,12 @@ func TestWizardSettingsGoThroughTheOwner(t *testing.T) {
 	}
 	yes := true
 	n := &settings.Settings{StrataRoot: root.Dir, ConfigPath: root.Config, Vision: cur, FallbackCPU: &yes,
-		Remote: &settings.Remote{Host: "pc3", User: "me", KeyFile: "k", HostKey: "h", RemoteDir: "/home/me/strata-companion", NEmbd: 2560, IdleStopS: 600}}
+		Remote: &settings.Remote{Host: "pc3", User: "me", KeyFile: own, HostKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(hk))), RemoteDir: "/home/me/strata-companion", NEmbd: 2560, IdleStopS: 600}}
 	if err := sf.Save(n); err != nil {
 		t.Fatalf("Save: %v", err)
+	}
+	if looked != 1 {
+		t.Errorf("the service looked at the new PC's host key %d times, want once", looked)
 	}
 	got, err := settings.Load(path)
 	if err != nil || got.Remote == nil || !reflect.DeepEqual(*got.Remote, *n.Remote) || got.FallbackCPU == nil || !*got.FallbackCPU {

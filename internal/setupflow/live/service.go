@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -28,6 +30,10 @@ type Service struct {
 	StartTimeout time.Duration
 	// Poll is how long one events long-poll waits (default 5 s).
 	Poll time.Duration
+
+	// tookRoot, tookCfg: the install and config the service ran before
+	// Install had it take the setup's ("" when it took none).
+	tookRoot, tookCfg string
 
 	// startSeq is the service's newest event when Start gave its order:
 	// Follow reads from there, so a ready from before (a service that
@@ -85,7 +91,7 @@ func (s *Service) Status(ctx context.Context) (setupflow.ServiceStatus, error) {
 		st, err := c.State(ctx)
 		if err == nil {
 			return setupflow.ServiceStatus{Installed: true, Running: true, ServerPhase: st.Server.Phase, Seq: st.Seq,
-				Describe: fmt.Sprintf("strata-service %s runs; Strata is %s", st.Service.Version, st.Server.Phase)}, nil
+				Describe: fmt.Sprintf("strata-service %s runs; %s", st.Service.Version, serverWords(st.Server.Phase))}, nil
 		}
 	}
 	// `strata-service status --json` asks the OS service manager.
@@ -132,7 +138,47 @@ func (s *Service) Install(ctx context.Context, root, cfg string) error {
 	if err != nil {
 		return err
 	}
-	return s.ensureRunning(ctx)
+	if err := s.ensureRunning(ctx); err != nil {
+		return err
+	}
+	return s.takeConfig(ctx, root, cfg)
+}
+
+// TookFrom is the install and config the service ran before Install had it
+// take the setup's ("" when it ran none, or the same).
+func (s *Service) TookFrom() (root, cfg string) { return s.tookRoot, s.tookCfg }
+
+// Take has the running service run root with cfg again (the rollback of
+// Install's switch); Strata is started by the rollback's restart.
+func (s *Service) Take(ctx context.Context, root, cfg string) error {
+	err := s.takeConfig(ctx, root, cfg)
+	s.tookRoot, s.tookCfg = "", ""
+	return err
+}
+
+// takeConfig has the running service run root with cfg (a service with no
+// install, or running another config, takes the one the setup chose: the
+// same path a model switch takes), so the change Apply makes next and the
+// Done page concern the file Review showed.
+func (s *Service) takeConfig(ctx context.Context, root, cfg string) error {
+	c, err := s.client()
+	if err != nil {
+		return err
+	}
+	st, err := c.State(ctx)
+	if err != nil {
+		return err
+	}
+	if samePath(st.Config.Path, cfg) && samePath(st.Config.StrataRoot, root) {
+		return nil
+	}
+	s.tookRoot, s.tookCfg = st.Config.StrataRoot, st.Config.Path
+	_, err = c.SwitchConfig(ctx, controlapi.ConfigRequest{StrataRoot: root, Config: cfg, IfRunning: st.Config.Path, Confirm: true, NoCarry: true, NoStart: true})
+	var se *controlapi.StatusError
+	if errors.As(err, &se) {
+		return fmt.Errorf("the service could not take %s: %s", cfg, se.Message)
+	}
+	return err
 }
 
 // ensureRunning starts the OS service when its control API does not
@@ -297,4 +343,33 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// samePath compares two paths as the OS does ("" matches only "").
+func samePath(a, b string) bool {
+	if a == "" || b == "" {
+		return a == b
+	}
+	a, _ = filepath.Abs(a)
+	b, _ = filepath.Abs(b)
+	if runtime.GOOS == "windows" {
+		return strings.EqualFold(filepath.Clean(a), filepath.Clean(b))
+	}
+	return filepath.Clean(a) == filepath.Clean(b)
+}
+
+// serverWords is the server's phase as a sentence ("Strata has failed",
+// never "Strata is failed").
+func serverWords(phase string) string {
+	switch phase {
+	case controlapi.PhaseFailed:
+		return "Strata has failed"
+	case controlapi.PhaseStopped:
+		return "Strata is stopped"
+	case controlapi.PhaseStarting, controlapi.PhaseRestarting, controlapi.PhaseReady:
+		return "Strata is " + phase
+	case "":
+		return "Strata's state is not known"
+	}
+	return "Strata: " + phase
 }

@@ -1,0 +1,247 @@
+//go:build linux
+
+package pairing
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/strata-companion/companion/internal/fakeencoder"
+	"github.com/strata-companion/companion/internal/framing"
+	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/sshx"
+	"github.com/strata-companion/companion/internal/testenv"
+)
+
+func buildGo(t *testing.T, out, pkg string) string {
+	t.Helper()
+	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+func sumOf(t *testing.T, path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// M1 and the issue's check, against a real sshd: paired agent-only, the
+// companion's key runs nothing but the agent (`id`, a shell, the agent with
+// a program of the caller's choosing are refused); prepare works through it
+// (data files, and the encoder as the checksummed install pinned at
+// pairing); pictures are read through it; the hung-agent stop still works
+// (and stops nothing else); an upload cannot replace the encoder outside
+// prepare.
+func TestAgentOnlyKeyRunsOnlyTheAgent(t *testing.T) {
+	e := newEnv(t, testenv.SSHDOptions{})
+	bins := t.TempDir()
+	agentBin := buildGo(t, filepath.Join(bins, "strata-vision-relay"), "github.com/strata-companion/companion/relay")
+	encDir := t.TempDir() // this PC's strata-vision, alone in its folder
+	standin := buildGo(t, filepath.Join(encDir, "strata-vision"), "github.com/strata-companion/companion/internal/fakeencoder/cmd/strata-vision-standin")
+	pcDir := filepath.Join(t.TempDir(), "second pc") // a space: quoting is exercised
+
+	o := e.pairOptions()
+	o.AgentOnly, o.RemoteDir, o.From = true, pcDir, "127.0.0.1"
+	o.AllowInstall = []string{sumOf(t, standin)}
+	o.AgentBinary = func(goos, goarch string) (string, error) { return agentBin, nil }
+	ctx := context.Background()
+	res, err := Pair(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := res.Line
+	for _, want := range []string{"restrict,", `command="`, ` gate --allow ` + o.AllowInstall[0], `from="127.0.0.1"`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("authorized_keys line %q lacks %q", line, want)
+		}
+	}
+	if res.Remote.RemoteDir != pcDir {
+		t.Errorf("recorded folder %q, want %q", res.Remote.RemoteDir, pcDir)
+	}
+
+	// The companion's key, as the relay holds it.
+	signer, err := sshx.LoadSigner(e.keyFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostKey := e.s.HostSigner.PublicKey()
+	c, err := sshx.Dial(ctx, sshx.Config{Endpoint: e.ep, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: ssh.FixedHostKey(hostKey), HostKeyAlgorithms: sshx.HostKeyAlgorithms(hostKey), Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	agentPath := filepath.Join(pcDir, "strata-vision-relay")
+	q := func(argv ...string) string {
+		s, err := relay.QuoteCommand("linux", argv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	runCmd := func(cmd string) (string, error) {
+		sess, err := c.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.Close()
+		out, err := sess.CombinedOutput(cmd)
+		return string(out), err
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	for _, cmd := range []string{"id", "id > " + marker, "sh -c 'id > " + marker + "'", "touch " + marker,
+		q(agentPath, "agent", "--encoder", "/usr/bin/touch", "--mmproj", marker, "--model", "x"),
+		q(agentPath, "agent", "--install-sha256", strings.Repeat("ab", 32)),
+		q(agentPath, "authorized-keys", "add", "--comment", "x", "--line", "-")} {
+		out, err := runCmd(cmd)
+		var ee *ssh.ExitError
+		if strings.Contains(out, "uid=") || !errors.As(err, &ee) || ee.ExitStatus() != 126 || !strings.Contains(out, "only runs the Strata Companion agent") {
+			t.Errorf("%q through the companion's key: exit %v, output %q; want refused (126)", cmd, err, out)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a command of the caller's choosing ran on the second PC")
+	}
+	if out, err := runCmd(q(agentPath, "version")); err != nil || !strings.Contains(out, "strata-vision-relay") {
+		t.Errorf("the agent's version: %v %q", err, out)
+	}
+
+	// Prepare through the agent-only key: the mmproj, the vocabulary stub,
+	// and the encoder (its sum pinned at pairing).
+	mm, model := filepath.Join(bins, "mmproj.gguf"), filepath.Join(bins, "m-00001-of-00002.gguf")
+	fakeencoder.WriteMmproj(mm, 32)
+	fakeencoder.WriteModel(model, 10)
+	remote := res.Remote
+	remote.KeyFile = e.keyFile
+	pres, err := relay.Prepare(ctx, relay.PrepareOptions{Remote: remote, Mmproj: mm, Model: model,
+		AgentBinary: o.AgentBinary, LocalEncoder: standin, LocalOS: "linux", LocalArch: runtime.GOARCH, MaxTokens: 4})
+	if err != nil {
+		t.Fatalf("prepare through the agent-only key: %v", err)
+	}
+	encoder := filepath.Join(pcDir, "strata-vision")
+	if sumOf(t, encoder) != o.AllowInstall[0] || pres.NEmbd != 32 {
+		t.Fatalf("after prepare: encoder sum %s, n_embd %d", sumOf(t, encoder), pres.NEmbd)
+	}
+
+	// Another agent build cannot be installed through the key: prepare says
+	// to pair again, and the agent there is unchanged.
+	other := filepath.Join(t.TempDir(), "strata-vision-relay")
+	if b, err := exec.Command("go", "build", "-ldflags", "-X github.com/strata-companion/companion/internal/version.Version=other", "-o", other, "github.com/strata-companion/companion/relay").CombinedOutput(); err != nil {
+		t.Fatalf("building another agent: %v\n%s", err, b)
+	}
+	before := sumOf(t, agentPath)
+	_, err = relay.Prepare(ctx, relay.PrepareOptions{Remote: remote, Mmproj: mm, Model: model,
+		AgentBinary: func(string, string) (string, error) { return other, nil }, LocalOS: "linux", LocalArch: runtime.GOARCH})
+	if err == nil || !strings.Contains(err.Error(), "pair the second PC again") {
+		t.Errorf("prepare with another agent build through the agent-only key: %v", err)
+	}
+	if sumOf(t, agentPath) != before {
+		t.Error("the agent was replaced through the agent-only key")
+	}
+
+	// An upload cannot replace the encoder outside prepare's checksummed install.
+	evil := []byte("#!/bin/sh\nid > " + marker + "\n")
+	es := sha256.Sum256(evil)
+	sess, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := sess.StdinPipe()
+	outp, _ := sess.StdoutPipe()
+	if err := sess.Start(q(agentPath, "agent")); err != nil {
+		t.Fatal(err)
+	}
+	fw, fr := framing.NewWriter(in), framing.NewReader(outp)
+	if typ, _, err := fr.Next(); err != nil || typ != framing.Hello {
+		t.Fatalf("hello: %q %v", typ, err)
+	}
+	fw.WriteJSON(framing.PutBegin, framing.PutHeader{Name: "strata-vision", Size: int64(len(evil)), SHA256: hex.EncodeToString(es[:]), Mode: 0o755})
+	fw.Write(framing.PutData, evil)
+	fw.Write(framing.PutEnd)
+	if typ, p, err := fr.Next(); err != nil || typ != framing.Error || !strings.Contains(string(p), "checksummed install") {
+		t.Errorf("replacing the encoder: %q %q %v; want refused", typ, p, err)
+	}
+	in.Close()
+	sess.Wait()
+	if sumOf(t, encoder) != o.AllowInstall[0] {
+		t.Fatal("the encoder was replaced")
+	}
+
+	// Pictures through the key, as the relay reads them.
+	rm, rmodel := relay.RemoteFiles(mm, model)
+	args := relay.AgentArgs{OS: "linux", RemoteDir: pcDir, Encoder: "strata-vision", Mmproj: rm, Model: rmodel, MaxTokens: 4}
+	agentCmd, err := args.Command()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := relay.New(relay.Options{Host: remote.Host, Dial: relay.SSHDialer(remote), AgentCommand: agentCmd, NEmbd: 32})
+	img := filepath.Join(t.TempDir(), "p.img")
+	os.WriteFile(img, append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte("px"), 100)...), 0o600)
+	if reply := rl.Encode(ctx, img, img+".sve"); !strings.HasPrefix(reply, "OK ") {
+		t.Errorf("a picture through the agent-only key: %q", reply)
+	}
+	rl.Close()
+
+	// The hung-agent stop: an agent that cannot read its input's end (here
+	// stopped) is ended with the relay's `kill -KILL PID`, which the gate
+	// does itself; a PID that is not this agent is refused.
+	sess, err = c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ = sess.StdinPipe()
+	outp, _ = sess.StdoutPipe()
+	if err := sess.Start(agentCmd); err != nil {
+		t.Fatal(err)
+	}
+	_, p, err := framing.NewReader(outp).Next()
+	var info framing.Info
+	if err != nil || json.Unmarshal(p, &info) != nil || info.PID <= 0 {
+		t.Fatalf("hello: %s %v", p, err)
+	}
+	syscall.Kill(info.PID, syscall.SIGSTOP) // hung
+	bystander := exec.Command("sleep", "60")
+	bystander.Start()
+	defer bystander.Process.Kill()
+	if out, err := runCmd("kill -KILL " + strconv.Itoa(bystander.Process.Pid)); err == nil || !strings.Contains(out, "not this agent") {
+		t.Errorf("kill of another process: %v %q; want refused", err, out)
+	}
+	if err := bystander.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the bystander was killed: %v", err)
+	}
+	if out, err := runCmd("kill -KILL " + strconv.Itoa(info.PID)); err != nil {
+		t.Errorf("the hung-agent stop: %v %q", err, out)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- sess.Wait() }()
+	select {
+	case <-waited:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the hung agent's session did not end after its stop")
+	}
+	in.Close()
+	if err := syscall.Kill(info.PID, 0); err == nil {
+		t.Errorf("the hung agent %d still runs", info.PID)
+		syscall.Kill(info.PID, syscall.SIGKILL)
+	}
+}

@@ -1,0 +1,286 @@
+package daemon
+
+// Switching the config that runs (POST /v1/config) and listing the
+// install's configs (GET /v1/configs). A model switch and a first install
+// chosen after a bare service install take the same path.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-companion/companion/internal/backend"
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/strataconfig"
+	"github.com/strata-companion/companion/internal/stratainstall"
+	"github.com/strata-companion/companion/service/controlserver"
+)
+
+// samePath compares two paths as the OS does ("" matches only "").
+func samePath(a, b string) bool {
+	if a == "" || b == "" {
+		return a == b
+	}
+	a, _ = filepath.Abs(a)
+	b, _ = filepath.Abs(b)
+	a, b = filepath.Clean(a), filepath.Clean(b)
+	if runtime.GOOS == "windows" {
+		return strings.EqualFold(a, b)
+	}
+	return a == b
+}
+
+// TagOf is a config's tag: strata-<tag>.json.
+func TagOf(path string) string {
+	b := filepath.Base(path)
+	return strings.TrimSuffix(strings.TrimPrefix(b, "strata-"), ".json")
+}
+
+// configFile turns a tag or a path into the config's absolute path under root.
+func configFile(root, config string) string {
+	if strings.ContainsAny(config, `/\`) || strings.HasSuffix(config, ".json") {
+		if !filepath.IsAbs(config) {
+			if _, err := os.Stat(config); err != nil && root != "" {
+				config = filepath.Join(root, config)
+			}
+		}
+		abs, _ := filepath.Abs(config)
+		return abs
+	}
+	return filepath.Join(root, "strata-"+config+".json")
+}
+
+// Entry describes one config: its model and whether it can run as it is.
+func Entry(in *stratainstall.Install, path string) controlapi.ConfigEntry {
+	e := controlapi.ConfigEntry{Path: path, Tag: TagOf(path)}
+	c, err := strataconfig.Read(path)
+	if err != nil {
+		e.Problem = err.Error()
+		return e
+	}
+	var keys struct {
+		ModelName string `json:"model_name"`
+	}
+	_ = json.Unmarshal(c.Raw, &keys)
+	e.ModelName = keys.ModelName
+	switch {
+	case c.Err() != nil:
+		e.Problem = c.Problems[0].String()
+	case in != nil && in.Python == "":
+		e.Problem = "Strata's Python (.venv) is missing in " + in.Root + ": run Strata's setup first"
+	default:
+		if m := missingModel(c); m != "" {
+			e.Problem = "the model file " + m + " does not exist: download it with Strata's setup"
+		}
+	}
+	e.Ready = e.Problem == ""
+	return e
+}
+
+// missingModel is the first model file the engine's arguments name that
+// does not exist ("" when all do).
+func missingModel(c *strataconfig.Config) string {
+	for i, a := range c.Args {
+		switch a {
+		case "-m", "--model", "--native", "--pack":
+			if i+1 < len(c.Args) {
+				p := c.Resolve(c.Args[i+1])
+				if _, err := os.Stat(p); err != nil {
+					return p
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// Configs is GET /v1/configs: the install's strata-*.json, the one running marked.
+func (d *Daemon) Configs(ctx context.Context) (*controlapi.ConfigList, error) {
+	r := d.current()
+	out := &controlapi.ConfigList{Configs: []controlapi.ConfigEntry{}}
+	if r.in == nil {
+		return out, nil
+	}
+	out.StrataRoot, out.Running = r.in.Root, r.in.ConfigInUse
+	all, err := stratainstall.Find(ctx, stratainstall.Options{Root: r.in.Root})
+	if err != nil {
+		return nil, &controlserver.RequestError{Code: 409, Err: err}
+	}
+	in := &all[0]
+	for _, p := range in.Configs {
+		e := Entry(in, p)
+		e.Running = samePath(p, r.in.ConfigInUse)
+		out.Configs = append(out.Configs, e)
+	}
+	return out, nil
+}
+
+func conflict(format string, a ...any) error {
+	return &controlserver.RequestError{Code: http.StatusConflict, Err: fmt.Errorf(format, a...)}
+}
+
+func badRequest(format string, a ...any) error {
+	return &controlserver.RequestError{Code: http.StatusBadRequest, Err: fmt.Errorf(format, a...)}
+}
+
+// SwitchConfig is POST /v1/config: stop the server, carry the picture
+// placement over to the new config (through its backend, with the diff),
+// record it in the settings, start the server on it and publish one
+// config.switched event. Nothing changes when it is refused.
+func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest) (*controlapi.ConfigResponse, error) {
+	if strings.TrimSpace(req.Config) == "" {
+		return nil, badRequest("say which config to run: a tag (coder-iq1_m) or the path of a strata-<tag>.json")
+	}
+	d.switchMu.Lock()
+	defer d.switchMu.Unlock()
+	cur := d.current()
+	prev := cur.path()
+	if req.IfRunning != "" && !samePath(req.IfRunning, prev) {
+		running := prev
+		if running == "" {
+			running = "no config"
+		}
+		return nil, conflict("the service runs %s, not %s: nothing was changed (look again: strata-service model)", running, req.IfRunning)
+	}
+	root := req.StrataRoot
+	if root == "" {
+		if cur.in == nil {
+			if !strings.ContainsAny(req.Config, `/\`) {
+				return nil, conflict("the service has no Strata install yet: name its folder too (strata-service model use --strata-root DIR %s, or choose it in the setup)", req.Config)
+			}
+			root = filepath.Dir(configFile("", req.Config))
+		} else {
+			root = cur.in.Root
+		}
+	}
+	target := configFile(root, req.Config)
+	in, err := stratainstall.ResolveContext(ctx, stratainstall.Options{Root: root, Config: target})
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
+	if e := Entry(in, target); !e.Ready {
+		return nil, badRequest("%s cannot run as it is: %s; nothing was changed", target, e.Problem)
+	}
+	resp := &controlapi.ConfigResponse{Previous: prev, Running: target}
+	if cur.in != nil && samePath(target, prev) && samePath(in.Root, cur.in.Root) {
+		resp.Message = fmt.Sprintf("The service already runs %s: nothing to change.", target)
+		return resp, nil
+	}
+
+	// The placement in use now, carried over to the new config.
+	owner := newBackend(in, d.publish)
+	s, err := settings.LoadDefault()
+	if err != nil {
+		return nil, err
+	}
+	var vreq *controlapi.VisionRequest
+	if cur.in != nil && !req.NoCarry {
+		if c, err := strataconfig.Read(prev); err == nil {
+			pl := backend.Placement(c, s)
+			vreq = &controlapi.VisionRequest{Placement: string(pl), DryRun: true}
+			if pl == settings.PlacementCPU && s.CPUThreads > 0 {
+				vreq.Threads = s.CPUThreads
+			}
+		}
+	}
+	var carry string
+	if vreq != nil {
+		dry, err := owner.SetVision(ctx, *vreq)
+		switch {
+		case err != nil:
+			carry = fmt.Sprintf("Pictures could not be carried over (%v); %s reads them as it says.", err, filepath.Base(target))
+			vreq = nil
+		default:
+			resp.Diff = dry.Diff
+		}
+	}
+	if !req.Confirm && !req.DryRun {
+		if busy := d.busy(ctx); busy {
+			return nil, &controlserver.RequestError{Code: http.StatusConflict, Busy: true,
+				Err: errors.New("Strata is answering a request now: switching stops it. Ask again with confirm to go ahead, or wait until it is done; nothing was changed")}
+		}
+	}
+	if req.DryRun {
+		resp.Message = fmt.Sprintf("The service will stop Strata, then start it with %s (text requests wait 30-90 s).", target)
+		if carry != "" {
+			resp.Message += " " + carry
+		}
+		return resp, nil
+	}
+	d.mu.Lock()
+	runCtx := d.runCtx
+	d.mu.Unlock()
+	if runCtx == nil || runCtx.Err() != nil {
+		return nil, conflict("the service is not running its supervisor (starting or stopping): try again")
+	}
+	if vreq != nil {
+		vreq.DryRun = false
+		if _, err := owner.SetVision(ctx, *vreq); err != nil {
+			return nil, httpError(fmt.Errorf("carrying the picture placement over to %s: %w; nothing was switched", target, err))
+		}
+	}
+	if _, err := owner.Update(ctx, "the config in use", func(s *settings.Settings) error {
+		s.StrataRoot, s.ConfigPath = in.Root, in.ConfigInUse
+		return nil
+	}); err != nil {
+		return nil, httpError(err)
+	}
+	d.stop(cur)
+	next, err := d.prepare(in, nil, req.NoStart)
+	if err != nil {
+		return nil, err
+	}
+	s, _ = settings.LoadDefault()
+	if s == nil {
+		s = &settings.Settings{}
+	}
+	d.tracker.Update(func(st *controlapi.State) {
+		st.Config, st.Vision = configState(in, nil, s)
+		st.Server.Version, st.Server.Engine, st.Server.Model = "", "", ""
+	})
+	resp.Message = fmt.Sprintf("The service stopped Strata and is starting it with %s.", target)
+	if req.NoStart {
+		resp.Message = fmt.Sprintf("The service stopped Strata and runs %s from its next start.", target)
+	}
+	if carry != "" {
+		resp.Message += " " + carry
+	}
+	d.publish(events.Event{Kind: events.ConfigSwitched, Message: fmt.Sprintf("switched to %s", target),
+		Details: map[string]any{"previous": prev, "running": target, "strata_root": in.Root, "diff": resp.Diff}})
+	d.start(runCtx, next)
+	return resp, nil
+}
+
+// busy says whether the running Strata is answering a request now (its
+// GET /status, which needs no key: {"busy": true} while a request runs).
+func (d *Daemon) busy(ctx context.Context) bool {
+	st := d.tracker.Snapshot()
+	if st.Server.Phase != controlapi.PhaseReady || st.Server.Port == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(st.Server.Port)+"/status", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var s struct {
+		Busy bool `json:"busy"`
+	}
+	return resp.StatusCode == 200 && json.NewDecoder(resp.Body).Decode(&s) == nil && s.Busy
+}

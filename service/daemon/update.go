@@ -1,0 +1,382 @@
+package daemon
+
+// Updating Strata under the service (POST /v1/strata/update, the CLI's
+// update-strata and the tray's item). Strata's own update (UPDATE.bat,
+// update.sh) assumes it owns the server: run beside the service's server,
+// `setup.py --update` keeps the running engine ("engine X is in use"),
+// still says "Strata is updated" and exits 0. So the service does it:
+// stop the server (the service stays), `git pull --ff-only` (with the move
+// to the rewritten history UPDATE.bat makes when that fails, never its
+// pauses), `<venv python> setup.py --update`, start Strata and wait until it
+// is ready, and say which engine ran before and after. A failure ("[X]",
+// exit 1, an engine kept "in use", not ready after) puts the old engine
+// back (`setup.py --rollback-engine`, when this update replaced it) and
+// starts it again. The service never checks for updates by itself: only
+// when asked.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/stratainstall"
+	"github.com/strata-companion/companion/service/controlserver"
+)
+
+// ReleasesURL is where an install that is not a git checkout learns
+// Strata's newest release (a variable for tests).
+var ReleasesURL = "https://api.github.com/repos/Niko1221/Strata/releases/latest"
+
+var (
+	cmakeVersion = regexp.MustCompile(`project\s*\(\s*strata\s+VERSION\s+([0-9]+\.[0-9]+\.[0-9]+)`)
+	minEngine    = regexp.MustCompile(`MIN_ENGINE\s*=\s*\((\d+),\s*(\d+),\s*(\d+)\)`)
+)
+
+// older compares dotted versions numerically ("" is oldest).
+func older(a, b string) bool {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < 3; i++ {
+		var x, y int
+		if i < len(pa) {
+			x, _ = strconv.Atoi(pa[i])
+		}
+		if i < len(pb) {
+			y, _ = strconv.Atoi(pb[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}
+
+func minEngineOf(setupPy string) string {
+	if m := minEngine.FindStringSubmatch(setupPy); m != nil {
+		return m[1] + "." + m[2] + "." + m[3]
+	}
+	return ""
+}
+
+func git(ctx context.Context, root string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", root}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// check says whether an update exists: the install's git origin, else
+// Strata's releases; offline says so.
+func (d *Daemon) check(ctx context.Context, root, from string) *controlapi.UpdateResponse {
+	r := &controlapi.UpdateResponse{From: from}
+	// An engine an earlier update kept (it was in use) is due anyway.
+	local, _ := os.ReadFile(filepath.Join(root, "setup.py"))
+	due := minEngineOf(string(local))
+	engineDue := due != "" && older(ReadBuild(root).Version, due)
+	if _, err := os.Stat(filepath.Join(root, ".git")); err == nil {
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if out, err := git(cctx, root, "fetch", "--quiet", "origin"); err != nil {
+			r.Offline = true
+			r.Message = "Could not reach the install's git origin (" + lastLine(out, err) + "): offline? Nothing was checked."
+			return r
+		}
+		up := "@{u}"
+		if _, err := git(cctx, root, "rev-parse", "--verify", "--quiet", up); err != nil {
+			up = "origin/main"
+		}
+		n, _ := git(cctx, root, "rev-list", "--count", "HEAD.."+up)
+		behind, _ := strconv.Atoi(n)
+		if cm, err := git(cctx, root, "show", up+":CMakeLists.txt"); err == nil {
+			if m := cmakeVersion.FindStringSubmatch(cm); m != nil {
+				r.To = m[1]
+			}
+		}
+		if r.To == "" {
+			if sp, err := git(cctx, root, "show", up+":setup.py"); err == nil {
+				r.To = minEngineOf(sp)
+			}
+		}
+		r.Available = behind > 0 || engineDue
+		switch {
+		case behind > 0:
+			r.Message = fmt.Sprintf("An update of Strata is available: %d new commit(s) on its git origin", behind)
+			if r.To != "" {
+				r.Message += " (version " + r.To + ")"
+			}
+			r.Message += "."
+		case engineDue:
+			r.To = due
+			r.Message = fmt.Sprintf("Strata's files are up to date, but its engine %s is older than the %s they need (an earlier update kept it while it ran).", ReadBuild(root).Version, due)
+		default:
+			r.Message = "Strata is up to date."
+		}
+		return r
+	}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(cctx, http.MethodGet, ReleasesURL, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		r.Offline = true
+		r.Message = "Could not reach Strata's releases (" + err.Error() + "): offline? Nothing was checked."
+		return r
+	}
+	defer resp.Body.Close()
+	var rel struct {
+		Tag string `json:"tag_name"`
+	}
+	if resp.StatusCode != 200 || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&rel) != nil {
+		r.Offline = true
+		r.Message = fmt.Sprintf("Strata's releases did not answer as expected (%s): nothing was checked.", resp.Status)
+		return r
+	}
+	r.To = strings.TrimPrefix(rel.Tag, "v")
+	r.Available = older(from, r.To) || engineDue
+	if r.Available {
+		r.Message = "Strata " + r.To + " is available (this install is not a git checkout: `setup.py --update` downloads its engine)."
+	} else {
+		r.Message = "Strata is up to date."
+	}
+	return r
+}
+
+func lastLine(out string, err error) string {
+	if out == "" {
+		return err.Error()
+	}
+	l := strings.Split(out, "\n")
+	return l[len(l)-1]
+}
+
+// UpdateStrata is POST /v1/strata/update.
+func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest) (*controlapi.UpdateResponse, error) {
+	d.switchMu.Lock()
+	defer d.switchMu.Unlock()
+	cur := d.current()
+	if cur.in == nil {
+		return nil, conflict("no Strata install to update: %v", cur.resolveErr)
+	}
+	root := cur.in.Root
+	from := d.tracker.Snapshot().Server.Version
+	if from == "" {
+		from = ReadBuild(root).Version
+	}
+	r := d.check(ctx, root, from)
+	if req.Check || !r.Available {
+		return r, nil
+	}
+	if !req.Confirm && d.busy(ctx) {
+		return nil, &controlserver.RequestError{Code: http.StatusConflict, Busy: true,
+			Err: errors.New("Strata is answering a request now: updating stops it. Ask again with confirm to go ahead, or wait until it is done; nothing was changed")}
+	}
+	d.mu.Lock()
+	runCtx := d.runCtx
+	d.mu.Unlock()
+	if runCtx == nil || runCtx.Err() != nil {
+		return nil, conflict("the service is starting or stopping: try again")
+	}
+	say := func(line string) {
+		r.Lines = append(r.Lines, line)
+		d.publish(events.Event{Kind: events.UpdateProgress, Message: line})
+	}
+	d.publish(events.Event{Kind: events.UpdateStarted, Message: "updating Strata (engine " + from + "): the server stops meanwhile", Details: map[string]any{"from": from}})
+	say("stopping the Strata server (the service keeps running)")
+	d.stop(cur)
+	before := ReadBuild(root).Version
+
+	var failed string
+	if _, err := os.Stat(filepath.Join(root, ".git")); err == nil {
+		failed = d.pull(runCtx, root, say)
+	}
+	inUse := false
+	if failed == "" {
+		code, lines, err := d.runSetup(runCtx, cur.in, say, "--update")
+		for _, l := range lines {
+			switch {
+			case strings.HasPrefix(strings.TrimSpace(l), "[X]") && failed == "":
+				failed = "Strata's setup stopped: " + strings.TrimSpace(l)
+			case strings.Contains(l, "is in use"):
+				inUse = true
+			}
+		}
+		switch {
+		case err != nil:
+			failed = "running Strata's setup: " + err.Error()
+		case failed == "" && code != 0:
+			failed = fmt.Sprintf("Strata's setup exited with code %d", code)
+		case failed == "" && inUse:
+			failed = "Strata's setup kept engine " + before + " because it is in use (another Strata, or an engine left running, holds it): close it and update again"
+		}
+	}
+	after := ReadBuild(root).Version
+	replaced := after != before
+	rollback := func() {
+		if !replaced || r.RolledBack {
+			return
+		}
+		say("putting the old engine back (setup.py --rollback-engine)")
+		if code, _, err := d.runSetup(runCtx, cur.in, say, "--rollback-engine"); err != nil || code != 0 {
+			say(fmt.Sprintf("the rollback did not work (exit %d, %v): the engine left is %s", code, err, ReadBuild(root).Version))
+			return
+		}
+		r.RolledBack = true
+	}
+	if failed != "" {
+		rollback()
+	}
+	ver, ready, why := d.startAndWait(runCtx, root, say)
+	if failed == "" && !ready {
+		failed = "Strata did not get ready after the update: " + why
+		rollback()
+		if r.RolledBack {
+			ver, ready, why = d.startAndWait(runCtx, root, say)
+		}
+	}
+	r.To = ver
+	if failed != "" {
+		r.Message = "The update failed: " + failed + "."
+		if r.RolledBack {
+			r.Message += " The old engine was put back."
+		}
+		if ready {
+			r.Message += fmt.Sprintf(" Strata runs engine %s again.", ver)
+		} else {
+			r.Message += " Strata did not start again either: " + why
+		}
+		d.publish(events.Event{Kind: events.UpdateFailed, Message: r.Message, Details: map[string]any{"from": from, "to": ver, "rolled_back": r.RolledBack}})
+		return r, nil
+	}
+	r.Updated = true
+	r.Message = fmt.Sprintf("Strata was updated: engine %s -> %s, and it is ready.", from, ver)
+	if from == ver {
+		r.Message = fmt.Sprintf("Strata's files were updated; its engine stays %s (no newer one was needed), and it is ready.", ver)
+	}
+	d.publish(events.Event{Kind: events.UpdateFinished, Message: r.Message, Details: map[string]any{"from": from, "to": ver, "ok": true}})
+	return r, nil
+}
+
+// pull is UPDATE.bat's git step: `git pull --ff-only`, and when that fails
+// the move to Strata's rewritten history (#1276): keep HEAD on a
+// pre-cleanup-backup[-N] branch and check out origin/main. "" = done.
+func (d *Daemon) pull(ctx context.Context, root string, say func(string)) string {
+	say("git pull --ff-only")
+	out, err := git(ctx, root, "pull", "--ff-only")
+	for _, l := range strings.Split(out, "\n") {
+		if l != "" {
+			say(l)
+		}
+	}
+	if err == nil {
+		return ""
+	}
+	name := "pre-cleanup-backup"
+	for n := 2; ; n++ {
+		if _, err := git(ctx, root, "rev-parse", "--verify", "--quiet", "refs/heads/"+name); err != nil {
+			break
+		}
+		name = fmt.Sprintf("pre-cleanup-backup-%d", n)
+	}
+	say("the pull could not fast-forward: keeping this checkout on the branch " + name + " and moving to origin/main (as UPDATE.bat does)")
+	if out, err := git(ctx, root, "branch", name, "HEAD"); err != nil {
+		return "git branch " + name + ": " + lastLine(out, err)
+	}
+	if out, err := git(ctx, root, "checkout", "-B", "main", "origin/main"); err != nil {
+		return "git checkout -B main origin/main: " + lastLine(out, err)
+	}
+	return ""
+}
+
+// runSetup runs `<venv python> setup.py args` in the install, unattended
+// (no terminal: it asks nothing), each line said as it comes.
+func (d *Daemon) runSetup(ctx context.Context, in *stratainstall.Install, say func(string), args ...string) (int, []string, error) {
+	py := in.Python
+	if py == "" {
+		return -1, nil, errors.New("the install has no Python venv (.venv): run Strata's setup in " + in.Root)
+	}
+	say(filepath.Base(py) + " setup.py " + strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, py, append([]string{"setup.py"}, args...)...)
+	cmd.Dir = in.Root
+	cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1")
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		return -1, nil, err
+	}
+	var lines []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			l := strings.TrimRight(sc.Text(), "\r")
+			lines = append(lines, l)
+			say(l)
+		}
+	}()
+	err := cmd.Wait()
+	pw.Close()
+	<-done
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), lines, nil
+	}
+	return 0, lines, err
+}
+
+// startAndWait starts Strata on the config in the settings (the one that
+// ran) and waits until it is ready or failed; it returns the engine it runs.
+func (d *Daemon) startAndWait(ctx context.Context, root string, say func(string)) (version string, ready bool, why string) {
+	s, err := settings.LoadDefault()
+	if err != nil || s == nil {
+		s = &settings.Settings{}
+	}
+	cfg := d.current().path()
+	in, err := stratainstall.ResolveContext(ctx, stratainstall.Options{Root: root, Config: cfg})
+	if err != nil {
+		return "", false, err.Error()
+	}
+	next, err := d.prepare(in, nil, false)
+	if err != nil {
+		return "", false, err.Error()
+	}
+	d.tracker.Update(func(st *controlapi.State) { st.Config, st.Vision = configState(in, nil, s) })
+	seq := d.bus.Last()
+	say("starting Strata")
+	d.start(ctx, next)
+	timeout := d.o.StartTimeout
+	if timeout == 0 {
+		timeout = 10 * time.Minute
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout+30*time.Second)
+	defer cancel()
+	for {
+		evs, _, err := d.bus.Wait(wctx, seq)
+		if err != nil {
+			return "", false, "it did not get ready within " + timeout.String()
+		}
+		for _, e := range evs {
+			seq = e.Seq
+			switch e.Kind {
+			case events.ServerReady:
+				v, _ := e.Details["version"].(string)
+				return v, true, ""
+			case events.ServerFailed, events.ServerForeign:
+				return "", false, e.Message
+			}
+		}
+	}
+}
