@@ -51,7 +51,8 @@ type RootOptions struct {
 	// Vision reads pictures on the GPU: a vision block and --vision in the
 	// config, ROOT/strata-vision and engine/strata-vision (EncoderScript:
 	// READY 2560, ERR to every picture, QUIT ends it), and ROOT's
-	// mmproj-BF16.gguf and stub.gguf. Extra's "vision" and "args" win.
+	// model.gguf (the one args names), mmproj-BF16.gguf and stub.gguf.
+	// Extra's "vision" and "args" win.
 	Vision bool
 }
 
@@ -106,12 +107,12 @@ func MakeRoot(dir, bin string, o RootOptions) (*Root, error) {
 				return nil, err
 			}
 		}
-		for _, f := range []string{"mmproj-BF16.gguf", "stub.gguf"} {
+		for _, f := range []string{"mmproj-BF16.gguf", "stub.gguf", "model.gguf"} {
 			if err := os.WriteFile(filepath.Join(dir, f), []byte("GGUF"), 0o644); err != nil {
 				return nil, err
 			}
 		}
-		cfg["args"] = []string{"-m", "model-" + o.Tag + ".gguf", "--vision", "--vram-reserve-mib", "700"}
+		cfg["args"] = []string{"-m", "model.gguf", "--vision", "--vram-reserve-mib", "700"}
 		cfg["vision"] = map[string]any{"exe": enc, "mmproj": filepath.Join(dir, "mmproj-BF16.gguf"), "model": filepath.Join(dir, "stub.gguf"), "gpu": true}
 	}
 	for k, v := range o.Extra {
