@@ -90,9 +90,21 @@ func (g *gui) regValue(key, name string) string {
 	return ""
 }
 
+// started is a program start runs: stop ends it and waits for it (the one
+// Wait is start's own goroutine: a second one races it).
+type started struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+func (p *started) stop() {
+	p.cmd.Process.Kill()
+	<-p.done
+}
+
 // start runs a Windows program in the background, its output in a log of
 // this run (files, never pipes: wine's helpers inherit them).
-func (g *gui) start(name string, env []string, args ...string) (*exec.Cmd, string) {
+func (g *gui) start(name string, env []string, args ...string) (*started, string) {
 	g.t.Helper()
 	logPath := filepath.Join(g.dir, name+".log")
 	f, err := os.Create(logPath)
@@ -108,15 +120,15 @@ func (g *gui) start(name string, env []string, args ...string) (*exec.Cmd, strin
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
+	p := &started{cmd: cmd, done: done}
 	g.t.Cleanup(func() {
 		select {
 		case <-done:
 		default:
-			cmd.Process.Kill()
-			<-done
+			p.stop()
 		}
 	})
-	return cmd, logPath
+	return p, logPath
 }
 
 func (g *gui) x(args ...string) string {
@@ -604,8 +616,7 @@ func TestWindowsGUIUnderWine(t *testing.T) {
 	if m, _ := g.trayMenu("tray-no-service"); m.w > 640 || !fits(m) {
 		t.Errorf("the tray menu with no service is %s: wider than 640 px or off the screen", m)
 	}
-	tray.Process.Kill()
-	tray.Wait()
+	tray.stop()
 
 	// 2. The installer, the Strata folder left empty ("choose it later in
 	// the setup"), the tray at sign-in ticked.
