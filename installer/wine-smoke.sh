@@ -11,7 +11,7 @@
 #   from it to the new one)
 # Needs: wine, wine64, Xvfb, x86_64-w64-mingw32-gcc. Takes about 2 minutes.
 #
-# Two known wine problems are handled here (see /work/shared/TOOLING.md):
+# Two known wine problems are handled here:
 # Go programs need bcryptprimitives.dll's ProcessPrng, which wine 8 lacks (a
 # small shim built with mingw goes into system32), and wine 8 reports
 # Windows 7 by default, which the installer refuses (Go needs Windows 10).

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-companion/companion/app/internal/standin"
 	"github.com/strata-companion/companion/app/traymodel"
 	"github.com/strata-companion/companion/app/watch"
 	"github.com/strata-companion/companion/assets"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 // recView records every menu the controller shows.
@@ -135,7 +135,7 @@ func readyRemote(since time.Time) controlapi.State {
 }
 
 type rig struct {
-	api      *standin.API
+	api      *testenv.Service
 	view     *recView
 	notes    *countNotifier
 	desk     *fakeDesktop
@@ -146,7 +146,7 @@ type rig struct {
 
 func start(t *testing.T, st controlapi.State, paired bool) *rig {
 	t.Helper()
-	r := &rig{api: standin.New(t, st), view: newRecView(), notes: &countNotifier{}, desk: &fakeDesktop{answer: true}, auto: &fakeAutostart{}}
+	r := &rig{api: testenv.NewService(t, st), view: newRecView(), notes: &countNotifier{}, desk: &fakeDesktop{answer: true}, auto: &fakeAutostart{}}
 	r.settings = &settings.Settings{}
 	if paired {
 		r.settings.Remote = &settings.Remote{Host: "gpu-laptop", User: "strata"}
@@ -228,7 +228,7 @@ func TestReadyRemoteDownAndBack(t *testing.T) {
 // The tray starts before the service exists, then survives it restarting.
 func TestServiceAbsentThenRestarting(t *testing.T) {
 	since := time.Now().Add(-time.Minute)
-	api := standin.New(t, readyRemote(since))
+	api := testenv.NewService(t, readyRemote(since))
 	api.Stop()
 	view := newRecView()
 	ctl := New()
@@ -422,7 +422,7 @@ func TestSwitchWithoutDialog(t *testing.T) {
 // reach the tray's menu: event published, long-poll answered, state re-read,
 // menu computed and shown.
 func BenchmarkEventToMenu(b *testing.B) {
-	api := standin.New(b, readyRemote(time.Now()))
+	api := testenv.NewService(b, readyRemote(time.Now()))
 	view := newRecView()
 	ctl := New()
 	ctl.View = view

@@ -86,7 +86,7 @@ func (id ItemID) Checkable() bool {
 	return id.Parent() == ItemModel
 }
 
-// VisionItem maps a vision choice item to its placement ("" for other items).
+// Placement is the placement a vision choice item stands for ("" for other items).
 func (id ItemID) Placement() string {
 	switch id {
 	case ItemVisionGPU:

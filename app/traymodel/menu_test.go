@@ -1,6 +1,7 @@
 package traymodel
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -189,17 +190,57 @@ func TestBuild(t *testing.T) {
 	}
 }
 
+// Build is pure: the menu is a function of the Input alone. It does not
+// change its input, carries nothing from one call to the next (each input
+// gives the same menu whatever was built before it), and takes the time
+// from in.Now, never the clock (t0 is days away from the wall clock, so a
+// line computed from time.Now would differ from the one expected here).
 func TestBuildIsPure(t *testing.T) {
-	in := Input{Now: t0, State: ready(), RemoteName: "gpu-laptop", Autostart: true}
-	a, b := Build(in), Build(in)
-	if a != b {
-		t.Fatal("same input, different menus")
+	inputs := []func() Input{
+		func() Input { return Input{Now: t0, State: ready(), RemoteName: "gpu-laptop", Autostart: true} },
+		func() Input {
+			return Input{Now: t0, State: with(func(s *controlapi.State) {
+				s.Server.Phase, s.Server.Since = controlapi.PhaseStarting, t0.Add(-90*time.Second)
+			}), Pending: &Pending{Action: "restart", Started: t0.Add(-time.Minute)}}
+		},
+		func() Input {
+			return Input{Now: t0, State: with(func(s *controlapi.State) { s.Remote.Reachable, s.Remote.Reason = false, "timed out" }),
+				RemoteName: "gpu-laptop", FallbackCPU: true, Relay: RelayView{LastWhere: "cpu", LastMS: 900, LastAt: t0.Add(-time.Minute), Failovers: 1}}
+		},
+		func() Input { return Input{Now: t0, Reach: Unreachable, Problem: "the service does not answer"} },
 	}
-	if !a.Items[ItemAutostart].Checked {
+	first := make([]Menu, len(inputs))
+	for i, mk := range inputs {
+		in := mk()
+		first[i] = Build(in)
+		// The input is as it was made: Build changed nothing in it.
+		if want := mk(); !reflect.DeepEqual(in, want) {
+			t.Errorf("input %d: Build changed its input:\n%+v\nwant\n%+v", i, in, want)
+		}
+	}
+	// Built again in the other order: the same menus.
+	for i := len(inputs) - 1; i >= 0; i-- {
+		if got := Build(inputs[i]()); got != first[i] {
+			t.Errorf("input %d: a second Build, after others, gave another menu:\n%+v\nwant\n%+v", i, got, first[i])
+		}
+	}
+	// The time is in.Now's: "for" the 90 s since t0-90s, and another Now
+	// gives another line.
+	if got, want := first[1].Items[ItemServer].Title, "for "+Duration(90*time.Second); !strings.Contains(got, want) {
+		t.Errorf("starting server line %q, want it to say %q (from in.Now, not the clock)", got, want)
+	}
+	later := inputs[1]()
+	later.Now = t0.Add(time.Hour)
+	if Build(later).Items[ItemServer].Title == first[1].Items[ItemServer].Title {
+		t.Error("an hour later by in.Now, the same starting line: the menu does not follow in.Now")
+	}
+	// Autostart is the input's: the check mark follows it.
+	if !first[0].Items[ItemAutostart].Checked {
 		t.Error("autostart on is not checked")
 	}
-	in.Autostart = false
-	if Build(in).Items[ItemAutostart].Checked {
+	off := inputs[0]()
+	off.Autostart = false
+	if Build(off).Items[ItemAutostart].Checked {
 		t.Error("autostart off is checked")
 	}
 }

@@ -17,7 +17,7 @@
 // no baseline pays a login script (root's .bashrc costs ~0.6 s per ssh on
 // some machines). The stand-in encoder starts in 0 ms, or after WarmupMS, a
 // GPU warm-up: CUDA context creation plus uploading the ~1.4 GB mmproj
-// (STRATA.md: the encoder holds 1383 MiB of VRAM) from the page cache, about
+// (docs/strata.md: the encoder holds 1383 MiB of VRAM) from the page cache, about
 // 1.5 s on an RTX-class card. The relay pays it once (its agent keeps the
 // encoder); each fair/naive picture pays it again.
 //

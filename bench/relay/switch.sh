@@ -5,7 +5,7 @@
 # Strata whose config names the built strata-vision-relay, with a real sshd as
 # the second PC; against a restart of the stand-in server (POST
 # /v1/server/restart to the next picture read). The stand-in starts in about
-# half a second; a real Strata start is 30-90 s with a 50 GB model (STRATA.md),
+# half a second; a real Strata start is 30-90 s with a 50 GB model (docs/strata.md),
 # without text meanwhile. Repeats the test RUNS times (default 3) and prints
 # each run's lines. Needs sshd (the test starts its own on loopback).
 #   bench/relay/switch.sh [RUNS]
@@ -15,5 +15,5 @@ runs=${1:-3}
 for i in $(seq 1 "$runs"); do
   echo "== run $i"
   go test -count=1 -v -run 'TestVisionFollowsTheSettingsThroughTheService$' ./service |
-    grep -E 'SWITCH to|RESTART of|SUMMARY|--- (PASS|FAIL)' | sed -E 's/^ +relay_e2e_linux_test.go:[0-9]+: //'
+    grep -E 'SWITCH to|RESTART of|SUMMARY|--- (PASS|FAIL)' | sed -E 's/^ +relay_integration_linux_test.go:[0-9]+: //'
 done

@@ -534,7 +534,7 @@ func (a *agent) status() framing.StatusInfo {
 	return s
 }
 
-// queryGPUs asks nvidia-smi (STRATA.md's query; nil when there is none).
+// queryGPUs asks nvidia-smi (docs/strata.md's query; nil when there is none).
 func queryGPUs(prog string) []framing.GPU {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -14,36 +14,23 @@ import (
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/filelock"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
-	"github.com/strata-companion/companion/internal/stratainstall/stratatest"
 )
 
-const gpuConfig = `{
-  "exe": "@ROOT@/engine/strata",
-  "args": ["--model", "@MODELS@/` + stratatest.ModelShard + `", "--vision", "--vram-reserve-mib", "700"],
-  "port": 8095,
-  "vision": {
-    "exe": "@ROOT@/engine/strata-vision",
-    "mmproj": "@MODELS@/` + stratatest.MMProjBF16 + `",
-    "model": "@MODELS@/` + stratatest.ModelShard + `",
-    "gpu": true,
-    "max_tokens": 1024
-  },
-  "future_key": {"kept": [1, 2.50]}
-}
-`
+const gpuConfig = fakestrata.GPUVisionConfig
 
 type fixture struct {
-	in     *stratatest.Install
+	in     *fakestrata.Install
 	b      *Backend
 	mu     sync.Mutex
 	events []events.Event
 }
 
 func newFixture(t *testing.T) *fixture {
-	f := &fixture{in: stratatest.New(t, "", stratatest.Options{Config: gpuConfig})}
+	f := &fixture{in: fakestrata.NewInstall(t, "", fakestrata.InstallOptions{Config: gpuConfig})}
 	f.b = New(Options{SettingsPath: f.in.Settings, StrataRoot: f.in.Root, ConfigPath: f.in.Config, RelayExe: f.in.Relay,
 		Publish: func(e events.Event) {
 			// The event comes after the change is on disk.

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/settings"
-	"github.com/strata-companion/companion/internal/stratainstall/stratatest"
 )
 
 // smallDisk mounts a 256 KiB tmpfs (a real full disk) and returns a
@@ -43,7 +43,7 @@ func smallDisk(t *testing.T) (dir string, fill func()) {
 // config is unchanged and the settings are put back.
 func TestFullDiskUnderTheConfig(t *testing.T) {
 	disk, fill := smallDisk(t)
-	in := stratatest.New(t, disk, stratatest.Options{Config: gpuConfig})
+	in := fakestrata.NewInstall(t, disk, fakestrata.InstallOptions{Config: gpuConfig})
 	sp := filepath.Join(t.TempDir(), "settings.json")
 	(&settings.Settings{Vision: settings.PlacementGPU, StrataRoot: in.Root, ConfigPath: in.Config}).Save(sp)
 	beforeS, _ := os.ReadFile(sp)
@@ -65,7 +65,7 @@ func TestFullDiskUnderTheConfig(t *testing.T) {
 // The settings' disk is full: nothing is written at all.
 func TestFullDiskUnderTheSettings(t *testing.T) {
 	disk, fill := smallDisk(t)
-	in := stratatest.New(t, "", stratatest.Options{Config: gpuConfig})
+	in := fakestrata.NewInstall(t, "", fakestrata.InstallOptions{Config: gpuConfig})
 	sp := filepath.Join(disk, "settings.json")
 	beforeC, _ := os.ReadFile(in.Config)
 	b := New(Options{SettingsPath: sp, StrataRoot: in.Root, ConfigPath: in.Config, RelayExe: in.Relay})

@@ -65,7 +65,11 @@ func (b *Backend) PatchSettings(ctx context.Context, p controlapi.SettingsPatch)
 			s.Remote.MAC = strings.ToLower(*p.MAC)
 		}
 		if w := p.Wake; w != nil {
-			s.Remote.Wake = &settings.Wake{Enabled: w.Enabled, Broadcast: w.Broadcast, Port: w.Port, WaitS: w.WaitS}
+			nw := &settings.Wake{Enabled: w.Enabled, Broadcast: w.Broadcast, Port: w.Port, WaitS: w.WaitS}
+			if old := s.Remote.Wake; old != nil {
+				nw.Extra = old.Extra // a newer version's keys under wake stay
+			}
+			s.Remote.Wake = nw
 		}
 		return nil
 	})

@@ -104,6 +104,17 @@ type Bus struct {
 	next     uint64
 	changed  chan struct{} // closed and replaced on every publish
 	now      func() time.Time
+	blocking func() // SetBlockingHook's; nil outside tests
+}
+
+// SetBlockingHook makes f run each time a Wait has found nothing new and is
+// about to block (outside the bus's lock, so f may Publish). It is for tests
+// of what waits on the bus: with it a test knows a waiter is blocked, and
+// can publish from inside the wait, instead of sleeping and hoping.
+func (b *Bus) SetBlockingHook(f func()) {
+	b.mu.Lock()
+	b.blocking = f
+	b.mu.Unlock()
 }
 
 // NewBus keeps the last capacity events (at least 1).
@@ -178,10 +189,13 @@ func (b *Bus) Wait(ctx context.Context, since uint64) ([]Event, bool, error) {
 	for {
 		b.mu.Lock()
 		evs, gap := b.sinceLocked(since)
-		ch := b.changed
+		ch, hook := b.changed, b.blocking
 		b.mu.Unlock()
 		if len(evs) > 0 {
 			return evs, gap, nil
+		}
+		if hook != nil {
+			hook()
 		}
 		select {
 		case <-ch:

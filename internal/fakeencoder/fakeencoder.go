@@ -1,6 +1,6 @@
 // Package fakeencoder is a stand-in for Strata's strata-vision, for machines
 // without a GPU or the real encoder (tests, benchmarks, a second PC under
-// test). It speaks the encoder line protocol exactly as STRATA.md describes:
+// test). It speaks the encoder line protocol exactly as docs/strata.md describes:
 // READY <n_embd> first (n_embd from the mmproj's GGUF metadata), then one
 // reply line per "ENC <image> <output>": "OK <n_tokens> <nx> <ny> <ms>" with a
 // valid SVE1 file written to <output>, or "ERR <message>" for a picture it
@@ -146,7 +146,7 @@ func WriteModel(path string, n int) error {
 	return os.WriteFile(path, buf.Bytes(), 0o644)
 }
 
-// GPUVRAMMiB is what a GPU encoder holds from its warm-up on (Strata's figure:
+// GPUVRAMMiB is what a GPU encoder holds from its warm-up on (docs/strata.md:
 // 1383 MiB measured on the reference machine).
 const GPUVRAMMiB = 1383
 
@@ -159,7 +159,7 @@ const CUDAInitFailed = "ggml_cuda_init: failed to initialize CUDA: no CUDA-capab
 // stand-in nvidia-smi reports it as used.
 const ClaimsDir = "nvidia-smi.claims"
 
-// Per-picture time of the stand-in (scaled down from Strata's measured reference
+// Per-picture time of the stand-in (scaled down from docs/strata.md's reference
 // figures, keeping their ratio: 15.3 s on 8 CPU threads against 1.6 s on a
 // GPU at 1024 image tokens): on the CPU cpuMSPerToken x tokens / threads, on a
 // GPU gpuTokensPerMS tokens per ms; a GPU warm-up costs gpuContextMS plus one

@@ -3,11 +3,11 @@ package fakeencoder
 import (
 	"bytes"
 	"encoding/binary"
+	"github.com/strata-companion/companion/internal/testenv"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -29,32 +29,15 @@ func files(t *testing.T) (dir, mm, model string) {
 type run struct {
 	in   *io.PipeWriter
 	out  *bytes.Buffer
-	errb *syncBuffer
+	errb *testenv.Buffer
 	done chan int
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startRun runs the stand-in in this process until its input is closed; it
 // returns the first stdout line (what stderr held by then is in errb).
 func startRun(t *testing.T, args ...string) (*run, string) {
 	t.Helper()
-	r := &run{errb: &syncBuffer{}, done: make(chan int, 1)}
+	r := &run{errb: &testenv.Buffer{}, done: make(chan int, 1)}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	r.in = inW

@@ -26,7 +26,7 @@ import (
 //	ROOT/tmp                  the server's TMPDIR (its strata-vision-* folders)
 //
 // so `<venv python> serve/server.py --engine strata --config C --port P`, run
-// in ROOT, behaves as STRATA.md says.
+// in ROOT, behaves as docs/strata.md says.
 type Root struct {
 	Dir      string
 	Config   string // path of strata-<tag>.json
@@ -48,7 +48,17 @@ type RootOptions struct {
 	Extra  map[string]any // more config keys (e.g. "vision")
 	// Env is more environment baked into the python shim (KEY=VALUE).
 	Env []string
+	// Vision reads pictures on the GPU: a vision block and --vision in the
+	// config, ROOT/strata-vision and engine/strata-vision (EncoderScript:
+	// READY 2560, ERR to every picture, QUIT ends it), and ROOT's
+	// model.gguf (the one args names), mmproj-BF16.gguf and stub.gguf.
+	// Extra's "vision" and "args" win.
+	Vision bool
 }
+
+// EncoderScript is the encoder RootOptions.Vision installs: it starts
+// (READY 2560), refuses every picture (ERR) and ends on QUIT.
+const EncoderScript = "#!/bin/sh\necho READY 2560\nwhile read c a b; do [ \"$c\" = QUIT ] && exit 0; echo 'ERR stand-in'; done\n"
 
 // MakeRoot lays out a fake install in dir around the stand-in binary bin.
 func MakeRoot(dir, bin string, o RootOptions) (*Root, error) {
@@ -71,14 +81,14 @@ func MakeRoot(dir, bin string, o RootOptions) (*Root, error) {
 		Log:      filepath.Join(dir, "strata-"+o.Tag+".log"),
 		ModeFile: filepath.Join(dir, "standin-mode"),
 	}
-	for _, d := range []string{"serve", "engine", ".venv/bin", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
-			return nil, err
-		}
+	// The install's skeleton (install.go). The engine the config names
+	// exists (config checks look for it); the stand-in plays the engine
+	// itself, so this one only says so. server.py and python are made
+	// runnable below.
+	if err := skeleton(dir, false, "#!/bin/sh\necho 'strata stand-in: the engine runs inside strata-standin' >&2\nexit 1\n"); err != nil {
+		return nil, err
 	}
-	// The engine the config names exists (config checks look for it); the
-	// stand-in plays the engine itself, so this one only says so.
-	if err := os.WriteFile(filepath.Join(dir, "engine", "strata"), []byte("#!/bin/sh\necho 'strata stand-in: the engine runs inside strata-standin' >&2\nexit 1\n"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
 		return nil, err
 	}
 	cfg := map[string]any{
@@ -89,6 +99,21 @@ func MakeRoot(dir, bin string, o RootOptions) (*Root, error) {
 	}
 	if o.APIKey != "" {
 		cfg["api_key"] = o.APIKey
+	}
+	if o.Vision {
+		enc := filepath.Join(dir, "strata-vision")
+		for _, p := range []string{enc, filepath.Join(dir, "engine", "strata-vision")} {
+			if err := writeExecutable(p, []byte(EncoderScript)); err != nil {
+				return nil, err
+			}
+		}
+		for _, f := range []string{"mmproj-BF16.gguf", "stub.gguf", "model.gguf"} {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte("GGUF"), 0o644); err != nil {
+				return nil, err
+			}
+		}
+		cfg["args"] = []string{"-m", "model.gguf", "--vision", "--vram-reserve-mib", "700"}
+		cfg["vision"] = map[string]any{"exe": enc, "mmproj": filepath.Join(dir, "mmproj-BF16.gguf"), "model": filepath.Join(dir, "stub.gguf"), "gpu": true}
 	}
 	for k, v := range o.Extra {
 		cfg[k] = v

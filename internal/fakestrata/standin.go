@@ -6,7 +6,7 @@
 // pictures as ENC lines, under one lock like Strata's request queue, keeps
 // Strata's 64-entry result cache by sha256, and starts an encoder that died
 // during a picture again on the next one), and exits at once when its port is
-// taken, all as shared STRATA.md describes. Environment
+// taken, all as docs/strata.md describes. Environment
 // variables make it misbehave on purpose (see Mode).
 //
 // The binary is internal/fakestrata/cmd/strata-standin; NewRoot lays out a
@@ -68,7 +68,7 @@ const (
 	engineRole = "--standin-engine"
 )
 
-// The reference machine (STRATA.md, "What people measured"): a 16 GB RTX 5080
+// The reference machine (docs/strata.md, "What people measured"): a 16 GB RTX 5080
 // serving the model, with the encoder on it or elsewhere.
 const (
 	refGPUName      = "NVIDIA GeForce RTX 5080"

@@ -306,7 +306,7 @@ func TestNoGPUNoExpertCache(t *testing.T) {
 }
 
 // The stand-in starts the config's vision.exe as Strata's server does (shared
-// STRATA.md, "The encoder process"): [exe, --mmproj M, --model X, --threads N,
+// docs/strata.md, "The encoder process"): [exe, --mmproj M, --model X, --threads N,
 // --max-tokens N] with relative paths resolved against the config's cwd, the
 // server's working directory inherited, the config's env added and no
 // CUDA_VISIBLE_DEVICES for a CPU encoder (server.py @5f8f3f2 sets none for

@@ -1,6 +1,6 @@
 // Package loglines recognises the lines the Strata server prints on its
 // stdout and the lines its engine, its encoder and the companion's relay
-// append to the engine log (see shared STRATA.md, "Logs"), and turns each into
+// append to the engine log (see docs/strata.md, "Logs"), and turns each into
 // a typed events.Event. It holds no state: the supervisor decides what to
 // publish and the state folder decides what it means.
 //

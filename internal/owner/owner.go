@@ -260,9 +260,6 @@ func differs(want, got *settings.Settings) []string {
 	if fallback(want) != fallback(got) {
 		out = append(out, "fallback_cpu")
 	}
-	if want.Port != got.Port {
-		out = append(out, "port")
-	}
 	if want.CPUThreads != got.CPUThreads && want.CPUThreads != 0 {
 		out = append(out, "cpu_threads")
 	}

@@ -2,6 +2,7 @@ package owner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -33,7 +34,8 @@ func install(t *testing.T) (cfg, settingsPath string) {
 func TestSaveSettingsDropsNothingSilently(t *testing.T) {
 	cfg, sp := install(t)
 	no := false
-	cur := &settings.Settings{StrataRoot: filepath.Dir(cfg), ConfigPath: cfg, Vision: settings.PlacementOff, Notifications: &no, Port: 9000}
+	cur := &settings.Settings{StrataRoot: filepath.Dir(cfg), ConfigPath: cfg, Vision: settings.PlacementOff, Notifications: &no,
+		Extra: map[string]json.RawMessage{"port": json.RawMessage("9000")}}
 	if err := cur.Save(sp); err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +44,8 @@ func TestSaveSettingsDropsNothingSilently(t *testing.T) {
 
 	// Notifications back to their default (nil: on), e.g. a rollback to
 	// settings that never set them.
-	n := &settings.Settings{StrataRoot: filepath.Dir(cfg), ConfigPath: cfg, Vision: settings.PlacementOff, Port: 9000}
+	n := &settings.Settings{StrataRoot: filepath.Dir(cfg), ConfigPath: cfg, Vision: settings.PlacementOff,
+		Extra: map[string]json.RawMessage{"port": json.RawMessage("9000")}}
 	if err := o.SaveSettings(ctx, n); err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +54,9 @@ func TestSaveSettingsDropsNothingSilently(t *testing.T) {
 		t.Fatal("notifications stayed off: the reset to the default was dropped")
 	}
 
-	// A field the owner's calls cannot set: an error that names it.
-	n.Port = 9100
+	// A key the owner's calls cannot set (one this version does not know):
+	// an error that names it.
+	n.Extra = map[string]json.RawMessage{"port": json.RawMessage("9100")}
 	err := o.SaveSettings(ctx, n)
 	if err == nil || !strings.Contains(err.Error(), "port") {
 		t.Fatalf("a port the calls cannot set: %v", err)

@@ -11,7 +11,7 @@ import (
 	"github.com/strata-companion/companion/internal/settings"
 )
 
-// What people measured with Strata (STRATA.md: RTX 5080 16 GB server, second
+// What people measured with Strata (docs/strata.md: RTX 5080 16 GB server, second
 // PC with an RTX 3060 laptop GPU over 10 GbE, one 1024x1024 picture at 1024
 // image tokens). Every estimate starts from one of these.
 // ReferenceMachine names where those figures were measured: an estimate

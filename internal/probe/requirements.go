@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Strata's requirements (STRATA.md): NVIDIA driver 580 or newer (525 for the
+// Strata's requirements (docs/strata.md): NVIDIA driver 580 or newer (525 for the
 // CUDA 12 build), an RTX 20 series card or newer (compute capability 7.5).
 const (
 	MinDriver       = 580

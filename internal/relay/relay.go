@@ -514,7 +514,7 @@ func (r *Relay) silenceBound(s *agentSession) time.Duration {
 }
 
 // firstBound bounds a picture before minSamples were timed: a GPU reads one
-// in seconds (STRATA.md: 1.6 s at 1024 tokens), a CPU in tens of seconds.
+// in seconds (docs/strata.md: 1.6 s at 1024 tokens), a CPU in tens of seconds.
 func (r *Relay) firstBound() time.Duration {
 	if r.device.GPU {
 		return 30 * time.Second

@@ -81,6 +81,11 @@ type Remote struct {
 	CUDADevice *int   `json:"cuda_device,omitempty"`
 	MaxTokens  int    `json:"max_tokens,omitempty"`
 	Threads    int    `json:"threads,omitempty"`
+
+	// Extra holds the keys of the file's "remote" object that this
+	// version does not know (a newer companion's); they are written back
+	// unchanged (see unknown.go).
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // RemoteGPU is one NVIDIA GPU prepare found on the second PC.
@@ -88,6 +93,9 @@ type RemoteGPU struct {
 	Index    int    `json:"index"`
 	Name     string `json:"name"`
 	TotalMiB int    `json:"total_mib,omitempty"`
+
+	// Extra holds the unknown keys of a "remote.gpus" entry (see Remote.Extra).
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // Devices the second PC's encoder may be told to use (Remote.Device).
@@ -106,14 +114,18 @@ type Wake struct {
 	Port int `json:"port,omitempty"`
 	// WaitS bounds how long a picture waits for ssh after a wake (default 60).
 	WaitS int `json:"wait_s,omitempty"`
+
+	// Extra holds the unknown keys of "remote.wake" (see Remote.Extra).
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
 // Settings is the file's content. Unknown keys (from a newer companion) are
-// kept in Extra and written back unchanged.
+// kept in Extra, at every depth (Remote.Extra, Wake.Extra), and written back
+// unchanged: Settings, Remote and Wake decode and encode through
+// unknown.go, which takes the known keys from the structs' json tags.
 type Settings struct {
 	StrataRoot string    `json:"strata_root,omitempty"`
 	ConfigPath string    `json:"config_path,omitempty"`
-	Port       int       `json:"port,omitempty"`
 	Vision     Placement `json:"vision,omitempty"`
 	Remote     *Remote   `json:"remote,omitempty"`
 	// Notifications turns the tray's notifications off when false.
@@ -150,22 +162,11 @@ func Load(path string) (*Settings, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("the companion settings %s are not valid JSON (%v); fix or delete the file and run setup again", path, err)
 	}
-	var all map[string]json.RawMessage
-	_ = json.Unmarshal(b, &all)
-	for _, k := range knownKeys {
-		delete(all, k)
-	}
-	if len(all) > 0 {
-		s.Extra = all
-	}
 	return &s, nil
 }
 
 // LoadDefault reads the settings from their usual place.
 func LoadDefault() (*Settings, error) { return Load(locations.SettingsFile()) }
-
-var knownKeys = []string{"strata_root", "config_path", "port", "vision", "remote", "notifications",
-	"fallback_cpu", "local_encoder", "cpu_threads", "cpu_max_tokens"}
 
 // Save writes s to path atomically, creating the folder.
 func (s *Settings) Save(path string) error {
@@ -176,24 +177,21 @@ func (s *Settings) Save(path string) error {
 	return WriteBytes(path, out)
 }
 
-// Encode is the file's text for s (unknown keys kept).
+// Encode is the file's text for s (unknown keys kept, at every depth).
 func Encode(s *Settings) ([]byte, error) {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]json.RawMessage
-	_ = json.Unmarshal(b, &m)
-	for k, v := range s.Extra {
-		if _, ours := m[k]; !ours {
-			m[k] = v
-		}
-	}
-	out, err := json.MarshalIndent(m, "", "  ")
+	out, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return nil, err
 	}
 	return append(out, '\n'), nil
+}
+
+// Empty reports whether s says nothing: the file it would write has no key
+// (derived from the encoding, so a field added later counts without a list
+// to keep).
+func (s *Settings) Empty() bool {
+	b, err := json.Marshal(s)
+	return err == nil && string(b) == "{}"
 }
 
 // WriteBytes replaces the settings file at path with out atomically,

@@ -863,6 +863,9 @@ func (f *Flow) newSettingsLocked() *settings.Settings {
 	if f.remote != nil && (f.choice.Placement == settings.PlacementRemote || f.prepared) {
 		r := *f.remote
 		r.IdleStopS = f.pcOpts.IdleStopS
+		if old := n.Remote; old != nil && r.Extra == nil && old.Host == r.Host && old.Port == r.Port {
+			r.Extra = old.Extra // a newer version's keys about this PC stay
+		}
 		n.Remote = &r
 	}
 	if f.choice.Placement == settings.PlacementRemote {
@@ -977,7 +980,7 @@ func (f *Flow) apply(ctx context.Context, progress func(Progress), plan Plan, rv
 		return fail("save the companion settings", err)
 	}
 	undo = append(undo, func(context.Context) (string, error) {
-		if prev == nil || isEmptySettings(prev) {
+		if prev == nil || prev.Empty() {
 			if err := f.d.Settings.Remove(); err != nil {
 				return "", fmt.Errorf("removing the new companion settings: %w", err)
 			}
@@ -1040,10 +1043,6 @@ func (f *Flow) apply(ctx context.Context, progress func(Progress), plan Plan, rv
 type configTaker interface {
 	TookFrom() (root, cfg string)
 	Take(ctx context.Context, root, cfg string) error
-}
-
-func isEmptySettings(s *settings.Settings) bool {
-	return s.StrataRoot == "" && s.ConfigPath == "" && s.Vision == "" && s.Remote == nil && s.Port == 0 && len(s.Extra) == 0 && s.Notifications == nil
 }
 
 // Applied reports whether Apply succeeded; DoneLines say what was done.

@@ -12,6 +12,7 @@ import (
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow"
 	"github.com/strata-companion/companion/internal/setupflow/demo"
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 var ctx = context.Background()
@@ -278,9 +279,11 @@ func TestCancelDuringLongOperations(t *testing.T) {
 		"remote": {setupflow.PageSecondPC, func(c context.Context, f *setupflow.Flow) error { _, err := f.ProbeRemote(c, nil); return err }},
 		"apply":  {setupflow.PageApply, func(c context.Context, f *setupflow.Flow) error { return f.Apply(c, nil) }},
 	}
+	// The first failure ends the table: a flow whose Busy is never set
+	// fails in 20 s, not in 8 x 20 s.
 	for name, o := range ops {
 		for _, how := range []string{"cancel", "back"} {
-			t.Run(name+"/"+how, func(t *testing.T) {
+			ok := t.Run(name+"/"+how, func(t *testing.T) {
 				w := demo.NewWorld("/opt/strata")
 				before := snap(w)
 				f := newFlow(t, w, setupflow.Options{})
@@ -291,9 +294,7 @@ func TestCancelDuringLongOperations(t *testing.T) {
 				w.Delay = time.Hour // every step now waits until cancelled
 				errc := make(chan error, 1)
 				go func() { errc <- o.run(ctx, f) }()
-				for f.Busy() == "" {
-					time.Sleep(time.Millisecond)
-				}
+				testenv.WaitFor(t, 20*time.Second, name+" to be under way (Busy set)", func() bool { return f.Busy() != "" })
 				if how == "back" {
 					if o.page == setupflow.PageApply {
 						if _, err := f.Back(); err == nil {
@@ -306,7 +307,7 @@ func TestCancelDuringLongOperations(t *testing.T) {
 				} else {
 					f.Cancel()
 				}
-				err := <-errc
+				err := testenv.Receive(t, errc, 20*time.Second, name+" to end after "+how)
 				if !errors.Is(err, context.Canceled) && !errors.Is(err, setupflow.ErrCancelled) {
 					t.Fatalf("the operation ended with %v, want cancelled", err)
 				}
@@ -327,6 +328,9 @@ func TestCancelDuringLongOperations(t *testing.T) {
 					t.Errorf("cancelled %s left changes: %+v -> %+v\ncalls %v", name, before, after, w.Calls())
 				}
 			})
+			if !ok {
+				return
+			}
 		}
 	}
 }
@@ -602,9 +606,7 @@ func TestBusyRefusesSecondOperation(t *testing.T) {
 	var started atomic.Bool
 	done := make(chan error, 1)
 	go func() { started.Store(true); _, err := f.ProbeLocal(ctx, nil); done <- err }()
-	for f.Busy() == "" {
-		time.Sleep(time.Millisecond)
-	}
+	testenv.WaitFor(t, 20*time.Second, "the probe to be under way (Busy set)", func() bool { return f.Busy() != "" })
 	if _, err := f.ProbeLocal(ctx, nil); !errors.Is(err, setupflow.ErrBusy) {
 		t.Errorf("second probe: %v", err)
 	}
@@ -612,7 +614,7 @@ func TestBusyRefusesSecondOperation(t *testing.T) {
 		t.Errorf("Next while probing: %v", err)
 	}
 	f.Cancel()
-	<-done
+	testenv.Receive(t, done, 20*time.Second, "the cancelled probe to end")
 }
 
 func TestTrayAtLogin(t *testing.T) {

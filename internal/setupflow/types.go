@@ -346,7 +346,7 @@ type Progress struct {
 // TextWaits is what Strata does with a picture, in words for the choice of
 // where pictures are read: its main repository reads every picture inside its
 // request queue, so text waits while a picture is read, wherever it is read
-// (shared STRATA.md, "More of the server's behaviour"). The relay answers at
+// (docs/strata.md, "More of the server's behaviour"). The relay answers at
 // once when pictures are off or the second PC is known to be down, bounds
 // each picture by what pictures really take, and gives a picture up at once
 // when Strata stops it.

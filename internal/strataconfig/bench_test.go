@@ -4,19 +4,19 @@ import (
 	"os"
 	"testing"
 
+	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/settings"
-	"github.com/strata-companion/companion/internal/stratainstall/stratatest"
 )
 
-func stratatestNew(b *testing.B, config string) string {
-	return stratatest.New(b, "", stratatest.Options{Config: config}).Config
+func newInstall(b *testing.B, config string) string {
+	return fakestrata.NewInstall(b, "", fakestrata.InstallOptions{Config: config}).Config
 }
 
 // BenchmarkPlanVision is one whole `vision cpu` plan on a real-shaped config:
 // read, validate, edit, re-validate, check the files named.
 func BenchmarkPlanVision(b *testing.B) {
 	text, _ := os.ReadFile("testdata/gpu-2space.json")
-	in := stratatestNew(b, string(text))
+	in := newInstall(b, string(text))
 	r := VisionRequest{Placement: settings.PlacementCPU, Threads: 4}
 	for b.Loop() {
 		if _, err := PlanVision(in, r); err != nil {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/settings"
-	"github.com/strata-companion/companion/internal/stratainstall/stratatest"
 	"github.com/strata-companion/companion/internal/testenv"
 )
 
@@ -20,7 +20,7 @@ func TestFullDiskGivesTheRealCauseAndKeepsTheConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := stratatest.New(t, filepath.Join(disk, "Strata"), stratatest.Options{Config: string(text)})
+	in := fakestrata.NewInstall(t, filepath.Join(disk, "Strata"), fakestrata.InstallOptions{Config: string(text)})
 	ch, err := PlanVision(in.Config, VisionRequest{Placement: settings.PlacementOff})
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/settings"
-	"github.com/strata-companion/companion/internal/stratainstall/stratatest"
 )
 
 // shapes are real-shaped configs of several Strata versions (testdata/).
@@ -30,13 +30,13 @@ var shapes = []struct {
 }
 
 // fixture builds an install holding testdata/file as its config.
-func fixture(t *testing.T, file string, windows bool) (*stratatest.Install, VisionRequest) {
+func fixture(t *testing.T, file string, windows bool) (*fakestrata.Install, VisionRequest) {
 	t.Helper()
 	text, err := os.ReadFile(filepath.Join("testdata", file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := stratatest.New(t, "", stratatest.Options{Config: string(text), Windows: windows})
+	in := fakestrata.NewInstall(t, "", fakestrata.InstallOptions{Config: string(text), Windows: windows})
 	if windows {
 		mapWindowsPaths(t, in.Root)
 	}
@@ -319,12 +319,12 @@ func TestGPUFromNothingFindsTheModels(t *testing.T) {
 		t.Fatal(err, c.Err())
 	}
 	v := c.Vision
-	if filepath.Base(v.MMProj) != stratatest.MMProjBF16 || filepath.Base(v.Model) != stratatest.ModelShard ||
+	if filepath.Base(v.MMProj) != fakestrata.MMProjBF16 || filepath.Base(v.Model) != fakestrata.ModelShard ||
 		v.Exe != filepath.Join(in.Root, "engine", "strata-vision") || !v.GPU || v.MaxTokens != 1024 {
 		t.Fatalf("vision = %+v", v)
 	}
 	// --vram-reserve-mib 1200 was there: kept; --vision goes beside it.
-	want := []string{"--model", filepath.Join(in.Root, "models", stratatest.ModelShard), "--ctx", "32768", "--vision", "--vram-reserve-mib", "1200"}
+	want := []string{"--model", filepath.Join(in.Root, "models", fakestrata.ModelShard), "--ctx", "32768", "--vision", "--vram-reserve-mib", "1200"}
 	if !reflect.DeepEqual(c.Args, want) {
 		t.Fatalf("args = %q", c.Args)
 	}
@@ -361,7 +361,7 @@ func TestVRAMReserveFollowsTheCard(t *testing.T) {
 
 func TestNoProjectorAnywhereIsRefusedWithWhatToDo(t *testing.T) {
 	text, _ := os.ReadFile("testdata/compact-novision.json")
-	in := stratatest.New(t, "", stratatest.Options{Config: string(text), NoMMProj: true})
+	in := fakestrata.NewInstall(t, "", fakestrata.InstallOptions{Config: string(text), NoMMProj: true})
 	_, err := PlanVision(in.Config, VisionRequest{Placement: settings.PlacementGPU})
 	if err == nil || !strings.Contains(err.Error(), "no vision projector") || !strings.Contains(err.Error(), "--vision gpu") {
 		t.Fatalf("err = %v", err)
@@ -372,10 +372,10 @@ func TestMaxTokensTheUserChoseIsKept(t *testing.T) {
 	in, base := fixture(t, "relative-cpu.json", false) // max_tokens 448: a choice
 	apply(t, in.Config, req(base, settings.PlacementGPU))
 	c, _ := Read(in.Config)
-	if c.Vision.MaxTokens != 448 || c.Vision.Threads != 0 || filepath.Base(c.Vision.MMProj) != stratatest.MMProjBF16 {
+	if c.Vision.MaxTokens != 448 || c.Vision.Threads != 0 || filepath.Base(c.Vision.MMProj) != fakestrata.MMProjBF16 {
 		t.Fatalf("vision = %+v", c.Vision)
 	}
-	if c.Vision.MMProj != "models/"+stratatest.MMProjBF16 {
+	if c.Vision.MMProj != "models/"+fakestrata.MMProjBF16 {
 		t.Fatalf("the config's relative spelling was not kept: %q", c.Vision.MMProj)
 	}
 	in, base = fixture(t, "gpu-2space.json", false) // 1024: the GPU default
@@ -438,7 +438,7 @@ func TestBadConfigsAreRefusedAndLeftUntouched(t *testing.T) {
 		{"empty", "", "empty", false},
 		{"a list", "[1, 2]", "not an object", false},
 		{"vision a string", `{"vision": "gpu", "args": []}`, "vision: must be an object", false},
-		{"vision without mmproj", `{"vision": {"model": "@MODELS@/` + stratatest.ModelShard + `"}}`, "vision.mmproj: is missing", false},
+		{"vision without mmproj", `{"vision": {"model": "@MODELS@/` + fakestrata.ModelShard + `"}}`, "vision.mmproj: is missing", false},
 		{"max_tokens a word", strings.Replace(string(good), `"max_tokens": 1024`, `"max_tokens": "lots"`, 1), `vision.max_tokens: must be a whole number`, false},
 		{"gpu a word", strings.Replace(string(good), `"gpu": true`, `"gpu": "yes"`, 1), `vision.gpu: must be true or false`, false},
 		{"args not strings", `{"args": ["--ctx", 4096]}`, "args[1]: must be a string", false},
@@ -448,9 +448,9 @@ func TestBadConfigsAreRefusedAndLeftUntouched(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			in := stratatest.New(t, "", stratatest.Options{Config: tc.text})
-			text := strings.ReplaceAll(tc.text, "@MODELS@", stratatest.JSONPath(filepath.Join(in.Root, "models")))
-			stratatest.Write(t, in.Config, strings.ReplaceAll(text, "@ROOT@", stratatest.JSONPath(in.Root)), 0o644)
+			in := fakestrata.NewInstall(t, "", fakestrata.InstallOptions{Config: tc.text})
+			text := strings.ReplaceAll(tc.text, "@MODELS@", fakestrata.JSONPath(filepath.Join(in.Root, "models")))
+			fakestrata.Write(t, in.Config, strings.ReplaceAll(text, "@ROOT@", fakestrata.JSONPath(in.Root)), 0o644)
 			before, _ := os.ReadFile(in.Config)
 			st0, _ := os.Stat(in.Config)
 			for _, pl := range []settings.Placement{settings.PlacementGPU, settings.PlacementOff} {
@@ -508,8 +508,8 @@ func TestDiffIsUnified(t *testing.T) {
 	d := ch.Diff()
 	for _, want := range []string{
 		"--- " + in.Config + "\n+++ " + in.Config + " (new)\n@@ -",
-		"-    \"mmproj\": \"" + stratatest.JSONPath(filepath.Join(in.Root, "models", stratatest.MMProjBF16)) + "\",\n",
-		"+    \"mmproj\": \"" + stratatest.JSONPath(filepath.Join(in.Root, "models", stratatest.MMProjQ8)) + "\",\n",
+		"-    \"mmproj\": \"" + fakestrata.JSONPath(filepath.Join(in.Root, "models", fakestrata.MMProjBF16)) + "\",\n",
+		"+    \"mmproj\": \"" + fakestrata.JSONPath(filepath.Join(in.Root, "models", fakestrata.MMProjQ8)) + "\",\n",
 		"-    \"gpu\": true,\n", "+    \"gpu\": false,\n", "-    \"max_tokens\": 1024\n", "+    \"max_tokens\": 300,\n",
 		"+    \"threads\": " + strconv.Itoa(max(1, runtime.NumCPU()/2)) + "\n", "   },\n   \"lazy_load\": false,\n",
 	} {
@@ -535,7 +535,7 @@ func TestASymlinkedConfigStaysALink(t *testing.T) {
 }
 
 func TestReserveWrittenWithEqualsIsKept(t *testing.T) {
-	in := stratatest.New(t, "", stratatest.Options{Config: `{"exe": "engine/strata", "args": ["--vram-reserve-mib=900"]}`})
+	in := fakestrata.NewInstall(t, "", fakestrata.InstallOptions{Config: `{"exe": "engine/strata", "args": ["--vram-reserve-mib=900"]}`})
 	ch, err := PlanVision(in.Config, VisionRequest{Placement: settings.PlacementGPU})
 	if err != nil {
 		t.Fatal(err)

@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/settings"
-	"github.com/strata-companion/companion/internal/stratainstall/stratatest"
 )
 
 const cfg = `{"exe": "@ROOT@/engine/strata", "args": []}`
 
 func TestFindDescribesAnInstall(t *testing.T) {
-	in := stratatest.New(t, "", stratatest.Options{Config: cfg})
+	in := fakestrata.NewInstall(t, "", fakestrata.InstallOptions{Config: cfg})
 	got, err := Find(context.Background(), Options{Root: in.Root})
 	if err != nil {
 		t.Fatal(err)
@@ -30,10 +30,10 @@ func TestFindDescribesAnInstall(t *testing.T) {
 }
 
 func TestWindowsVenvAndBatchScripts(t *testing.T) {
-	in := stratatest.New(t, "", stratatest.Options{Config: cfg, Windows: true, NoRunScript: true})
-	stratatest.Write(t, filepath.Join(in.Root, "strata-coder-iq1_m.json"), cfg, 0o644)
+	in := fakestrata.NewInstall(t, "", fakestrata.InstallOptions{Config: cfg, Windows: true, NoRunScript: true})
+	fakestrata.Write(t, filepath.Join(in.Root, "strata-coder-iq1_m.json"), cfg, 0o644)
 	bat := filepath.Join(in.Root, "run-coder-iq1_m.bat")
-	stratatest.Write(t, bat, "@echo off\r\n\"%~dp0.venv\\Scripts\\python.exe\" \"%~dp0serve\\server.py\" --engine strata --config \"%~dp0strata-coder-iq1_m.json\" --open\r\n", 0o644)
+	fakestrata.Write(t, bat, "@echo off\r\n\"%~dp0.venv\\Scripts\\python.exe\" \"%~dp0serve\\server.py\" --engine strata --config \"%~dp0strata-coder-iq1_m.json\" --open\r\n", 0o644)
 	got, err := Resolve(Options{Root: in.Root})
 	if err != nil {
 		t.Fatal(err)
@@ -44,11 +44,11 @@ func TestWindowsVenvAndBatchScripts(t *testing.T) {
 }
 
 func TestTheNewestRunScriptNamesTheConfig(t *testing.T) {
-	in := stratatest.New(t, "", stratatest.Options{Config: cfg})
+	in := fakestrata.NewInstall(t, "", fakestrata.InstallOptions{Config: cfg})
 	other := filepath.Join(in.Root, "strata-coder-iq1_m.json")
-	stratatest.Write(t, other, cfg, 0o644)
+	fakestrata.Write(t, other, cfg, 0o644)
 	newer := filepath.Join(in.Root, "run-coder-iq1_m.sh")
-	stratatest.Write(t, newer, "exec .venv/bin/python serve/server.py --engine strata --config strata-coder-iq1_m.json\n", 0o755)
+	fakestrata.Write(t, newer, "exec .venv/bin/python serve/server.py --engine strata --config strata-coder-iq1_m.json\n", 0o755)
 	old := time.Now().Add(-time.Hour)
 	os.Chtimes(in.RunScript, old, old)
 	got, err := Resolve(Options{Root: in.Root})
@@ -63,8 +63,8 @@ func TestTheNewestRunScriptNamesTheConfig(t *testing.T) {
 }
 
 func TestSeveralConfigsAndNoScriptAsksToChoose(t *testing.T) {
-	in := stratatest.New(t, "", stratatest.Options{Config: cfg, NoRunScript: true})
-	stratatest.Write(t, filepath.Join(in.Root, "strata-coder-iq1_m.json"), cfg, 0o644)
+	in := fakestrata.NewInstall(t, "", fakestrata.InstallOptions{Config: cfg, NoRunScript: true})
+	fakestrata.Write(t, filepath.Join(in.Root, "strata-coder-iq1_m.json"), cfg, 0o644)
 	_, err := Resolve(Options{Root: in.Root})
 	var need *NeedConfigError
 	if !errors.As(err, &need) || !strings.Contains(err.Error(), "--config") || !strings.Contains(err.Error(), "strata-coder-iq1_m.json, strata-iq2_xs.json") {
@@ -89,12 +89,12 @@ func TestNamedPlacesThatAreNotInstalls(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Fatalf("err = %v", err)
 	}
-	stratatest.Write(t, filepath.Join(dir, "strata-x.json"), cfg, 0o644)
+	fakestrata.Write(t, filepath.Join(dir, "strata-x.json"), cfg, 0o644)
 	_, err = Resolve(Options{Config: filepath.Join(dir, "strata-x.json")})
 	if err == nil || !strings.Contains(err.Error(), "not beside a Strata install") {
 		t.Fatalf("err = %v", err)
 	}
-	in := stratatest.New(t, "", stratatest.Options{Config: cfg})
+	in := fakestrata.NewInstall(t, "", fakestrata.InstallOptions{Config: cfg})
 	_, err = Resolve(Options{Config: in.Config, Root: dir})
 	if err == nil || !strings.Contains(err.Error(), "is not in the Strata folder") {
 		t.Fatalf("err = %v", err)
@@ -104,10 +104,10 @@ func TestNamedPlacesThatAreNotInstalls(t *testing.T) {
 func TestSearchFindsInstallsInTheUsualPlaces(t *testing.T) {
 	base := t.TempDir()
 	home := filepath.Join(base, "home")
-	a := stratatest.New(t, home, stratatest.Options{Config: cfg}) // ~/Strata
+	a := fakestrata.NewInstall(t, home, fakestrata.InstallOptions{Config: cfg}) // ~/Strata
 	drive := filepath.Join(base, "D")
-	b := stratatest.New(t, filepath.Join(drive, "AI"), stratatest.Options{Config: cfg}) // D:\AI\Strata: too deep
-	stratatest.New(t, drive, stratatest.Options{Config: cfg})                           // D:\Strata
+	b := fakestrata.NewInstall(t, filepath.Join(drive, "AI"), fakestrata.InstallOptions{Config: cfg}) // D:\AI\Strata: too deep
+	fakestrata.NewInstall(t, drive, fakestrata.InstallOptions{Config: cfg})                           // D:\Strata
 	os.MkdirAll(filepath.Join(drive, "Games"), 0o755)
 
 	found, err := Find(context.Background(), Options{SearchDirs: []string{home, drive}})
@@ -142,8 +142,8 @@ func TestNothingFoundSaysWhereItLookedAndWhatToDo(t *testing.T) {
 }
 
 func TestSettingsNameTheInstall(t *testing.T) {
-	in := stratatest.New(t, "", stratatest.Options{Config: cfg, NoRunScript: true})
-	stratatest.Write(t, filepath.Join(in.Root, "strata-coder-iq1_m.json"), cfg, 0o644)
+	in := fakestrata.NewInstall(t, "", fakestrata.InstallOptions{Config: cfg, NoRunScript: true})
+	fakestrata.Write(t, filepath.Join(in.Root, "strata-coder-iq1_m.json"), cfg, 0o644)
 	got, err := Resolve(Options{SearchDirs: []string{}, Settings: &settings.Settings{ConfigPath: in.Config}})
 	if err != nil || got.Root != in.Root || got.ConfigInUse != in.Config {
 		t.Fatalf("got %+v, %v", got, err)
@@ -159,7 +159,7 @@ func TestFindStopsWhenCancelled(t *testing.T) {
 }
 
 func TestAnInstallWithoutVenvIsStillFound(t *testing.T) {
-	in := stratatest.New(t, "", stratatest.Options{Config: cfg})
+	in := fakestrata.NewInstall(t, "", fakestrata.InstallOptions{Config: cfg})
 	os.RemoveAll(filepath.Join(in.Root, ".venv"))
 	got, err := Resolve(Options{Root: in.Root})
 	if err != nil || got.Python != "" {

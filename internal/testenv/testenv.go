@@ -5,10 +5,13 @@
 package testenv
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Strict reports whether missing prerequisites must fail tests.
@@ -68,3 +71,42 @@ func writeUnderForkLock(path string, data []byte, mode os.FileMode) error {
 	defer syscall.ForkLock.RUnlock()
 	return os.WriteFile(path, data, mode)
 }
+
+// WaitFor checks cond every few milliseconds until it holds, and fails t
+// (naming what it waited for) when it does not within the deadline: the
+// wait on a condition where there is no event to wait on, so that a
+// regression fails in seconds instead of hanging until the test binary's
+// timeout. A test never sleeps in its place.
+func WaitFor(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s", within, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Receive waits up to within for a value on ch, and fails t (naming what)
+// when none comes.
+func Receive[T any](t testing.TB, ch <-chan T, within time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(within):
+		t.Fatalf("waited %s for %s", within, what)
+		panic("unreachable")
+	}
+}
+
+// Buffer is a bytes.Buffer that goroutines may write while a test reads it
+// (a program's output, a daemon's log).
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *Buffer) Write(p []byte) (int, error) { b.mu.Lock(); defer b.mu.Unlock(); return b.b.Write(p) }
+func (b *Buffer) String() string              { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }

@@ -23,7 +23,7 @@ import (
 // prefix's Desktop and Documents to XDG folders, and winemenubuilder would
 // write menu entries into the real home: it is turned off).
 //
-// Facts it builds on (TOOLING.md): Go programs need ProcessPrng, which wine 8
+// Facts it builds on: Go programs need ProcessPrng, which wine 8
 // lacks (a shim bcryptprimitives.dll built with mingw goes into system32); a
 // persistent wineserver (-p) and one `wine cmd /c exit` come first, with
 // output into files, or wine's helper processes hold a caller's pipes open.
@@ -321,16 +321,6 @@ func (w *Wine) Build(t testing.TB, pkg string) string {
 	return out
 }
 
-// BuildGo builds pkg for goos/goarch (no cgo) into out.
-func BuildGo(out, pkg, goos, goarch string) error {
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building %s for %s/%s: %v\n%s", pkg, goos, goarch, err, b)
-	}
-	return nil
-}
-
 // CopyFile copies src to dst (made with mode), creating dst's folder.
 func CopyFile(src, dst string, mode os.FileMode) error {
 	b, err := os.ReadFile(src)
@@ -341,6 +331,14 @@ func CopyFile(src, dst string, mode os.FileMode) error {
 		return err
 	}
 	return writeUnderForkLock(dst, b, mode) // it may be a program: see WriteExecutable
+}
+
+// Copy is CopyFile for a test: a failure fails t.
+func Copy(t testing.TB, src, dst string, mode os.FileMode) {
+	t.Helper()
+	if err := CopyFile(src, dst, mode); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func runtimeArch() string { return runtime.GOARCH }

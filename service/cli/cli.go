@@ -259,8 +259,12 @@ func usageText(c *ffcli.Command) string {
 	switch {
 	case c.Name == "strata-service":
 		fmt.Fprintf(&b, "strata-service %s: %s\n\nUsage: %s\n\nCommands:\n", version.Version, c.ShortHelp, c.ShortUsage)
+		width := 10
 		for _, sub := range c.Subcommands {
-			fmt.Fprintf(&b, "  %-10s %s\n", sub.Name, sub.ShortHelp)
+			width = max(width, len(sub.Name))
+		}
+		for _, sub := range c.Subcommands {
+			fmt.Fprintf(&b, "  %-*s %s\n", width, sub.Name, sub.ShortHelp)
 		}
 		fmt.Fprint(&b, "\nEvery command accepts --strata-root DIR and --config FILE.\nRun \"strata-service <command> --help\" for a command's flags.\n")
 	case len(c.Subcommands) > 0:

@@ -141,7 +141,7 @@ exit 9
 
 // `probe --ssh` is built in (the old "not yet available" answer is gone):
 // its flags are in probe's help; its behaviour against a real sshd is in
-// cmd_remote_test.go.
+// cmd_remote_integration_test.go.
 func TestProbeCLISSHIsBuiltIn(t *testing.T) {
 	var out, errb strings.Builder
 	if code := Main(context.Background(), []string{"probe", "--help"}, strings.NewReader(""), &out, &errb); code != 0 {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,14 +20,8 @@ import (
 	"github.com/strata-companion/companion/internal/testenv"
 )
 
-// syncBuf is a bytes.Buffer safe for the daemon's goroutines.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+// syncBuf is testenv.Buffer (the daemon's goroutines write it).
+type syncBuf = testenv.Buffer
 
 // startRun runs `strata-service run` in this process against a fake Strata
 // install and returns a client of its control API.

@@ -9,33 +9,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
-	"github.com/strata-companion/companion/internal/stratainstall/stratatest"
 )
 
-// A config as Strata's setup writes it, with a key the companion does not know.
-const visionTestConfig = `{
-  "exe": "@ROOT@/engine/strata",
-  "args": [
-    "--model",
-    "@MODELS@/` + stratatest.ModelShard + `",
-    "--vision",
-    "--vram-reserve-mib",
-    "700"
-  ],
-  "port": 8095,
-  "vision": {
-    "exe": "@ROOT@/engine/strata-vision",
-    "mmproj": "@MODELS@/` + stratatest.MMProjBF16 + `",
-    "model": "@MODELS@/` + stratatest.ModelShard + `",
-    "gpu": true,
-    "max_tokens": 1024
-  },
-  "future_key": {"kept": [1, 2.50]}
-}
-`
+// visionTestConfig is the GPU-vision config as Strata's setup writes it.
+const visionTestConfig = fakestrata.GPUVisionConfig
 
 func cli(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -44,8 +25,8 @@ func cli(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errb.String()
 }
 
-func visionFixture(t *testing.T) *stratatest.Install {
-	in := stratatest.New(t, "", stratatest.Options{Config: visionTestConfig})
+func visionFixture(t *testing.T) *fakestrata.Install {
+	in := fakestrata.NewInstall(t, "", fakestrata.InstallOptions{Config: visionTestConfig})
 	t.Setenv(locations.EnvHome, filepath.Dir(in.Settings))
 	return in
 }
@@ -165,7 +146,7 @@ func TestStatusJSON(t *testing.T) {
 		!st.Valid || st.Port != 8095 || st.Host != "127.0.0.1" || st.Settings != in.Settings {
 		t.Fatalf("status = %+v", st)
 	}
-	os.Remove(filepath.Join(in.Root, "models", stratatest.MMProjBF16))
+	os.Remove(filepath.Join(in.Root, "models", fakestrata.MMProjBF16))
 	code, out, _ = cli(t, "status", "--json", "--strata-root", in.Root)
 	json.Unmarshal([]byte(out), &st)
 	if code != 1 || st.Valid || len(st.Problems) != 1 || !strings.Contains(st.Problems[0], "vision.mmproj") {

@@ -39,32 +39,21 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// visionRoot is a fake install whose config reads pictures on the GPU, with
-// a stand-in relay beside this test binary (where the service looks for it).
+// visionRoot is a fake install whose config reads pictures on the GPU
+// (fakestrata's Vision), with a stand-in relay beside this test binary
+// (where the service looks for it).
 func visionRoot(t *testing.T) *fakestrata.Root {
 	t.Helper()
-	dir := t.TempDir()
-	enc := dir + "/strata-vision"
-	script := "#!/bin/sh\necho READY 2560\nwhile read c a b; do [ \"$c\" = QUIT ] && exit 0; echo 'ERR stand-in'; done\n"
-	testenv.WriteExecutable(enc, []byte(script))
-	for _, f := range []string{"mmproj-BF16.gguf", "stub.gguf"} {
-		os.WriteFile(dir+"/"+f, []byte("GGUF"), 0o644)
-	}
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	relay := filepath.Join(filepath.Dir(self), "strata-vision-relay")
-	if err := testenv.WriteExecutable(relay, []byte(script)); err != nil {
+	if err := testenv.WriteExecutable(relay, []byte(fakestrata.EncoderScript)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(relay) })
-	r := fakestrata.NewRoot(t, fakestrata.RootOptions{Extra: map[string]any{
-		"args":   []string{"-m", "model.gguf", "--vision", "--vram-reserve-mib", "700"},
-		"vision": map[string]any{"exe": enc, "mmproj": dir + "/mmproj-BF16.gguf", "model": dir + "/stub.gguf", "gpu": true},
-	}})
-	testenv.WriteExecutable(filepath.Join(r.Dir, "engine", "strata-vision"), []byte(script))
-	return r
+	return fakestrata.NewRoot(t, fakestrata.RootOptions{Vision: true})
 }
 
 // agreement reads the config, the settings and /v1/state and says whether
@@ -195,12 +184,6 @@ func TestSecondRunRefusesAndTheFirstStaysReachable(t *testing.T) {
 	}
 	if _, err := c.State(context.Background()); err != nil {
 		t.Fatalf("the first service is no longer reachable: %v", err)
-	}
-}
-
-func copyFile(t *testing.T, from, to string) {
-	if err := testenv.CopyFile(from, to, 0o755); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 	"github.com/strata-companion/companion/internal/events"
 )
 
-// serveWith is serve with short timeouts.
+// serveWith serves b on loopback with the timeouts to until t ends.
 func serveWith(t *testing.T, b Backend, to Timeouts) (*Server, string) {
 	t.Helper()
 	s, err := New(b)

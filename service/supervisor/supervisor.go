@@ -1,14 +1,21 @@
-// Package supervisor runs the Strata server as shared STRATA.md says (the
-// venv's python, serve/server.py --engine strata --config C --port P, never
-// --open, in the Strata root), captures its output into a rotated log,
-// follows the engine log, turns recognised lines into events, waits minutes
-// for the first `ready:`, restarts it with backoff after a crash, gives up on
-// a crash loop or a busy port with the reason, and stops the whole process
-// tree gracefully.
+// Package supervisor runs the Strata server as Strata's own docs start it
+// (the venv's python, serve/server.py --engine strata --config C --port P,
+// never --open, in the Strata root; docs/strata.md), captures its output
+// into a rotated log, follows the engine log, turns recognised lines into
+// events, waits minutes for the first `ready:`, restarts it with backoff
+// after a crash, gives up on a crash loop or a busy port with the reason,
+// and stops the whole process tree gracefully.
 //
 // One goroutine (Run) owns every decision; the process's output readers, the
-// health poller and the callers of Start/Stop/Restart only send it messages,
-// so there is no shared mutable state beyond the output ring.
+// health poller and the callers of Start/Stop/Restart only send it messages.
+// What is shared besides: the output tail and the log's drop count (outMu),
+// the few facts the readers learn about a process (process.mu), and the
+// queues to the log and console writers. Nothing that can block on the
+// outside world runs in the decision loop or under a lock: the log file and
+// the console are written by goroutines of their own (a stalled disk or
+// terminal drops lines, counted, instead of stalling the pipe readers or
+// Stop), and /health is asked by the health poller and by the goroutine
+// that announces a ready line, never by the loop.
 package supervisor
 
 import (
@@ -162,9 +169,12 @@ type Supervisor struct {
 	// folders are removed when the next one starts.
 	lastRun *process
 
-	outMu sync.Mutex // guards ring, the log writer and the drop count
+	outMu sync.Mutex // guards ring and the drop count
 	ring  []string
-	log   *lumberjack.Logger
+	log   *lumberjack.Logger // written only by writeLog
+	// logQ and consoleQ carry lines to writeLog and writeConsole (nil
+	// without a log file or console); a full queue drops the line.
+	logQ, consoleQ chan outLine
 	// dropped counts lines the log file refused (a full disk); dropping is
 	// true from a refusal until a line is written again, and reported is
 	// when the count was last published.
@@ -185,6 +195,20 @@ type command struct {
 	done   chan error
 }
 
+// outLine is one line on its way to the log file or the console.
+type outLine struct {
+	at     time.Time
+	stream string
+	text   string
+}
+
+// outQueue is how many lines may wait for a slow log file or console
+// before new ones are dropped.
+const outQueue = 4096
+
+// errLogBehind is a line dropped because the log file did not keep up.
+var errLogBehind = errors.New("the log file does not keep up (a stalled disk?), so new lines were dropped")
+
 type readyMsg struct {
 	proc    *process
 	details map[string]any
@@ -203,6 +227,10 @@ func New(cfg Config) (*Supervisor, error) {
 		healthRound: make(chan struct{}, 1)}
 	if cfg.LogFile != "" {
 		s.log = &lumberjack.Logger{Filename: cfg.LogFile, MaxSize: 20, MaxBackups: 5}
+		s.logQ = make(chan outLine, outQueue)
+	}
+	if cfg.Console != nil {
+		s.consoleQ = make(chan outLine, outQueue)
 	}
 	return s, nil
 }
@@ -279,6 +307,14 @@ func (p *process) flag(f func(p *process)) {
 // Run supervises until ctx ends, then stops the server and returns.
 func (s *Supervisor) Run(ctx context.Context) error {
 	close(s.started)
+	stopWriters := make(chan struct{})
+	defer close(stopWriters) // they write what is queued, then end
+	if s.logQ != nil {
+		go s.writeOut(s.logQ, stopWriters, s.writeLogLine)
+	}
+	if s.consoleQ != nil {
+		go s.writeOut(s.consoleQ, stopWriters, s.writeConsoleLine)
+	}
 	followCtx, stopFollow := context.WithCancel(ctx)
 	defer stopFollow()
 	follow := newLogFollow()
@@ -383,18 +419,6 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			startTimer = nil
 			stopProgress()
 			r.details["pid"] = proc.pid
-			if _, ok := r.details["model"]; !ok {
-				// The ready line has no model name; /health has (a short ask).
-				var h health
-				hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				if getJSON(hctx, http.DefaultClient, "http://127.0.0.1:"+strconv.Itoa(proc.port)+"/health", "", &h) == nil && h.Service == "strata" {
-					r.details["model"] = h.Model
-					if h.MaxContext > 0 {
-						r.details["context"] = h.MaxContext
-					}
-				}
-				cancel()
-			}
 			url, _ := r.details["url"].(string)
 			s.pub(events.ServerReady, fmt.Sprintf("the Strata server is ready at %s (after %.1f s)", url, time.Since(proc.started).Seconds()), r.details)
 
@@ -407,9 +431,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 				msg += "; last: " + last
 			}
 			s.pub(events.ServerProgress, msg, map[string]any{"elapsed_s": int(time.Since(proc.started).Seconds())})
-			if s.cfg.Console != nil {
-				fmt.Fprintln(s.cfg.Console, "strata-service: "+msg)
-			}
+			s.toConsole(outLine{at: time.Now(), stream: "supervisor", text: msg})
 
 		case <-startTimer:
 			startTimer = nil
@@ -519,7 +541,7 @@ func (s *Supervisor) launch() (*process, error) {
 	if port == 0 {
 		port = sc.Port() // the config's port, else Strata's 8080
 	}
-	// Exactly the command STRATA.md gives; never --open (a service has no browser).
+	// Exactly the command docs/strata.md gives; never --open (a service has no browser).
 	cmd := exec.Command(s.cfg.Python, "serve/server.py", "--engine", "strata", "--config", s.cfg.ConfigPath, "--port", strconv.Itoa(port))
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), s.cfg.Env...)
@@ -729,13 +751,18 @@ func indexNL(b []byte) int {
 	return -1
 }
 
-// line records one output line and acts on what it says.
+// line records one output line and acts on what it says. It never waits
+// on the log file or the console: they get the line through their queues.
 func (s *Supervisor) line(p *process, stream, text string) {
+	l := outLine{at: time.Now(), stream: stream, text: text}
 	s.outMu.Lock()
 	var drop *events.Event
-	if s.log != nil {
-		_, err := fmt.Fprintf(s.log, "%s %-6s %s\n", time.Now().Format("2006-01-02T15:04:05.000Z07:00"), stream, text)
-		drop = s.countDrop(err)
+	if s.logQ != nil {
+		select {
+		case s.logQ <- l:
+		default:
+			drop = s.countDrop(errLogBehind)
+		}
 	}
 	if stream != "supervisor" {
 		s.ring = append(s.ring, text)
@@ -743,13 +770,7 @@ func (s *Supervisor) line(p *process, stream, text string) {
 			s.ring = s.ring[len(s.ring)-s.cfg.KeepLines:]
 		}
 	}
-	if s.cfg.Console != nil {
-		if stream == "supervisor" {
-			fmt.Fprintln(s.cfg.Console, "strata-service: "+text)
-		} else {
-			fmt.Fprintln(s.cfg.Console, text)
-		}
-	}
+	s.toConsole(l) // under outMu: the console gets the lines in the ring's order
 	s.outMu.Unlock()
 	if drop != nil {
 		s.cfg.Events.Publish(*drop)
@@ -767,9 +788,10 @@ func (s *Supervisor) line(p *process, stream, text string) {
 	}
 	switch e.Kind {
 	case events.ServerReady:
-		select {
-		case s.ready <- readyMsg{proc: p, details: e.Details}:
-		default: // Run is gone or already has one
+		if _, ok := e.Details["model"]; ok {
+			s.announceReady(p, e.Details) // nothing to ask: at once
+		} else {
+			go s.announceReady(p, e.Details)
 		}
 		return
 	case events.ServerProgress:
@@ -787,4 +809,83 @@ func (s *Supervisor) line(p *process, stream, text string) {
 		}
 	}
 	s.cfg.Events.Publish(e)
+}
+
+// announceReady hands a ready line to the decision loop, with the model's
+// name from /health when the line has none (a short ask, here and not in
+// the loop, so a server slow to answer delays only its own announcement).
+func (s *Supervisor) announceReady(p *process, details map[string]any) {
+	if _, ok := details["model"]; !ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		go func() {
+			select {
+			case <-p.exited:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		var h health
+		if getJSON(ctx, http.DefaultClient, "http://127.0.0.1:"+strconv.Itoa(p.port)+"/health", "", &h) == nil && h.Service == "strata" {
+			details["model"] = h.Model
+			if h.MaxContext > 0 {
+				details["context"] = h.MaxContext
+			}
+		}
+		cancel()
+	}
+	select {
+	case s.ready <- readyMsg{proc: p, details: details}:
+	default: // Run is gone or already has one
+	}
+}
+
+// toConsole queues l for the console, if there is one; a console that does
+// not keep up (a terminal paused with Ctrl-S) loses lines, the log file not.
+func (s *Supervisor) toConsole(l outLine) {
+	if s.consoleQ == nil {
+		return
+	}
+	select {
+	case s.consoleQ <- l:
+	default:
+	}
+}
+
+// writeOut writes what comes on q with write until stop, then what is
+// still queued.
+func (s *Supervisor) writeOut(q <-chan outLine, stop <-chan struct{}, write func(outLine)) {
+	for {
+		select {
+		case l := <-q:
+			write(l)
+		case <-stop:
+			for {
+				select {
+				case l := <-q:
+					write(l)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// writeLogLine writes one line to the log file and counts a refusal.
+func (s *Supervisor) writeLogLine(l outLine) {
+	_, err := fmt.Fprintf(s.log, "%s %-6s %s\n", l.at.Format("2006-01-02T15:04:05.000Z07:00"), l.stream, l.text)
+	s.outMu.Lock()
+	drop := s.countDrop(err)
+	s.outMu.Unlock()
+	if drop != nil {
+		s.cfg.Events.Publish(*drop)
+	}
+}
+
+func (s *Supervisor) writeConsoleLine(l outLine) {
+	if l.stream == "supervisor" {
+		fmt.Fprintln(s.cfg.Console, "strata-service: "+l.text)
+	} else {
+		fmt.Fprintln(s.cfg.Console, l.text)
+	}
 }

@@ -145,30 +145,7 @@ func pidOf(t *testing.T, e events.Event) int {
 }
 
 // alive lists the live (not zombie) processes in process group pgid.
-func alive(pgid int) []int {
-	var out []int
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		b, err := os.ReadFile(d + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		if g, _ := strconv.Atoi(f[2]); g == pgid {
-			p, _ := strconv.Atoi(filepath.Base(d))
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func alive(pgid int) []int { return testenv.GroupMembers(pgid) }
 
 func TestStartsAsStrataSaysAndStops(t *testing.T) {
 	h := newHarness(t, fakestrata.RootOptions{APIKey: "secret-key"}, nil)
@@ -178,7 +155,7 @@ func TestStartsAsStrataSaysAndStops(t *testing.T) {
 	if ready.Details["model"] != "strata-test" || ready.Details["url"] != fmt.Sprintf("http://127.0.0.1:%d/v1", h.root.Port) {
 		t.Errorf("ready details %v", ready.Details)
 	}
-	// Exactly STRATA.md's command line, in the Strata root.
+	// Exactly docs/strata.md's command line, in the Strata root.
 	b, _ := os.ReadFile(h.args)
 	var rec struct {
 		Args []string `json:"args"`
@@ -207,10 +184,11 @@ func TestStartsAsStrataSaysAndStops(t *testing.T) {
 	if left := alive(pid); len(left) > 0 {
 		t.Errorf("processes left in the server's group: %v", left)
 	}
-	logb, _ := os.ReadFile(h.sup.LogFile())
-	if !strings.Contains(string(logb), "ready: http://127.0.0.1:") {
-		t.Errorf("the captured log lacks the ready line:\n%s", logb)
-	}
+	var logb []byte
+	testenv.WaitFor(t, 20*time.Second, "the ready line in the captured log", func() bool {
+		logb, _ = os.ReadFile(h.sup.LogFile())
+		return strings.Contains(string(logb), "ready: http://127.0.0.1:")
+	})
 	if strings.Contains(string(logb), "secret-key") {
 		t.Error("the API key leaked into the captured log")
 	}
@@ -293,14 +271,27 @@ func TestPortInUseFailsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	h := newHarness(t, fakestrata.RootOptions{Port: l.Addr().(*net.TCPAddr).Port}, nil)
+	var mu sync.Mutex
+	var asked []int // a restart is scheduled through Backoff: none may be
+	h := newHarness(t, fakestrata.RootOptions{Port: l.Addr().(*net.TCPAddr).Port}, func(c *Config) {
+		c.Backoff = func(n int) time.Duration { mu.Lock(); asked = append(asked, n); mu.Unlock(); return time.Hour }
+	})
 	f := h.waitFor(events.ServerFailed)
 	if !strings.Contains(f.Message, "already in use") || !strings.Contains(f.Message, strconv.Itoa(h.root.Port)) {
 		t.Errorf("failure %q", f.Message)
 	}
-	time.Sleep(200 * time.Millisecond) // a looping supervisor would have started again by now
-	if n := h.count(events.ServerStarting); n != 1 {
-		t.Errorf("%d starts, want 1", n)
+	// A round trip through the decision loop: once Stop is answered, the
+	// loop has handled the exit before it, so a restart would have been
+	// launched (a second start) or scheduled (Backoff asked) by now.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := h.sup.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := h.count(events.ServerStarting); n != 1 || len(asked) != 0 {
+		t.Errorf("%d starts (want 1), restarts scheduled %v (want none)", n, asked)
 	}
 }
 

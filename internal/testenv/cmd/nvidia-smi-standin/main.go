@@ -1,5 +1,5 @@
 // Command nvidia-smi-standin answers the GPU query as a driver with one RTX
-// 3060 Laptop GPU would (STRATA.md's second PC), and rejects anything else as
+// 3060 Laptop GPU would (docs/strata.md's second PC), and rejects anything else as
 // a real nvidia-smi does. Built as nvidia-smi.exe into the Windows test PC's
 // C:\Windows\System32, where modern drivers put the real one, and as
 // nvidia-smi on a Linux test second PC's PATH (testenv.NvidiaSMI).

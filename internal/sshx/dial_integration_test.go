@@ -276,7 +276,7 @@ func TestAgentAndKeyFileAuth(t *testing.T) {
 	t.Run("encrypted key file", func(t *testing.T) {
 		t.Setenv("SSH_AUTH_SOCK", "")
 		enc := filepath.Join(t.TempDir(), "enc")
-		copyFile(t, s.ClientKeyFile, enc)
+		testenv.Copy(t, s.ClientKeyFile, enc, 0o600)
 		if out, err := exec.Command("ssh-keygen", "-p", "-q", "-f", enc, "-N", "s3cret", "-P", "").CombinedOutput(); err != nil {
 			testenv.Skip(t, "ssh-keygen: "+err.Error()+string(out))
 		}
@@ -317,16 +317,6 @@ func TestAgentAndKeyFileAuth(t *testing.T) {
 			t.Fatalf("NoAgent still used the agent: %v", err)
 		}
 	})
-}
-
-func copyFile(t *testing.T, from, to string) {
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestPinKeepsOtherLinesAndReplacesSameType(t *testing.T) {

@@ -1,15 +1,18 @@
-// Package stratatest builds real-shaped Strata installs in a test's temporary
-// folder: serve/server.py, engine/strata and engine/strata-vision, the venv's
-// python, models/*.gguf, a config and its run script, laid out as Strata's
-// setup leaves them (see shared/STRATA.md). The programs are stand-ins: no
-// test here runs them.
-package stratatest
+package fakestrata
+
+// The one fake Strata install, in two forms: Install (this file) is the
+// layout as Strata's setup leaves it, for code that reads an install
+// (serve/server.py, engine/strata and engine/strata-vision, the venv's
+// python, models/*.gguf, a config and its run script; docs/strata.md) with
+// programs that are placeholders; Root (root.go) is the same skeleton made
+// runnable, its server.py and python running the stand-in server.
 
 import (
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -20,7 +23,7 @@ const (
 	MMProjQ8   = "mmproj-Qwen3.5-122B-A10B-Q8_0.gguf"
 )
 
-// Install is a fake Strata install.
+// Install is a fake Strata install for code that reads one (nothing in it runs).
 type Install struct {
 	Root      string // the install folder
 	Config    string // ROOT/strata-<tag>.json
@@ -29,8 +32,8 @@ type Install struct {
 	Settings  string // where the companion settings file would be
 }
 
-// Options shape the install.
-type Options struct {
+// InstallOptions shape NewInstall.
+type InstallOptions struct {
 	Tag string // default "iq2_xs"
 	// Config is the config text. @ROOT@ is replaced with the install
 	// folder, @MODELS@ with ROOT/models, @RELAY@ with the stand-in relay and
@@ -62,8 +65,8 @@ func JSONPath(p string) string {
 	return strings.Trim(string(b), `"`)
 }
 
-// New builds an install under dir (a fresh t.TempDir() when dir is "").
-func New(t testing.TB, dir string, o Options) *Install {
+// NewInstall lays out an install under dir (a fresh t.TempDir() when dir is "").
+func NewInstall(t testing.TB, dir string, o InstallOptions) *Install {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
@@ -82,14 +85,10 @@ func New(t testing.TB, dir string, o Options) *Install {
 		Relay:    filepath.Join(dir, "companion", "strata-vision-relay"+ext),
 		Settings: filepath.Join(dir, "companion-home", "settings.json"),
 	}
-	Write(t, filepath.Join(root, "serve", "server.py"), "# Strata's server (stand-in)\n", 0o644)
-	Write(t, filepath.Join(root, "engine", "strata"+ext), "#!/bin/sh\nexit 0\n", 0o755)
-	Write(t, filepath.Join(root, "engine", "strata-vision"+ext), "#!/bin/sh\necho READY 2560\n", 0o755)
-	if o.Windows {
-		Write(t, filepath.Join(root, ".venv", "Scripts", "python.exe"), "MZ", 0o755)
-	} else {
-		Write(t, filepath.Join(root, ".venv", "bin", "python"), "#!/bin/sh\n", 0o755)
+	if err := skeleton(root, o.Windows, "#!/bin/sh\nexit 0\n"); err != nil {
+		t.Fatal(err)
 	}
+	Write(t, filepath.Join(root, "engine", "strata-vision"+ext), "#!/bin/sh\necho READY 2560\n", 0o755)
 	Write(t, filepath.Join(root, "models", ModelShard), "GGUF", 0o644)
 	if !o.NoMMProj {
 		Write(t, filepath.Join(root, "models", MMProjBF16), "GGUF", 0o644)
@@ -109,3 +108,63 @@ func New(t testing.TB, dir string, o Options) *Install {
 	}
 	return in
 }
+
+// skeleton writes what every Strata install has: serve/server.py, the
+// engine (engineScript) and the venv's python (placeholders a Root then
+// makes runnable).
+func skeleton(root string, windows bool, engineScript string) error {
+	ext, python := "", filepath.Join(root, ".venv", "bin", "python")
+	if windows {
+		ext, python = ".exe", filepath.Join(root, ".venv", "Scripts", "python.exe")
+	}
+	for _, f := range []struct {
+		path, data string
+		mode       os.FileMode
+	}{
+		{filepath.Join(root, "serve", "server.py"), "# Strata's server (stand-in)\n", 0o644},
+		{filepath.Join(root, "engine", "strata"+ext), engineScript, 0o755},
+		{python, "#!/bin/sh\n", 0o755},
+	} {
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			return err
+		}
+		if err := writeFile(f.path, []byte(f.data), f.mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFile is os.WriteFile, for a program under the fork lock (see
+// writeExecutable).
+func writeFile(path string, data []byte, mode os.FileMode) error {
+	if mode&0o111 != 0 {
+		syscall.ForkLock.RLock()
+		defer syscall.ForkLock.RUnlock()
+	}
+	return os.WriteFile(path, data, mode)
+}
+
+// GPUVisionConfig is a config as Strata's setup writes it for pictures read
+// on the GPU, with a key the companion does not know (future_key), for
+// InstallOptions.Config (its @ROOT@ and @MODELS@ are filled in).
+const GPUVisionConfig = `{
+  "exe": "@ROOT@/engine/strata",
+  "args": [
+    "--model",
+    "@MODELS@/` + ModelShard + `",
+    "--vision",
+    "--vram-reserve-mib",
+    "700"
+  ],
+  "port": 8095,
+  "vision": {
+    "exe": "@ROOT@/engine/strata-vision",
+    "mmproj": "@MODELS@/` + MMProjBF16 + `",
+    "model": "@MODELS@/` + ModelShard + `",
+    "gpu": true,
+    "max_tokens": 1024
+  },
+  "future_key": {"kept": [1, 2.50]}
+}
+`

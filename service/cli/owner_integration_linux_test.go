@@ -111,7 +111,7 @@ func TestOnlyTheOwnerChangesThroughARootService(t *testing.T) {
 	binDir := t.TempDir()
 	self, _ := os.Executable()
 	bin := filepath.Join(binDir, "strata-service.test")
-	copyFile(t, self, bin)
+	testenv.Copy(t, self, bin, 0o755)
 	home := os.Getenv(locations.EnvHome)
 	for _, d := range []string{binDir, filepath.Dir(binDir), home, filepath.Dir(home), locations.Path(locations.StateDir)} {
 		os.Chmod(d, 0o755)

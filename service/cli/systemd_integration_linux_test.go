@@ -18,7 +18,7 @@ import (
 )
 
 // container is a real systemd booted by systemd-nspawn on this machine's own
-// file system (volatile: nothing it writes survives), as TOOLING.md says.
+// file system (volatile: nothing it writes survives).
 type container struct {
 	t    *testing.T
 	cmd  *exec.Cmd
@@ -103,13 +103,7 @@ func (c *container) shutdown() {
 // buildService builds strata-service for the container.
 func buildService(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "strata-service")
-	cmd := exec.Command("go", "build", "-o", bin, "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building strata-service: %v\n%s", err, out)
-	}
-	return bin
+	return testenv.Program(t, "github.com/strata-companion/companion/service", testenv.BuildOptions{Name: "strata-service"})
 }
 
 // install / start / status / stop / uninstall against a real systemd.

@@ -18,7 +18,7 @@ import (
 )
 
 // fakeNvidiaSMI writes an nvidia-smi that answers the rich query as a
-// driver with one RTX 3060 Laptop GPU would (STRATA.md's second PC), and
+// driver with one RTX 3060 Laptop GPU would (docs/strata.md's second PC), and
 // rejects anything else as a real one does.
 func fakeNvidiaSMI(t *testing.T) string {
 	dir := t.TempDir()
@@ -65,21 +65,7 @@ func TestProbeAgainstARealSSHD(t *testing.T) {
 	}
 	r := Run(context.Background(), c, "pc2", Options{RemoteDir: remote, Pings: 5, TransferBytes: 2 << 20})
 	t.Logf("%+v", r)
-	if r.OS != "linux" || r.Arch == "" || r.Shell != "posix" {
-		t.Errorf("system: os %q arch %q shell %q (uname %q)", r.OS, r.Arch, r.Shell, r.Uname)
-	}
-	if len(r.GPUs) != 1 || r.GPUs[0].Name != "NVIDIA GeForce RTX 3060 Laptop GPU" || r.GPUs[0].FreeMiB != 5606 || r.NvidiaQuery != probe.QueryRich {
-		t.Errorf("GPUs %+v (query %q)", r.GPUs, r.NvidiaQuery)
-	}
-	if !r.EncoderPresent || !r.FilesInPlace || len(r.ModelFiles) != 2 {
-		t.Errorf("files: encoder %+v, models %+v, in place %v", r.Encoder, r.ModelFiles, r.FilesInPlace)
-	}
-	if len(r.RTTSamples) != 5 || r.RTT <= 0 {
-		t.Errorf("RTT %v from %v", r.RTT, r.RTTSamples)
-	}
-	if r.UpBytesPerSec <= 0 || r.DownBytesPerSec <= 0 {
-		t.Errorf("throughput up %v down %v", r.UpBytesPerSec, r.DownBytesPerSec)
-	}
+	checkReport(t, r, "linux", "posix")
 	if !r.Estimate.Available || r.Estimate.PictureSeconds <= 0 || r.Estimate.Device == nil || *r.Estimate.Device != 0 {
 		t.Errorf("estimate %+v", r.Estimate)
 	}
@@ -132,4 +118,26 @@ func hasFinding(r *Result, word string) bool {
 		}
 	}
 	return false
+}
+
+// checkReport checks what a probe of the test second PC (one RTX 3060
+// Laptop GPU with 5606 MiB free, the encoder and two model files in the
+// remote folder, 5 pings, a transfer) reports on any OS.
+func checkReport(t *testing.T, r *Result, goos, shell string) {
+	t.Helper()
+	if r.OS != goos || r.Arch == "" || r.Shell != shell {
+		t.Errorf("system: os %q arch %q shell %q (uname %q), want %s and %s", r.OS, r.Arch, r.Shell, r.Uname, goos, shell)
+	}
+	if len(r.GPUs) != 1 || r.GPUs[0].Name != "NVIDIA GeForce RTX 3060 Laptop GPU" || r.GPUs[0].FreeMiB != 5606 || r.NvidiaQuery != probe.QueryRich {
+		t.Errorf("GPUs %+v (query %q)", r.GPUs, r.NvidiaQuery)
+	}
+	if !r.EncoderPresent || !r.FilesInPlace || len(r.ModelFiles) != 2 {
+		t.Errorf("files: encoder %+v, models %+v, in place %v", r.Encoder, r.ModelFiles, r.FilesInPlace)
+	}
+	if len(r.RTTSamples) != 5 || r.RTT <= 0 {
+		t.Errorf("RTT %v from %v", r.RTT, r.RTTSamples)
+	}
+	if r.UpBytesPerSec <= 0 || r.DownBytesPerSec <= 0 {
+		t.Errorf("throughput up %v down %v: %+v", r.UpBytesPerSec, r.DownBytesPerSec, r.Findings)
+	}
 }

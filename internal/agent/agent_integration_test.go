@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -27,10 +26,7 @@ import (
 func buildStandin(t *testing.T, env string) (dir, encoder, mmproj, model string) {
 	t.Helper()
 	dir = t.TempDir()
-	bin := filepath.Join(dir, "standin")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/strata-companion/companion/internal/fakeencoder/cmd/strata-vision-standin").CombinedOutput(); err != nil {
-		t.Fatalf("building the stand-in: %v\n%s", err, out)
-	}
+	bin := testenv.Program(t, "github.com/strata-companion/companion/internal/fakeencoder/cmd/strata-vision-standin", testenv.BuildOptions{Dir: dir, Name: "standin"})
 	encoder = filepath.Join(dir, "strata-vision")
 	testenv.WriteExecutable(encoder, []byte("#!/bin/sh\n"+env+" exec "+bin+" \"$@\"\n"))
 	mmproj, model = filepath.Join(dir, "mmproj.gguf"), filepath.Join(dir, "vocab.gguf")

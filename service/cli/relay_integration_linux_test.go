@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,12 +32,8 @@ import (
 // e2eBuild builds the relay and the stand-in encoder into dir.
 func e2eBuild(t *testing.T, dir string) (relayBin, encoderBin string) {
 	t.Helper()
-	relayBin, encoderBin = filepath.Join(dir, "strata-vision-relay"), filepath.Join(dir, "strata-vision-standin")
-	for out, pkg := range map[string]string{relayBin: "../../relay", encoderBin: "../../internal/fakeencoder/cmd/strata-vision-standin"} {
-		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-	}
+	relayBin = testenv.Program(t, "github.com/strata-companion/companion/relay", testenv.BuildOptions{Dir: dir, Name: "strata-vision-relay"})
+	encoderBin = testenv.Program(t, "github.com/strata-companion/companion/internal/fakeencoder/cmd/strata-vision-standin", testenv.BuildOptions{Dir: dir})
 	return relayBin, encoderBin
 }
 
@@ -106,7 +101,7 @@ func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
 		t.Fatal(err)
 	}
 	relayExe := filepath.Join(filepath.Dir(self), "strata-vision-relay")
-	copyFile(t, relayBin, relayExe)
+	testenv.Copy(t, relayBin, relayExe, 0o755)
 	t.Cleanup(func() { os.Remove(relayExe) })
 
 	// Strata's side: a stand-in install reading pictures on its GPU.
@@ -122,7 +117,7 @@ func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
 	// Strata's own encoder (ROOT/engine/strata-vision): the GPU placement's,
 	// and the one the relay runs on this PC's CPU.
 	localEncoder := filepath.Join(r.Dir, "engine", "strata-vision")
-	copyFile(t, encoderBin, localEncoder)
+	testenv.Copy(t, encoderBin, localEncoder, 0o755)
 
 	// The second PC: a real sshd, an NVIDIA GPU (the stand-in nvidia-smi on
 	// its PATH) and the folder `remote prepare` leaves.
@@ -131,10 +126,10 @@ func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
 	sshd := testenv.StartSSHD(t, testenv.SSHDOptions{PathDirs: []string{smi}})
 	remoteDir := t.TempDir()
 	rm, rmodel := relay.RemoteFiles(mmproj, model)
-	copyFile(t, mmproj, filepath.Join(remoteDir, rm))
-	copyFile(t, model, filepath.Join(remoteDir, rmodel))
-	copyFile(t, relayBin, filepath.Join(remoteDir, "strata-vision-relay"))
-	copyFile(t, encoderBin, filepath.Join(remoteDir, "strata-vision"))
+	testenv.Copy(t, mmproj, filepath.Join(remoteDir, rm), 0o644)
+	testenv.Copy(t, model, filepath.Join(remoteDir, rmodel), 0o644)
+	testenv.Copy(t, relayBin, filepath.Join(remoteDir, "strata-vision-relay"), 0o755)
+	testenv.Copy(t, encoderBin, filepath.Join(remoteDir, "strata-vision"), 0o755)
 
 	c, out := startRun(t, r)
 	ctx := context.Background()

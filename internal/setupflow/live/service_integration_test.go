@@ -3,11 +3,8 @@ package live_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,10 +136,7 @@ func TestServiceStatusFromTheProgram(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds strata-service")
 	}
-	exe := filepath.Join(t.TempDir(), "strata-service")
-	if out, err := exec.Command("go", "build", "-o", exe, "github.com/strata-companion/companion/service").CombinedOutput(); err != nil {
-		testenv.Skip(t, fmt.Sprintf("strata-service does not build: %v\n%s", err, out))
-	}
+	exe := testenv.Program(t, "github.com/strata-companion/companion/service", testenv.BuildOptions{Name: "strata-service"})
 	t.Setenv("STRATA_COMPANION_HOME", t.TempDir())
 	s := &live.Service{Exe: exe, Client: func() (*controlapi.Client, error) { return nil, controlapi.ErrNotRunning }}
 	st, err := s.Status(context.Background())

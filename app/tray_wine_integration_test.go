@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strata-companion/companion/app/internal/standin"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/testenv"
@@ -57,14 +56,10 @@ func TestWindowsTrayUnderWine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
-	exe := filepath.Join(dir, "strata-tray.exe")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-H=windowsgui", "-o", exe, ".")
-	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building strata-tray.exe: %v\n%s", err, out)
-	}
+	exe := testenv.Program(t, ".", testenv.BuildOptions{GOOS: "windows", GOARCH: "amd64", Name: "strata-tray.exe",
+		Flags: []string{"-trimpath", "-ldflags=-H=windowsgui"}})
 
-	api := standin.New(t, realistic(time.Now()))
+	api := testenv.NewService(t, realistic(time.Now()))
 	home := filepath.Join(dir, "home")
 	api.WriteHome(t, home)
 	env = append(env, "STRATA_COMPANION_HOME=Z:"+strings.ReplaceAll(home, "/", `\`))

@@ -19,7 +19,6 @@ import (
 
 	"github.com/godbus/dbus/v5"
 
-	"github.com/strata-companion/companion/app/internal/standin"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/testenv"
@@ -46,17 +45,12 @@ func TestRealTrayUnderXvfb(t *testing.T) {
 	disp := testenv.StartDisplay(t, 1024, 600)
 	dir := t.TempDir()
 
-	exe := filepath.Join(dir, "strata-tray")
-	build := exec.Command("go", "build", "-trimpath", "-o", exe, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building strata-tray: %v\n%s", err, out)
-	}
+	exe := testenv.Program(t, ".", testenv.BuildOptions{CGO: true, Name: "strata-tray", Flags: []string{"-trimpath"}})
 
 	// The stand-in service, in a realistic state, and the files a running
 	// service leaves for its clients.
 	now := time.Now()
-	api := standin.New(t, realistic(now))
+	api := testenv.NewService(t, realistic(now))
 	api.SetConfigs(controlapi.ConfigList{StrataRoot: "/opt/strata", Running: "/opt/strata/strata-iq2_xs.json", Configs: []controlapi.ConfigEntry{
 		{Path: "/opt/strata/strata-coder-iq1_m.json", Tag: "coder-iq1_m", ModelName: "Qwen3-Coder IQ1_M", Ready: true},
 		{Path: "/opt/strata/strata-iq2_xs.json", Tag: "iq2_xs", ModelName: "Qwen3.6-35B-A3B IQ2_XS", Ready: true, Running: true},

@@ -3,7 +3,6 @@
 package trayctl
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -20,19 +19,8 @@ import (
 	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/testenv"
 )
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedBuf) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
 
 // The tray's controller and watcher against the real strata-service (built
 // from ./service, run as its own process) supervising the Strata stand-in:
@@ -45,17 +33,12 @@ func TestAgainstTheRealService(t *testing.T) {
 		t.Skip("builds and runs strata-service and the Strata stand-in")
 	}
 	dir := t.TempDir()
-	svc := filepath.Join(dir, "strata-service")
-	build := exec.Command("go", "build", "-o", svc, "github.com/strata-companion/companion/service")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building strata-service: %v\n%s", err, out)
-	}
+	svc := testenv.Program(t, "github.com/strata-companion/companion/service", testenv.BuildOptions{Name: "strata-service"})
 	root := fakestrata.NewRoot(t, fakestrata.RootOptions{Step: "100ms"})
 	home := filepath.Join(dir, "home")
 	t.Setenv(locations.EnvHome, home)
 
-	var out lockedBuf
+	var out testenv.Buffer
 	var mu sync.Mutex
 	var cmd *exec.Cmd
 	startService := func() {

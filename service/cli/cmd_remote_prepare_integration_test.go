@@ -5,7 +5,6 @@ package cli
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,11 +24,8 @@ import (
 func relayBins(t *testing.T) string {
 	t.Helper()
 	bins := t.TempDir()
-	for out, pkg := range map[string]string{"strata-vision-relay": "../../relay", "standin": "../../internal/fakeencoder/cmd/strata-vision-standin"} {
-		if b, err := exec.Command("go", "build", "-o", filepath.Join(bins, out), pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
-	}
+	testenv.Program(t, "github.com/strata-companion/companion/relay", testenv.BuildOptions{Dir: bins, Name: "strata-vision-relay"})
+	testenv.Program(t, "github.com/strata-companion/companion/internal/fakeencoder/cmd/strata-vision-standin", testenv.BuildOptions{Dir: bins, Name: "standin"})
 	return bins
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,13 +32,8 @@ func TestApplyAgainstTheRealSupervisor(t *testing.T) {
 		t.Skip("builds and runs strata-service")
 	}
 	tmp := t.TempDir()
-	svc := filepath.Join(tmp, "strata-service")
-	enc := filepath.Join(tmp, "strata-vision-standin")
-	for pkg, out := range map[string]string{"./../../../service": svc, "./../../fakeencoder/cmd/strata-vision-standin": enc} {
-		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			testenv.Skip(t, fmt.Sprintf("cannot build %s: %v\n%s", pkg, err, b))
-		}
-	}
+	svc := testenv.Program(t, "github.com/strata-companion/companion/service", testenv.BuildOptions{Name: "strata-service"})
+	enc := testenv.Program(t, "github.com/strata-companion/companion/internal/fakeencoder/cmd/strata-vision-standin")
 	root := fakestrata.NewRoot(t, fakestrata.RootOptions{Tag: "iq2_xs", Extra: map[string]any{
 		"vision": map[string]any{"exe": enc, "mmproj": "mmproj-BF16.gguf", "model": "model-00001-of-00002.gguf", "gpu": true, "max_tokens": 1024},
 	}})

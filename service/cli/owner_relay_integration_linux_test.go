@@ -39,7 +39,7 @@ func TestRemotePicturesWhenStrataRunsAsTheOwner(t *testing.T) {
 	relayBin, encoderBin := e2eBuild(t, binDir)
 	self, _ := os.Executable()
 	svc := filepath.Join(binDir, "strata-service")
-	copyFile(t, self, svc)
+	testenv.Copy(t, self, svc, 0o755)
 	for _, d := range []string{binDir, filepath.Dir(binDir)} {
 		os.Chmod(d, 0o755)
 	}
@@ -53,17 +53,17 @@ func TestRemotePicturesWhenStrataRunsAsTheOwner(t *testing.T) {
 		"vision": map[string]any{"exe": "engine/strata-vision", "mmproj": mmproj, "model": model, "gpu": true, "max_tokens": 6},
 	}})
 	localEncoder := filepath.Join(r.Dir, "engine", "strata-vision")
-	copyFile(t, encoderBin, localEncoder)
+	testenv.Copy(t, encoderBin, localEncoder, 0o755)
 	chownTree(t, r.Dir, a)
 	chownTree(t, models, a)
 
 	sshd := testenv.StartSSHD(t, testenv.SSHDOptions{})
 	remoteDir := t.TempDir()
 	rm, rmodel := relay.RemoteFiles(mmproj, model)
-	copyFile(t, mmproj, filepath.Join(remoteDir, rm))
-	copyFile(t, model, filepath.Join(remoteDir, rmodel))
-	copyFile(t, relayBin, filepath.Join(remoteDir, "strata-vision-relay"))
-	copyFile(t, encoderBin, filepath.Join(remoteDir, "strata-vision"))
+	testenv.Copy(t, mmproj, filepath.Join(remoteDir, rm), 0o755)
+	testenv.Copy(t, model, filepath.Join(remoteDir, rmodel), 0o755)
+	testenv.Copy(t, relayBin, filepath.Join(remoteDir, "strata-vision-relay"), 0o755)
+	testenv.Copy(t, encoderBin, filepath.Join(remoteDir, "strata-vision"), 0o755)
 
 	// The companion's own key (what pairing makes: root's, 0600, in the
 	// 0700 secrets folder) and the settings naming the second PC.
