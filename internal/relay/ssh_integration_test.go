@@ -10,11 +10,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,44 +25,18 @@ import (
 	"github.com/strata-companion/companion/internal/testenv"
 )
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
 // binaries builds the relay (which is also the agent) and the stand-in
 // encoder once per test binary.
 func binaries(t testing.TB) (relayBin, standin string) {
 	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "relay-test-bin-")
-		if buildErr != nil {
-			return
-		}
-		for out, pkg := range map[string]string{
-			"strata-vision-relay": "github.com/strata-companion/companion/relay",
-			"standin":             "github.com/strata-companion/companion/internal/fakeencoder/cmd/strata-vision-standin",
-		} {
-			if b, err := exec.Command("go", "build", "-o", filepath.Join(binDir, out), pkg).CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("building %s: %v\n%s", pkg, err, b)
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "strata-vision-relay"), filepath.Join(binDir, "standin")
+	return testenv.Program(t, "github.com/strata-companion/companion/relay", testenv.BuildOptions{Name: "strata-vision-relay"}),
+		testenv.Program(t, "github.com/strata-companion/companion/internal/fakeencoder/cmd/strata-vision-standin", testenv.BuildOptions{Name: "standin"})
 }
 
 func TestMain(m *testing.M) {
 	stopWine := testenv.ShareWine() // the Windows second PC's wine (windows_test.go)
 	code := m.Run()
 	stopWine()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
 	os.Exit(code)
 }
 
@@ -101,7 +73,7 @@ func newSecondPC(t *testing.T, encodeEnv string) *secondPC {
 	}
 	fakeencoder.WriteModel(pc.model, 10)
 	rm, rmodel := RemoteFiles(pc.mmproj, pc.model)
-	copyFile(t, pc.mmproj, filepath.Join(pc.dir, rm))
+	testenv.Copy(t, pc.mmproj, filepath.Join(pc.dir, rm), 0o644)
 	fakeencoder.WriteModel(filepath.Join(pc.dir, rmodel), 10)
 	pc.agentBin = filepath.Join(pc.dir, AgentName("linux"))
 	if err := testenv.CopyFile(relayBin, pc.agentBin, 0o755); err != nil {
@@ -122,32 +94,9 @@ func newSecondPC(t *testing.T, encodeEnv string) *secondPC {
 	return pc
 }
 
-func copyFile(t testing.TB, from, to string) {
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is an agent's stderr as the tests read it: testenv's buffer,
+// plus the events in it.
+type syncBuffer struct{ testenv.Buffer }
 
 func (s *syncBuffer) events() []events.Event {
 	var out []events.Event
