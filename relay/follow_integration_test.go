@@ -72,7 +72,7 @@ func TestMain(m *testing.M) {
 }
 
 // fakeService is the companion service's side of POST /v1/relay: it checks
-// the token and keeps what the relay reported.
+// the relay's token and keeps what the relay reported.
 type fakeService struct {
 	mu     sync.Mutex
 	events []events.Event
@@ -103,7 +103,10 @@ func startFakeService(t *testing.T, home string) *fakeService {
 	state := filepath.Join(home, "state")
 	os.MkdirAll(state, 0o700)
 	os.WriteFile(filepath.Join(state, filepath.Base(locations.ControlAddrFile())), []byte(strings.TrimPrefix(srv.URL, "http://")), 0o600)
-	os.WriteFile(filepath.Join(state, filepath.Base(locations.ControlTokenFile())), []byte("tok-123\n"), 0o600)
+	// The relay presents the relay's own token (the service's relay-token),
+	// never the read token every account may read.
+	os.WriteFile(filepath.Join(state, filepath.Base(locations.ControlTokenFile())), []byte("tok-read\n"), 0o644)
+	os.WriteFile(filepath.Join(state, filepath.Base(locations.RelayTokenFile())), []byte("tok-123\n"), 0o600)
 	return fs
 }
 
