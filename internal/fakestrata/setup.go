@@ -223,7 +223,10 @@ func readVersion(dir string) string {
 	return meta.Version
 }
 
-// older compares dotted versions numerically.
+// older compares dotted versions numerically, as Strata's setup.py compares
+// its version tuples. The daemon has its own copy (service/daemon): the
+// stand-in does not share the product's code, so it cannot agree with a
+// wrong comparison there by construction.
 func older(a, b string) bool {
 	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
 	for i := 0; i < 3; i++ {

@@ -448,28 +448,26 @@ func nonNil(e []events.Event) []events.Event {
 	return e
 }
 
-func (s *Server) vision(w http.ResponseWriter, r *http.Request) {
-	if s.b.Vision == nil {
-		fail(w, http.StatusNotImplemented, "changing vision is not available in this build")
+// post answers a POST whose body is one Req through f; a nil f (a build
+// or a daemon without it) is a 501 that says what is missing.
+func post[Req, Resp any](w http.ResponseWriter, r *http.Request, f func(context.Context, Req) (Resp, error), what, missing string) {
+	if f == nil {
+		fail(w, http.StatusNotImplemented, missing)
 		return
 	}
-	var req controlapi.VisionRequest
-	if decode(w, r, &req, "a vision request") {
-		resp, err := s.b.Vision(r.Context(), req)
+	var req Req
+	if decode(w, r, &req, what) {
+		resp, err := f(r.Context(), req)
 		answer(w, resp, err)
 	}
 }
 
+func (s *Server) vision(w http.ResponseWriter, r *http.Request) {
+	post(w, r, s.b.Vision, "a vision request", "changing vision is not available in this build")
+}
+
 func (s *Server) settings(w http.ResponseWriter, r *http.Request) {
-	if s.b.Settings == nil {
-		fail(w, http.StatusNotImplemented, "changing settings is not available in this build")
-		return
-	}
-	var p controlapi.SettingsPatch
-	if decode(w, r, &p, "a settings patch") {
-		st, err := s.b.Settings(r.Context(), p)
-		answer(w, st, err)
-	}
+	post(w, r, s.b.Settings, "a settings patch", "changing settings is not available in this build")
 }
 
 func (s *Server) configs(w http.ResponseWriter, r *http.Request) {
@@ -482,15 +480,7 @@ func (s *Server) configs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) switchConfig(w http.ResponseWriter, r *http.Request) {
-	if s.b.SwitchConfig == nil {
-		fail(w, http.StatusNotImplemented, "switching the config is not available in this build")
-		return
-	}
-	var req controlapi.ConfigRequest
-	if decode(w, r, &req, "a config request") {
-		resp, err := s.b.SwitchConfig(r.Context(), req)
-		answer(w, resp, err)
-	}
+	post(w, r, s.b.SwitchConfig, "a config request", "switching the config is not available in this build")
 }
 
 func (s *Server) repairConfig(w http.ResponseWriter, r *http.Request) {
@@ -507,15 +497,7 @@ func (s *Server) repairConfig(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) updateStrata(w http.ResponseWriter, r *http.Request) {
-	if s.b.UpdateStrata == nil {
-		fail(w, http.StatusNotImplemented, "updating Strata is not available in this build")
-		return
-	}
-	var req controlapi.UpdateRequest
-	if decode(w, r, &req, "an update request") {
-		resp, err := s.b.UpdateStrata(r.Context(), req)
-		answer(w, resp, err)
-	}
+	post(w, r, s.b.UpdateStrata, "an update request", "updating Strata is not available in this build")
 }
 
 func (s *Server) relay(w http.ResponseWriter, r *http.Request) {
