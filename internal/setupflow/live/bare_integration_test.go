@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,10 +29,7 @@ func TestApplyGivesTheChosenInstallToABareService(t *testing.T) {
 		t.Skip("builds and runs strata-service")
 	}
 	tmp := t.TempDir()
-	svc := filepath.Join(tmp, "strata-service")
-	if b, err := exec.Command("go", "build", "-o", svc, "./../../../service").CombinedOutput(); err != nil {
-		testenv.Skip(t, fmt.Sprintf("cannot build strata-service: %v\n%s", err, b))
-	}
+	svc := testenv.Program(t, "github.com/strata-companion/companion/service", testenv.BuildOptions{Name: "strata-service"})
 	root := fakestrata.NewRoot(t, fakestrata.RootOptions{Tag: "iq2_xs", Extra: map[string]any{"lazy_load": false,
 		"vision": map[string]any{"exe": "enc.sh", "mmproj": "mmproj-BF16.gguf", "model": "model-iq2_xs.gguf", "gpu": true}}})
 	for _, f := range []string{"model-iq2_xs.gguf", "mmproj-BF16.gguf"} {
@@ -143,10 +139,7 @@ func TestApplyFailureGivesTheServiceItsConfigBack(t *testing.T) {
 		t.Skip("builds and runs strata-service")
 	}
 	tmp := t.TempDir()
-	svc := filepath.Join(tmp, "strata-service")
-	if b, err := exec.Command("go", "build", "-o", svc, "./../../../service").CombinedOutput(); err != nil {
-		testenv.Skip(t, fmt.Sprintf("cannot build strata-service: %v\n%s", err, b))
-	}
+	svc := testenv.Program(t, "github.com/strata-companion/companion/service", testenv.BuildOptions{Name: "strata-service"})
 	a := fakestrata.NewRoot(t, fakestrata.RootOptions{Tag: "a"})
 	os.WriteFile(filepath.Join(a.Dir, "model-a.gguf"), []byte("GGUF"), 0o644)
 	b := fakestrata.NewRoot(t, fakestrata.RootOptions{Tag: "b", Extra: map[string]any{
