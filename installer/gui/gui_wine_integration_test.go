@@ -519,6 +519,11 @@ const (
 func (g *gui) installerPage(what string, before image.Image) (win, image.Image) {
 	g.t.Helper()
 	w := g.waitWindow(setupTitle, func(r win) bool { return r.w >= 400 })
+	// The keys go to the installer: under wine a console window the
+	// service gives itself (Strata's Ctrl-Break needs one; on Windows it
+	// lives in the service's own session, never on the desktop) takes the
+	// keyboard focus when it appears.
+	g.focus(w)
 	img := g.settled(what, w.rect(), before)
 	for _, r := range g.windows(setupTitle) {
 		if r.w < 400 {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
@@ -98,9 +99,21 @@ func TestOnlyTheOwnerChangesThroughARootService(t *testing.T) {
 	ctx := context.Background()
 	var since uint64
 	follow(t, c, &since, events.ServerReady)
-	st, err := c.State(ctx)
-	if err != nil {
-		t.Fatal(err)
+	// The state names the running server's process (a server that ended
+	// and started again after its ready event names the new one).
+	var st *controlapi.State
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		s, err := c.State(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st = s; st.Server.Phase == controlapi.PhaseReady && st.Server.PID > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			all, _ := c.Events(ctx, 0, 0)
+			t.Fatalf("Strata's server is not ready with a process (state %+v); the events: %+v\n%s", st.Server, all, out)
+		}
 	}
 	if uid := uidOf(t, st.Server.PID); uid != int(a.Uid) {
 		t.Fatalf("Strata's server runs as uid %d, want the install's owner %s (%d):\n%s", uid, ua.Name, a.Uid, out)
