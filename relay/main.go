@@ -115,6 +115,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return runAgent(ctx, argv[1:], stdin, stdout, stderr)
 		}, stderr)
 	}
+	if len(args) > 0 && args[0] == "unpair" {
+		// Only the gate carries it out (it knows the pinned keys file):
+		// run directly (a shell key) it says so and changes nothing.
+		fmt.Fprintln(stderr, "strata-vision-relay unpair: runs only as the forced command of an agent-only key (through its gate); with a shell key the companion removes its line itself")
+		return 2
+	}
 	if len(args) > 0 && args[0] == "authorized-keys" {
 		// Pairing with a Windows second PC installs the companion's key
 		// with this (ACLs by golang.org/x/sys/windows, not PowerShell).

@@ -22,12 +22,20 @@ import (
 //     pairing (allow), so no program of the caller's choosing ever runs;
 //   - `kill -KILL PID` / `taskkill /F /T /PID PID`: the relay's stop of a
 //     hung agent, done here, and only for a process that is this agent;
-//   - `<agent> version`.
+//   - `<agent> version`;
+//   - `<agent> unpair`: remove this gate's own lines from the
+//     authorized_keys file pinned at pairing (--keys; see gateUnpair).
+//
+// Pinned at pairing (the forced command's own flags): --allow SUMS (the
+// programs prepare may install), --encoder ABSPATH (an encoder outside the
+// agent's folder, e.g. a Strata engine installed on that PC), --keys FILE
+// (the authorized_keys file pairing wrote).
 //
 // Anything else, a shell included, is refused with a sentence and exit 126.
 // run executes an allowed agent command line (argv without the program).
 func Gate(args []string, original string, run func(argv []string) int, stderr io.Writer) int {
 	var allow []string
+	var pins gatePins
 	for i := 0; i < len(args); i++ {
 		switch {
 		case args[i] == "--allow" && i+1 < len(args):
@@ -35,6 +43,7 @@ func Gate(args []string, original string, run func(argv []string) int, stderr io
 			allow = append(allow, strings.Split(args[i], ",")...)
 		case strings.HasPrefix(args[i], "--allow="):
 			allow = append(allow, strings.Split(strings.TrimPrefix(args[i], "--allow="), ",")...)
+		case pins.flag(args, &i):
 		default:
 			fmt.Fprintf(stderr, "strata-vision-relay gate: unknown argument %q\n", args[i])
 			return 2
@@ -48,7 +57,8 @@ func Gate(args []string, original string, run func(argv []string) int, stderr io
 	if s, err := filepath.EvalSymlinks(self); err == nil {
 		self = s
 	}
-	argv, err := gateCheck(original, self, allow)
+	pins.allow = allow
+	argv, err := gateCheckWith(original, self, pins)
 	if err != nil {
 		fmt.Fprintf(stderr, "this key only runs the Strata Companion agent: %v (asked for: %q)\n", err, clipCmd(original))
 		return 126
@@ -61,12 +71,21 @@ func Gate(args []string, original string, run func(argv []string) int, stderr io
 		}
 		return 0
 	}
+	if argv[0] == "unpair" {
+		return gateUnpair(pins.keys, self, stderr)
+	}
 	return run(argv)
 }
 
 // gateCheck decides what the gate runs for original: the agent's argv
 // (["agent", ...], ["version"]) or ["kill", pid]; an error refuses it.
 func gateCheck(original, self string, allow []string) ([]string, error) {
+	return gateCheckWith(original, self, gatePins{allow: allow})
+}
+
+// gateCheckWith is gateCheck with everything pinned at pairing.
+func gateCheckWith(original, self string, pins gatePins) ([]string, error) {
+	allow := pins.allow
 	argv, err := splitCommand(original)
 	if err != nil {
 		return nil, err
@@ -85,6 +104,9 @@ func gateCheck(original, self string, allow []string) ([]string, error) {
 	}
 	if len(argv) == 2 && argv[1] == "version" {
 		return []string{"version"}, nil
+	}
+	if len(argv) == 2 && argv[1] == "unpair" {
+		return []string{"unpair"}, nil
 	}
 	if len(argv) < 2 || argv[1] != "agent" {
 		return nil, errors.New("only its agent, version and the stop of a hung agent are allowed")
@@ -127,6 +149,10 @@ func gateCheck(original, self string, allow []string) ([]string, error) {
 			p := v
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(dir, p)
+			}
+			if name == "encoder" && pins.isEncoder(p) {
+				out = append(out, "--encoder", filepath.Clean(p))
+				continue
 			}
 			if !inside(dir, p) {
 				return nil, fmt.Errorf("--%s %s is outside the agent's folder %s", name, v, dir)

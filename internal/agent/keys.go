@@ -17,6 +17,7 @@ import (
 //
 //	authorized-keys add    --comment C --line LINE|- [--file F]
 //	authorized-keys remove --comment C [--key BLOB] [--file F]
+//	authorized-keys path   [--file F]      (prints the file add would write)
 //	authorized-keys acl    --file F        (prints the file's ACL as SDDL)
 //	authorized-keys acl-plan [--file admin] (the ACL add/remove would set, as SDDL)
 //
@@ -49,6 +50,18 @@ func AuthorizedKeys(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 			return 1
 		}
 		fmt.Fprintln(stdout, s)
+		return 0
+	}
+	if verb == "path" {
+		path := *file
+		if path == "" {
+			var err error
+			if path, _, err = defaultKeysFile(); err != nil {
+				fmt.Fprintln(stderr, err)
+				return 1
+			}
+		}
+		fmt.Fprintln(stdout, path)
 		return 0
 	}
 	if verb == "acl" {
@@ -100,22 +113,7 @@ func AuthorizedKeys(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 		}
 		out = append(out, *line+nl...)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	tmp := path + ".strata-tmp"
-	if err := os.WriteFile(tmp, out, 0o600); err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	if err := restrictKeysFile(tmp, admin && *file == ""); err != nil {
-		os.Remove(tmp)
-		fmt.Fprintf(stderr, "setting the permissions of %s: %v\n", path, err)
-		return 1
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := rewriteKeys(path, out, admin && *file == ""); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
@@ -123,9 +121,55 @@ func AuthorizedKeys(args []string, stdin io.Reader, stdout, stderr io.Writer) in
 	return 0
 }
 
+// rewriteKeys replaces the authorized_keys file path with data: a temporary
+// file beside it, given the permissions sshd insists on (admin: the
+// administrators' file), then renamed over it.
+func rewriteKeys(path string, data []byte, admin bool) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp := path + ".strata-tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return err
+	}
+	if err := restrictKeysFile(tmp, admin); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("setting the permissions of %s: %v", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// keysFileIsAdmins: path is the administrators' file this login's sshd
+// reads by default (Windows: for a member of Administrators).
+func keysFileIsAdmins(path string) bool {
+	def, admin, err := defaultKeysFile()
+	return err == nil && admin && strings.EqualFold(filepath.Clean(def), filepath.Clean(path))
+}
+
 // FilterKeys drops the lines whose last field is comment or that hold key
 // (when not ""); every other line is kept byte for byte, line ending included.
 func FilterKeys(data []byte, comment, key string) []byte {
+	return filterLines(data, func(l string) bool {
+		f := strings.Fields(l)
+		drop := len(f) > 0 && f[len(f)-1] == comment
+		if key != "" {
+			for _, w := range f {
+				if w == key {
+					drop = true
+				}
+			}
+		}
+		return drop
+	})
+}
+
+// filterLines drops the lines drop says to (it gets the line without its
+// ending); every other line is kept byte for byte, line ending included.
+func filterLines(data []byte, drop func(line string) bool) []byte {
 	var out []byte
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
@@ -135,16 +179,7 @@ func FilterKeys(data []byte, comment, key string) []byte {
 		} else {
 			l, data = data[:i+1], data[i+1:]
 		}
-		f := strings.Fields(string(l))
-		drop := len(f) > 0 && f[len(f)-1] == comment
-		if key != "" {
-			for _, w := range f {
-				if w == key {
-					drop = true
-				}
-			}
-		}
-		if !drop {
+		if !drop(strings.TrimRight(string(l), "\r\n")) {
 			out = append(out, l...)
 		}
 	}
