@@ -60,17 +60,19 @@ func TestAgentOnlyKeyRunsOnlyTheAgent(t *testing.T) {
 	standin := buildGo(t, filepath.Join(encDir, "strata-vision"), "github.com/strata-companion/companion/internal/fakeencoder/cmd/strata-vision-standin")
 	pcDir := filepath.Join(t.TempDir(), "second pc") // a space: quoting is exercised
 
+	keysBefore, _ := os.ReadFile(e.s.AuthorizedKeysFile)
 	o := e.pairOptions()
-	o.AgentOnly, o.RemoteDir, o.From = true, pcDir, "127.0.0.1"
-	o.AllowInstall = []string{sumOf(t, standin)}
+	o.ShellKey, o.RemoteDir, o.From = false, pcDir, "127.0.0.1" // agent-only: the default
+	o.LocalEncoder = standin                                   // this PC's build: pinned, as the OS and arch match
 	o.AgentBinary = func(goos, goarch string) (string, error) { return agentBin, nil }
+	pinned := sumOf(t, standin)
 	ctx := context.Background()
 	res, err := Pair(ctx, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	line := res.Line
-	for _, want := range []string{"restrict,", `command="`, ` gate --allow ` + o.AllowInstall[0], `from="127.0.0.1"`} {
+	for _, want := range []string{"restrict,", `command="`, ` gate --allow ` + pinned + " --keys " + e.s.AuthorizedKeysFile, `from="127.0.0.1"`} {
 		if !strings.Contains(line, want) {
 			t.Errorf("authorized_keys line %q lacks %q", line, want)
 		}
@@ -139,7 +141,7 @@ func TestAgentOnlyKeyRunsOnlyTheAgent(t *testing.T) {
 		t.Fatalf("prepare through the agent-only key: %v", err)
 	}
 	encoder := filepath.Join(pcDir, "strata-vision")
-	if sumOf(t, encoder) != o.AllowInstall[0] || pres.NEmbd != 32 {
+	if sumOf(t, encoder) != pinned || pres.NEmbd != 32 {
 		t.Fatalf("after prepare: encoder sum %s, n_embd %d", sumOf(t, encoder), pres.NEmbd)
 	}
 
@@ -183,7 +185,7 @@ func TestAgentOnlyKeyRunsOnlyTheAgent(t *testing.T) {
 	}
 	in.Close()
 	sess.Wait()
-	if sumOf(t, encoder) != o.AllowInstall[0] {
+	if sumOf(t, encoder) != pinned {
 		t.Fatal("the encoder was replaced")
 	}
 
@@ -199,6 +201,28 @@ func TestAgentOnlyKeyRunsOnlyTheAgent(t *testing.T) {
 	os.WriteFile(img, append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte("px"), 100)...), 0o600)
 	if reply := rl.Encode(ctx, img, img+".sve"); !strings.HasPrefix(reply, "OK ") {
 		t.Errorf("a picture through the agent-only key: %q", reply)
+	}
+	rl.Close()
+
+	// An encoder outside the agent's folder (a Strata engine installed on
+	// that PC) runs only when pinned at pairing (--encoder ABSPATH).
+	absArgs := args
+	absArgs.Encoder = standin // encDir: not the agent's folder
+	absCmd, err := absArgs.Command()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runCmd(absCmd); err == nil || !strings.Contains(out, "outside the agent's folder") {
+		t.Errorf("an unpinned encoder outside the folder: %v %q; want refused", err, out)
+	}
+	o2 := o
+	o2.Encoder = standin
+	if res2, err := Pair(ctx, o2); err != nil || !strings.Contains(res2.Line, " --encoder "+standin+" ") {
+		t.Fatalf("pairing again with the encoder pinned: %v %+v", err, res2)
+	}
+	rl = relay.New(relay.Options{Host: remote.Host, Dial: relay.SSHDialer(remote), AgentCommand: absCmd, NEmbd: 32})
+	if reply := rl.Encode(ctx, img, img+".sve"); !strings.HasPrefix(reply, "OK ") {
+		t.Errorf("a picture with the pinned encoder %s: %q", standin, reply)
 	}
 	rl.Close()
 
@@ -243,5 +267,73 @@ func TestAgentOnlyKeyRunsOnlyTheAgent(t *testing.T) {
 	if err := syscall.Kill(info.PID, 0); err == nil {
 		t.Errorf("the hung agent %d still runs", info.PID)
 		syscall.Kill(info.PID, syscall.SIGKILL)
+	}
+
+	c.Close()
+
+	// Unpair with the companion's key alone (no login of the user's): the
+	// gate removes its own line; every other line is as it was, byte for byte.
+	if _, err := Unpair(ctx, UnpairOptions{Remote: e.paired(), Recorder: fileRecorder(e.settings), KnownHosts: e.known,
+		AuthorizedKeysFile: e.s.AuthorizedKeysFile, Comment: o.Comment, Timeout: 10 * time.Second}); err != nil {
+		t.Fatalf("unpair through the agent-only key: %v", err)
+	}
+	if ak, _ := os.ReadFile(e.s.AuthorizedKeysFile); !bytes.Equal(ak, keysBefore) {
+		t.Errorf("authorized_keys after unpair:\n%q\nwant\n%q", ak, keysBefore)
+	}
+}
+
+// Pairing with no option at all pins the key to the agent: the line forces
+// the gate with the keys file, and `ssh -i KEY host id` (OpenSSH's own
+// client) runs nothing but the agent: exit 126, nothing ran. A shell key
+// (ShellKey, the CLI's --shell-key) still gets the old `restrict` line.
+func TestDefaultPairingIsAgentOnly(t *testing.T) {
+	e := newEnv(t, testenv.SSHDOptions{})
+	agentBin := buildGo(t, filepath.Join(t.TempDir(), "strata-vision-relay"), "github.com/strata-companion/companion/relay")
+	pcDir := t.TempDir()
+	o := Options{Endpoint: e.ep, Auth: []ssh.AuthMethod{ssh.PublicKeys(e.s.ClientSigner)},
+		KnownHosts: &sshx.KnownHosts{File: e.known, Accept: ssh.FingerprintSHA256(e.s.HostSigner.PublicKey())},
+		KeyFile:    e.keyFile, Recorder: fileRecorder(e.settings), AuthorizedKeysFile: e.s.AuthorizedKeysFile,
+		Comment: "strata-companion@testpc", Timeout: 10 * time.Second, RemoteDir: pcDir,
+		AgentBinary: func(string, string) (string, error) { return agentBin, nil }}
+	if _, err := Pair(context.Background(), Options{Endpoint: o.Endpoint, Auth: o.Auth, KnownHosts: o.KnownHosts, KeyFile: o.KeyFile,
+		Recorder: o.Recorder, AuthorizedKeysFile: o.AuthorizedKeysFile}); err == nil || !strings.Contains(err.Error(), "agent build") {
+		t.Fatalf("default pairing without an agent build: %v; want refused", err)
+	}
+	res, err := Pair(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ak, _ := os.ReadFile(e.s.AuthorizedKeysFile)
+	want := `restrict,command="` + filepath.Join(pcDir, "strata-vision-relay") + ` gate --keys ` + e.s.AuthorizedKeysFile + `" ssh-ed25519 `
+	if !strings.Contains(string(ak), want) || res.Line != want+strings.TrimPrefix(res.Line, want) || countLines(t, e.s.AuthorizedKeysFile, "strata-companion@testpc") != 1 {
+		t.Fatalf("authorized_keys after default pairing:\n%s\nwant a line starting %q", ak, want)
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	cmd := exec.Command("ssh", "-i", e.keyFile, "-p", strconv.Itoa(e.ep.Port), "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+		"-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile="+e.known, "-o", "GlobalKnownHostsFile=/dev/null", "-F", "/dev/null",
+		e.ep.User+"@"+e.ep.Host, "id; touch "+marker)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 126 || strings.Contains(string(out), "uid=") || !strings.Contains(string(out), "only runs the Strata Companion agent") {
+		t.Errorf("ssh -i KEY host id: %v %q; want exit 126 from the gate", err, out)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("a command ran through the default key")
+	}
+
+	// --shell-key: the old line.
+	o.ShellKey = true
+	if res, err = Pair(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.Line, "restrict ssh-ed25519 ") || countLines(t, e.s.AuthorizedKeysFile, "strata-companion@testpc") != 1 {
+		t.Errorf("the shell key's line: %q", res.Line)
+	}
+	if _, err := Unpair(context.Background(), UnpairOptions{Remote: e.paired(), Recorder: fileRecorder(e.settings), KnownHosts: e.known,
+		AuthorizedKeysFile: e.s.AuthorizedKeysFile, Comment: o.Comment, Timeout: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if countLines(t, e.s.AuthorizedKeysFile, "strata-companion@testpc") != 0 {
+		t.Error("the shell key's line outlived unpair")
 	}
 }

@@ -20,6 +20,9 @@ type keyInstaller interface {
 	install(ctx context.Context, c *ssh.Client, line, comment, override string) (string, error)
 	// remove deletes the lines carrying comment, or pub's key (pub may be nil).
 	remove(ctx context.Context, c *ssh.Client, pub ssh.PublicKey, comment, override string) error
+	// path is the file install writes (an agent-only key's gate pins it,
+	// so the key can remove its own line).
+	path(ctx context.Context, c *ssh.Client, override string) (string, error)
 }
 
 func installer(shell, arch string, agentBin func(goos, goarch string) (string, error), remoteDir string) keyInstaller {
@@ -93,6 +96,22 @@ func (a agentInstaller) remove(ctx context.Context, c *ssh.Client, pub ssh.Publi
 	return err
 }
 
+func (a agentInstaller) path(ctx context.Context, c *ssh.Client, override string) (string, error) {
+	exe, err := a.exe(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	argv := []string{exe, "authorized-keys", "path"}
+	if override != "" {
+		argv = append(argv, "--file", override)
+	}
+	cmd, err := relay.QuoteCommand("windows", argv)
+	if err != nil {
+		return "", err
+	}
+	return run(ctx, c, cmd)
+}
+
 // run runs cmd with stdout and stderr kept apart; ctx closes the session.
 func run(ctx context.Context, c *ssh.Client, cmd string) (string, error) {
 	return runIn(ctx, c, cmd, "")
@@ -158,6 +177,15 @@ echo "$f"
 	return run(ctx, c, "sh -c "+remotecmd.POSIX(script))
 }
 
+func (posixInstaller) path(ctx context.Context, c *ssh.Client, override string) (string, error) {
+	script := fmt.Sprintf(`f=%s
+[ -n "$f" ] || f=.ssh/authorized_keys
+case $f in /*) ;; *) f="$HOME/$f" ;; esac
+printf '%%s\n' "$f"
+`, remotecmd.POSIX(override))
+	return run(ctx, c, "sh -c "+remotecmd.POSIX(script))
+}
+
 func (posixInstaller) remove(ctx context.Context, c *ssh.Client, pub ssh.PublicKey, comment, override string) error {
 	blob := ""
 	if pub != nil {
@@ -211,6 +239,11 @@ $keep = @($lines | Where-Object { (($_.Trim() -split '\s+')[-1]) -ne $comment })
 Save ($keep + $line)
 Write-Output $f
 `, remotecmd.PowerShellLiteral(line))
+	return run(ctx, c, powershell(script))
+}
+
+func (windowsInstaller) path(ctx context.Context, c *ssh.Client, override string) (string, error) {
+	script := fmt.Sprintf(psPrelude, remotecmd.PowerShellLiteral(override), remotecmd.PowerShellLiteral("")) + "\nWrite-Output $f\n"
 	return run(ctx, c, powershell(script))
 }
 

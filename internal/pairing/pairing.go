@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/strata-companion/companion/internal/linkprobe"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
 )
@@ -69,20 +71,36 @@ type Options struct {
 	// RemoteDir is where the agent goes (default relay.DefaultRemoteDir,
 	// where prepare puts it too, so prepare finds it up to date).
 	RemoteDir string
-	// AgentOnly pins the companion's key to the agent: pairing copies the
-	// agent (AgentBinary) into RemoteDir with the user's own login, and the
-	// line forces `<agent> gate` (agent.Gate), which runs only the agent on
-	// files in its own folder, its version, and the stop of a hung agent.
-	// Probes and anything else then need the user's own login.
-	AgentOnly bool
+	// By default the companion's key is pinned to the agent (agent-only):
+	// pairing copies the agent (AgentBinary) into RemoteDir with the user's
+	// own login, and the line forces `<agent> gate` (agent.Gate), which runs
+	// only the agent on files in its own folder, its version, the stop of a
+	// hung agent and its own unpair. Probes and anything else then need the
+	// user's own login.
+	//
+	// ShellKey opts out (an expert's choice, weaker): the line is
+	// `restrict` only, and the key holds a shell under the user's account.
+	ShellKey bool
 	// AllowInstall are the sha256 sums of the programs (strata-vision and
-	// its libraries) prepare may install through an agent-only key.
+	// its libraries) prepare may install through an agent-only key, beside
+	// LocalEncoder's.
 	AllowInstall []string
+	// LocalEncoder is this PC's strata-vision (the one prepare copies):
+	// when the second PC has this PC's OS and architecture, its sum and its
+	// libraries' (relay.InstallSums) are pinned too.
+	LocalEncoder string
+	// Encoder is a strata-vision already on the second PC outside the
+	// agent's folder (an absolute path there, e.g. a Strata engine
+	// installed on it): the gate allows it as the agent's --encoder.
+	Encoder string
 	// From, when set, limits the key to logins from these addresses
 	// (authorized_keys from="..."): the server's address as the second PC
 	// sees it, where it is known to stay.
 	From string
 }
+
+// agentOnly: the key forces the agent's gate (the default).
+func (o *Options) agentOnly() bool { return !o.ShellKey && o.ForcedCommand == "" }
 
 // Recorder keeps what pairing did. internal/secondpc has the
 // implementations (over the settings file, in memory for the wizard).
@@ -102,6 +120,24 @@ type Result struct {
 	Installed  string // the authorized_keys file written on the second PC
 	Line       string // the line installed there
 	OS, Arch   string // the second PC's
+	// Allowed are the program sums pinned in an agent-only key (--allow).
+	Allowed []string
+}
+
+// GateCommand is the forced command of an agent-only key: the agent in
+// agentDir as `gate`, with what pairing pins (agent.Gate reads them).
+func GateCommand(goos, agentDir string, allow []string, encoder, keys string) []string {
+	gate := []string{relay.RemoteJoin(goos, agentDir, relay.AgentName(goos)), "gate"}
+	if len(allow) > 0 {
+		gate = append(gate, "--allow", strings.Join(allow, ","))
+	}
+	if encoder != "" {
+		gate = append(gate, "--encoder", encoder)
+	}
+	if keys != "" {
+		gate = append(gate, "--keys", keys)
+	}
+	return gate
 }
 
 // DefaultComment names the companion's authorized_keys lines.
@@ -140,11 +176,22 @@ func (o *Options) defaults() error {
 	if strings.ContainsAny(o.ForcedCommand, "\"\n\r") {
 		return errors.New("the forced command may not contain double quotes or line breaks")
 	}
-	if o.AgentOnly && o.ForcedCommand != "" {
-		return errors.New("an agent-only key forces the agent's own gate: set AgentOnly or ForcedCommand, not both")
+	if o.ShellKey && o.ForcedCommand != "" {
+		return errors.New("a forced command and a shell key exclude each other: choose one")
 	}
-	if o.AgentOnly && o.AgentBinary == nil {
-		return errors.New("an agent-only key needs the agent build to copy to the second PC (AgentBinary)")
+	if o.agentOnly() && o.AgentBinary == nil {
+		return errors.New("an agent-only key needs the agent build to copy to the second PC (AgentBinary); a shell key (ShellKey) does not")
+	}
+	if !o.agentOnly() && (o.Encoder != "" || len(o.AllowInstall) > 0) {
+		return errors.New("an encoder to allow goes with an agent-only key, not with a shell key or a forced command")
+	}
+	if o.Encoder != "" {
+		if err := remotecmd.CheckPath("encoder", o.Encoder); err != nil {
+			return err
+		}
+		if !remotecmd.IsAbs("linux", o.Encoder) && !remotecmd.IsAbs("windows", o.Encoder) {
+			return fmt.Errorf("the encoder on the second PC %q must be an absolute path there (one in the agent's folder needs no pin)", o.Encoder)
+		}
 	}
 	for _, sum := range o.AllowInstall {
 		if len(sum) != 64 || strings.Trim(strings.ToLower(sum), "0123456789abcdef") != "" {
@@ -185,7 +232,8 @@ func Pair(ctx context.Context, o Options) (*Result, error) {
 	}
 	res := &Result{KeyCreated: created, OS: goos, Arch: arch}
 	forced, agentDir := o.ForcedCommand, ""
-	if o.AgentOnly {
+	inst := installer(shell, arch, o.AgentBinary, o.RemoteDir)
+	if o.agentOnly() {
 		o.Progress("copying the companion's agent to " + ep.String())
 		bin, err := o.AgentBinary(goos, arch)
 		if err != nil {
@@ -198,18 +246,30 @@ func Pair(ctx context.Context, o Options) (*Result, error) {
 		if agentDir, err = relay.InstallAgent(ctx, c, goos, dir, bin); err != nil {
 			return nil, fmt.Errorf("copying the companion's agent to %s: %w", ep, err)
 		}
-		gate := []string{relay.RemoteJoin(goos, agentDir, relay.AgentName(goos)), "gate"}
-		if len(o.AllowInstall) > 0 {
-			gate = append(gate, "--allow", strings.Join(o.AllowInstall, ","))
+		allow := append([]string(nil), o.AllowInstall...)
+		if o.LocalEncoder != "" && goos == runtime.GOOS && arch == runtime.GOARCH {
+			sums, err := relay.InstallSums(o.LocalEncoder)
+			if err != nil {
+				return nil, fmt.Errorf("this PC's encoder %s, to allow on the second PC: %w", o.LocalEncoder, err)
+			}
+			allow = append(allow, sums...)
 		}
+		if o.Encoder != "" && !remotecmd.IsAbs(goos, o.Encoder) {
+			return nil, fmt.Errorf("the encoder %s is not an absolute path on a %s PC", o.Encoder, goos)
+		}
+		keys, err := inst.path(ctx, c, o.AuthorizedKeysFile)
+		if err != nil {
+			return nil, fmt.Errorf("finding the authorized_keys file on %s: %w", ep, err)
+		}
+		gate := GateCommand(goos, agentDir, allow, o.Encoder, keys)
 		if forced, err = relay.QuoteCommand(goos, gate); err != nil {
 			return nil, err
 		}
+		res.Allowed = allow
 	}
 	res.Line = authorizedLine(signer.PublicKey(), o.Comment, forced, o.From)
 
 	o.Progress("installing the companion's key on " + ep.String())
-	inst := installer(shell, arch, o.AgentBinary, o.RemoteDir)
 	res.Installed, err = inst.install(ctx, c, res.Line, o.Comment, o.AuthorizedKeysFile)
 	if err != nil {
 		if created {
@@ -414,6 +474,22 @@ func Unpair(ctx context.Context, o UnpairOptions) (*settings.Remote, error) {
 	return &r, errors.Join(errs...)
 }
 
+// unpairThroughGate runs `<agent> unpair` with the companion's key: an
+// agent-only key's gate removes the lines that force it from the
+// authorized_keys file pinned at pairing. With a shell key the agent
+// refuses (it removes nothing) and the caller edits the file itself.
+func unpairThroughGate(ctx context.Context, c *ssh.Client, r settings.Remote) error {
+	if r.RemoteDir == "" || r.OS == "" {
+		return errors.New("no agent folder recorded")
+	}
+	cmd, err := relay.QuoteCommand(r.OS, []string{relay.RemoteJoin(r.OS, r.RemoteDir, relay.AgentName(r.OS)), "unpair"})
+	if err != nil {
+		return err
+	}
+	_, err = run(ctx, c, cmd)
+	return err
+}
+
 func removeRemote(ctx context.Context, o UnpairOptions, r settings.Remote, ep sshx.Endpoint) error {
 	hostKey, _, _, _, err := ssh.ParseAuthorizedKey([]byte(r.HostKey))
 	if err != nil {
@@ -434,6 +510,13 @@ func removeRemote(ctx context.Context, o UnpairOptions, r settings.Remote, ep ss
 	if s, lerr := sshx.LoadSigner(r.KeyFile, nil); lerr == nil {
 		pub = s.PublicKey()
 		if c, err = dial([]ssh.AuthMethod{ssh.PublicKeys(s)}, nil); err == nil {
+			// An agent-only key removes its own line through its gate.
+			if gerr := unpairThroughGate(ctx, c, r); gerr == nil {
+				c.Close()
+				return nil
+			} else {
+				o.Progress("the agent did not remove the key (" + gerr.Error() + "); trying a shell")
+			}
 			if _, arch, shell, err = linkprobe.System(ctx, c); err != nil {
 				c.Close()
 				c = nil

@@ -45,8 +45,12 @@ func newEnv(t *testing.T, opts testenv.SSHDOptions) *env {
 	return e
 }
 
+// pairOptions pair with a shell key (ShellKey, the CLI's --shell-key): the
+// tests of that line. The default, agent-only, is TestDefaultPairingIsAgentOnly's
+// and TestAgentOnlyKeyRunsOnlyTheAgent's.
 func (e *env) pairOptions() Options {
 	return Options{
+		ShellKey:           true,
 		Endpoint:           e.ep,
 		Auth:               []ssh.AuthMethod{ssh.PublicKeys(e.s.ClientSigner)},
 		KnownHosts:         &sshx.KnownHosts{File: e.known, Accept: ssh.FingerprintSHA256(e.s.HostSigner.PublicKey())},
@@ -326,7 +330,7 @@ func TestForcedCommandPinsTheKeyAndUnpairFallsBack(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, testenv.SSHDOptions{})
 	o := e.pairOptions()
-	o.ForcedCommand = "echo strata-forced"
+	o.ShellKey, o.ForcedCommand = false, "echo strata-forced"
 	if _, err := Pair(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
