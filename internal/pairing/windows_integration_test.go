@@ -74,8 +74,8 @@ func TestPairAWindowsPC(t *testing.T) {
 	// Agent-only by default: the gate pins the file written. (This Windows
 	// PC's sshd runs every command through ForceCommand, which wins over
 	// command=: that the gate really runs on Windows is not tested here.)
-	if !bytes.HasPrefix(after, before) || !bytes.HasSuffix(after, []byte(res.Line+"\r\n")) || !strings.HasPrefix(res.Line, `restrict,command="\"`) ||
-		!strings.Contains(res.Line, `strata-vision-relay.exe\" gate --keys `+keysWin+`" ssh-ed25519 `) {
+	if !bytes.HasPrefix(after, before) || !bytes.HasSuffix(after, []byte(res.Line+"\r\n")) || !strings.HasPrefix(res.Line, `restrict,command="`) ||
+		!strings.Contains(res.Line, `strata-vision-relay.exe gate --keys `+keysWin+`" ssh-ed25519 `) {
 		t.Errorf("authorized_keys after pairing:\n%q", after)
 	}
 	// The ACL the agent sets, built through the Windows API under wine:

@@ -21,6 +21,7 @@ import (
 	"github.com/strata-companion/companion/internal/gguf"
 	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/sshx"
 )
 
 // PrepareOptions say what `strata-service remote prepare` puts on the second PC.
@@ -160,7 +161,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 		fmt.Fprintf(p, "installing the agent (%s) in %s ...\n", filepath.Base(agentBin), dir)
 		if err := bootstrapAgent(ctx, conn, res.OS, dir, agentBin, p); err != nil {
 			if strings.Contains(err.Error(), "only runs the Strata Companion agent") {
-				return nil, fmt.Errorf("the second PC's agent is missing or another build, and the companion's key there is agent-only, so it cannot install one: pair the second PC again (strata-service remote pair --agent-only), which installs this build with your own login")
+				return nil, fmt.Errorf("the second PC's agent is missing or another build, and the companion's key there is agent-only, so it cannot install one: pair the second PC again (strata-service remote pair, or the setup wizard's Pair), which installs this build with your own login")
 			}
 			return nil, err
 		}
@@ -277,6 +278,11 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	fmt.Fprintf(p, "starting the encoder on the second PC: %s\n", agentCmd)
 	cl, err = startClient(ctx, conn, agentCmd, p)
 	if err != nil {
+		if remotecmd.IsAbs(res.OS, res.EncoderPath) && strings.Contains(err.Error(), "outside the agent's folder") {
+			return nil, fmt.Errorf("the companion's key on the second PC runs only the agent, and the encoder %s was not allowed when it was paired; "+
+				"pair again with that encoder allowed: strata-service remote pair --encoder %s %s, then run prepare again",
+				res.EncoderPath, remotecmd.POSIX(res.EncoderPath), sshx.Endpoint{User: o.Remote.User, Host: o.Remote.Host, Port: o.Remote.Port})
+		}
 		return nil, err
 	}
 	defer cl.close()

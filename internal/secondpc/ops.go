@@ -12,6 +12,7 @@ import (
 	"github.com/strata-companion/companion/internal/pairing"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
+	"github.com/strata-companion/companion/internal/strataconfig"
 )
 
 // ProbeResult is what Probe found.
@@ -64,11 +65,26 @@ type PairOptions struct {
 	// it installs the key there (ACLs through the Windows API) instead of
 	// a PowerShell script (docs/second-pc.md).
 	Agent AgentFinder
-	// AgentOnly, AllowInstall, From, RemoteDir: see pairing.Options.
-	AgentOnly    bool
+	// ShellKey, AllowInstall, LocalEncoder, Encoder, From, RemoteDir: see
+	// pairing.Options. The key is agent-only unless ShellKey or
+	// ForcedCommand is set; LocalEncoder is this PC's strata-vision (see
+	// LocalEncoder), pinned when the second PC's OS and arch match.
+	ShellKey     bool
 	AllowInstall []string
+	LocalEncoder string
+	Encoder      string
 	From         string
 	RemoteDir    string
+}
+
+// LocalEncoder is this PC's strata-vision as Strata's install holds it
+// (cfg's ROOT/engine/strata-vision[.exe]), or "" (cfg nil, or none there):
+// the build prepare copies, and the one pairing pins for it.
+func LocalEncoder(cfg *strataconfig.Config) string {
+	if cfg == nil {
+		return ""
+	}
+	return cfg.LocalEncoder()
 }
 
 // Pair makes (or reuses) the companion's key, installs it on the second PC,
@@ -83,7 +99,8 @@ func Pair(ctx context.Context, l *Login, o PairOptions, rec Recorder) (*pairing.
 	po := pairing.Options{Endpoint: l.Endpoint, Auth: auth, Password: password, KnownHosts: l.KnownHosts,
 		KeyFile: o.KeyFile, Recorder: rec, AuthorizedKeysFile: o.AuthorizedKeysFile,
 		ForcedCommand: o.ForcedCommand, Timeout: l.Timeout, Progress: o.Progress, AgentBinary: o.Agent.Find,
-		AgentOnly: o.AgentOnly, AllowInstall: o.AllowInstall, From: o.From, RemoteDir: o.RemoteDir}
+		ShellKey: o.ShellKey, AllowInstall: o.AllowInstall, LocalEncoder: o.LocalEncoder, Encoder: o.Encoder,
+		From: o.From, RemoteDir: o.RemoteDir}
 	var res *pairing.Result
 	err = withHostKeyQuestion(ctx, l.KnownHosts, l.Confirm, func() error {
 		var err error

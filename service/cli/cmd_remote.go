@@ -18,9 +18,12 @@ import (
 
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/secondpc"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
+	"github.com/strata-companion/companion/internal/strataconfig"
+	"github.com/strata-companion/companion/internal/stratainstall"
 )
 
 // remoteCmd is the remote group: its subcommands are commands of their own
@@ -167,6 +170,8 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 		authorizedKey string
 		pairAgent     string
 		agentOnly     bool
+		shellKey      bool
+		pairEncoder   string
 		allowEncoder  string
 		from          string
 		pairDir       string
@@ -180,10 +185,12 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 			fs.StringVar(&forced, "forced-command", "", "pin the companion's key to this one command on the second PC (see docs/second-pc.md)")
 			fs.StringVar(&authorizedKey, "authorized-keys", "", "install the key in this file on the second PC (when its sshd's AuthorizedKeysFile is not ~/.ssh/authorized_keys)")
 			fs.StringVar(&pairAgent, "agent-binary", "", agentBinaryUsage)
-			fs.BoolVar(&agentOnly, "agent-only", false, "the companion's key may run only its agent there (pictures, prepare's uploads, stopping a hung agent); probes then need your own login (see docs/security.md)")
-			fs.StringVar(&allowEncoder, "allow-encoder", "", "with --agent-only: this PC's strata-vision build that prepare may install there (its sha256 and its libraries' are pinned)")
-			fs.StringVar(&from, "from", "", "with --agent-only: the key logs in only from this address (this PC's, as the second PC sees it)")
-			fs.StringVar(&pairDir, "remote-dir", "", "with --agent-only: the folder on the second PC for the agent (default strata-companion in the home folder)")
+			fs.BoolVar(&agentOnly, "agent-only", false, "the default (kept for scripts): the companion's key may run only its agent there (pictures, prepare's uploads, stopping a hung agent, its own unpair)")
+			fs.BoolVar(&shellKey, "shell-key", false, "weaker, for experts: the key gets a shell on the second PC (restrict only, as before agent-only keys); probes and new agent builds then work with it alone (see docs/security.md)")
+			fs.StringVar(&allowEncoder, "allow-encoder", "", "also allow another strata-vision build here for prepare to install there (its sha256 and its libraries' are pinned; this PC's own build from the Strata install is pinned by itself when the OS and architecture match)")
+			fs.StringVar(&pairEncoder, "encoder", "", "allow strata-vision at this absolute path on the second PC (a Strata engine installed there; default: the one recorded, when pairing the same PC again)")
+			fs.StringVar(&from, "from", "", "the key logs in only from this address (this PC's, as the second PC sees it)")
+			fs.StringVar(&pairDir, "remote-dir", "", "the folder on the second PC for the agent (default strata-companion in the home folder)")
 		}),
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) != 1 {
@@ -194,19 +201,42 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 				return err
 			}
 			ep := l.Endpoint
-			if !agentOnly && (allowEncoder != "" || from != "" || pairDir != "") {
-				return &exitCode{code: 2, err: errors.New("--allow-encoder, --from and --remote-dir go with --agent-only")}
+			if shellKey && (agentOnly || forced != "" || allowEncoder != "" || pairEncoder != "") {
+				return &exitCode{code: 2, err: errors.New("--shell-key gives the key a shell: it goes with none of --agent-only, --forced-command, --allow-encoder, --encoder")}
 			}
+			if forced != "" && (agentOnly || allowEncoder != "" || pairEncoder != "") {
+				return &exitCode{code: 2, err: errors.New("--forced-command replaces the agent's gate: it goes with none of --agent-only, --allow-encoder, --encoder")}
+			}
+			keyAgentOnly := !shellKey && forced == ""
 			var allow []string
 			if allowEncoder != "" {
 				if allow, err = relay.InstallSums(allowEncoder); err != nil {
 					return fmt.Errorf("--allow-encoder: %w", err)
 				}
 			}
+			rec := remoteRecorder(ctx)
+			localEncoder := ""
+			if keyAgentOnly {
+				// This PC's build (the one prepare copies) is pinned when
+				// the second PC's OS and architecture match; an encoder
+				// recorded at an absolute path there stays allowed.
+				st, _ := settings.LoadDefault()
+				if in, err := stratainstall.ResolveContext(ctx, stratainstall.Options{Root: env.strataRoot, Config: env.configPath, Settings: st}); err == nil {
+					if cfg, err := strataconfig.Read(in.ConfigInUse); err == nil {
+						localEncoder = secondpc.LocalEncoder(cfg)
+					}
+				}
+				if pairEncoder == "" {
+					if old, err := rec.Paired(ctx); err == nil && old != nil && old.Host == ep.Host && old.Port == ep.Port && old.User == ep.User &&
+						old.EncoderPath != "" && remotecmd.IsAbs(old.OS, old.EncoderPath) {
+						pairEncoder = old.EncoderPath
+					}
+				}
+			}
 			res, err := secondpc.Pair(ctx, l, secondpc.PairOptions{ForcedCommand: forced, AuthorizedKeysFile: authorizedKey,
-				AgentOnly: agentOnly, AllowInstall: allow, From: from, RemoteDir: pairDir,
+				ShellKey: shellKey, AllowInstall: allow, LocalEncoder: localEncoder, Encoder: pairEncoder, From: from, RemoteDir: pairDir,
 				Agent:    secondpc.AgentFinder{Path: pairAgent},
-				Progress: func(s string) { fmt.Fprintln(env.stderr, "... "+s) }}, remoteRecorder(ctx))
+				Progress: func(s string) { fmt.Fprintln(env.stderr, "... "+s) }}, rec)
 			if err != nil {
 				return fmt.Errorf("%v%s", err, hostKeyHint(err))
 			}
@@ -217,10 +247,21 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 			} else {
 				fmt.Fprintf(env.stdout, "  The companion's own key: %s (kept)\n", res.Remote.KeyFile)
 			}
-			if agentOnly {
+			switch {
+			case keyAgentOnly:
 				fmt.Fprintf(env.stdout, "  Installed in %s on that PC, agent-only (it runs nothing but the companion's agent in %s)\n", res.Installed, res.Remote.RemoteDir)
-			} else {
-				fmt.Fprintf(env.stdout, "  Installed in %s on that PC, restricted (no forwarding, no terminal)\n", res.Installed)
+				if len(res.Allowed) > 0 {
+					fmt.Fprintf(env.stdout, "  Allowed for prepare to install: %d program(s) (this PC's strata-vision build and its libraries, or --allow-encoder's)\n", len(res.Allowed))
+				} else if pairEncoder == "" {
+					fmt.Fprintln(env.stdout, "  No encoder build is allowed for prepare to install (this PC has none for that PC's system): give it one with --allow-encoder FILE or --encoder PATH")
+				}
+				if pairEncoder != "" {
+					fmt.Fprintf(env.stdout, "  Allowed encoder on that PC: %s\n", pairEncoder)
+				}
+			case forced != "":
+				fmt.Fprintf(env.stdout, "  Installed in %s on that PC, pinned to your forced command\n", res.Installed)
+			default:
+				fmt.Fprintf(env.stdout, "  Installed in %s on that PC, with a shell (restrict only: no forwarding, no terminal)\n", res.Installed)
 			}
 			if hostKey != nil {
 				fmt.Fprintf(env.stdout, "  Host key pinned: %s\n", sshx.Fingerprint(hostKey))
