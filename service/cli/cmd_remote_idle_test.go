@@ -103,7 +103,7 @@ func TestRemoteHelpPerSubcommand(t *testing.T) {
 	}{
 		{[]string{"remote", "--help"}, []string{"remote pair [user@]host[:port]", "remote prepare [--mmproj FILE", "(the paired PC; no host)", "remote idle-stop <seconds>"}, []string{"-forced-command"}},
 		{[]string{"remote", "prepare", "--help"}, []string{"Usage: strata-service remote prepare [", "-mmproj", "-agent-binary"}, []string{"[user@]host", "-forced-command", "-identity"}},
-		{[]string{"remote", "pair", "-h"}, []string{"Usage: strata-service remote pair [user@]host[:port]", "-forced-command", "-identity", "-agent-binary"}, []string{"-mmproj", "-force\n"}},
+		{[]string{"remote", "pair", "-h"}, []string{"Usage: strata-service remote pair [user@]host[:port]", "-forced-command", "-identity", "-agent-binary", "-shell-key", "weaker", "-encoder"}, []string{"-mmproj", "-force\n"}},
 		{[]string{"remote", "unpair", "--help"}, []string{"remote unpair [[user@]host[:port]] [--force]", "-force", "-agent-binary"}, []string{"-mmproj", "-forced-command"}},
 		{[]string{"remote", "idle-stop", "--help"}, []string{"remote idle-stop <seconds>"}, []string{"-mmproj", "-identity"}},
 	} {

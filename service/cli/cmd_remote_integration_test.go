@@ -123,9 +123,11 @@ func TestRemotePairProbeUnpairCLI(t *testing.T) {
 		t.Fatalf("ssh-keygen: %v %s", err, out)
 	}
 
+	// --shell-key: the weaker key, whose probe needs no login of the user's
+	// (the default, agent-only, is TestRemotePairIsAgentOnlyByDefaultCLI's).
 	out, errOut, code := remoteCLI(t, "", "remote", "pair", target, "--identity", s.ClientKeyFile, "--accept-host-key", fp,
-		"--authorized-keys", s.AuthorizedKeysFile)
-	if code != 0 || !strings.Contains(out, "Paired with "+target) || !strings.Contains(out, "Host key pinned: "+fp) {
+		"--authorized-keys", s.AuthorizedKeysFile, "--shell-key")
+	if code != 0 || !strings.Contains(out, "Paired with "+target) || !strings.Contains(out, "Host key pinned: "+fp) || !strings.Contains(out, "with a shell") {
 		t.Fatalf("pair: exit %d\n%s\n%s", code, out, errOut)
 	}
 	st, err := settings.LoadDefault()
@@ -160,5 +162,47 @@ func TestRemotePairProbeUnpairCLI(t *testing.T) {
 	_, errOut, code = remoteCLI(t, "", "remote", "unpair", "--forced-command", "x")
 	if code != 2 {
 		t.Errorf("unpair --forced-command: exit %d %s", code, errOut)
+	}
+}
+
+// `remote pair` with no option pins the key to the agent; `remote unpair`
+// then removes the line with the companion's key alone (no login of the
+// user's), leaving every other line byte for byte. Options that contradict
+// each other are refused before anything is dialed.
+func TestRemotePairIsAgentOnlyByDefaultCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real sshd")
+	}
+	isolate(t)
+	s := testenv.StartSSHD(t, testenv.SSHDOptions{PathDirs: []string{fakeSMIDir(t)}})
+	target := s.User + "@" + s.Addr()
+	fp := ssh.FingerprintSHA256(s.HostSigner.PublicKey())
+	bins := t.TempDir()
+	agent := testenv.Program(t, "github.com/strata-companion/companion/relay", testenv.BuildOptions{Dir: bins, Name: "strata-vision-relay"})
+	remoteDir := filepath.Join(t.TempDir(), "pc2")
+	before, _ := os.ReadFile(s.AuthorizedKeysFile)
+
+	for _, bad := range [][]string{{"--shell-key", "--encoder", "/opt/strata/engine/strata-vision"}, {"--shell-key", "--agent-only"},
+		{"--forced-command", "echo x", "--allow-encoder", agent}} {
+		if _, errOut, code := remoteCLI(t, "", append([]string{"remote", "pair", target}, bad...)...); code != 2 {
+			t.Errorf("pair %q: exit %d %s; want 2", bad, code, errOut)
+		}
+	}
+	out, errOut, code := remoteCLI(t, "", "remote", "pair", target, "--identity", s.ClientKeyFile, "--accept-host-key", fp,
+		"--authorized-keys", s.AuthorizedKeysFile, "--agent-binary", agent, "--remote-dir", remoteDir)
+	if code != 0 || !strings.Contains(out, "agent-only") {
+		t.Fatalf("pair: exit %d\n%s\n%s", code, out, errOut)
+	}
+	ak, _ := os.ReadFile(s.AuthorizedKeysFile)
+	want := `restrict,command="` + filepath.Join(remoteDir, "strata-vision-relay") + ` gate --keys ` + s.AuthorizedKeysFile + `" ssh-ed25519 `
+	if !strings.Contains(string(ak), want) {
+		t.Fatalf("authorized_keys after pair:\n%s\nwant a line with %q", ak, want)
+	}
+	out, errOut, code = remoteCLI(t, "", "remote", "unpair")
+	if code != 0 || !strings.Contains(out, "Unpaired") {
+		t.Fatalf("unpair with the companion's key alone: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if after, _ := os.ReadFile(s.AuthorizedKeysFile); string(after) != string(before) {
+		t.Errorf("authorized_keys after unpair:\n%q\nwant\n%q", after, before)
 	}
 }

@@ -65,7 +65,10 @@ func TestRemoteRecordsOnlyThroughTheService(t *testing.T) {
 		args  []string
 		check func(*settings.Remote) bool
 	}{
-		{[]string{"remote", "pair", target, "--identity", s.ClientKeyFile, "--accept-host-key", fp, "--authorized-keys", s.AuthorizedKeysFile},
+		// Agent-only (the default): the agent goes in with the user's login,
+		// and the stand-in encoder is allowed for prepare to install.
+		{[]string{"remote", "pair", target, "--identity", s.ClientKeyFile, "--accept-host-key", fp, "--authorized-keys", s.AuthorizedKeysFile,
+			"--agent-binary", filepath.Join(bins, "strata-vision-relay"), "--remote-dir", remoteDir, "--allow-encoder", filepath.Join(bins, "standin")},
 			func(r *settings.Remote) bool {
 				return r != nil && r.Host == s.Host && r.KeyFile == locations.RelayKeyFile()
 			}},
