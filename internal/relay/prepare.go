@@ -145,6 +145,10 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	// The first try is quiet: on a fresh second PC its shell answers "sh: 1:
 	// .../strata-vision-relay: not found", which is expected, not an error.
 	cl, err := startClient(ctx, conn, filesCmd, io.Discard)
+	if err != nil && strings.Contains(err.Error(), "was not allowed at pairing") {
+		return nil, fmt.Errorf("the companion's key on the second PC runs only the agent, and this PC's strata-vision build (%s) was not allowed when it was paired: "+
+			"pair the second PC again (strata-service remote pair, or the setup wizard's Pair), which allows this PC's build, or name an encoder already there (prepare --encoder PATH)", o.LocalEncoder)
+	}
 	fresh := false
 	if err != nil && agentMissing(err) {
 		fmt.Fprintf(p, "no agent on the second PC yet (a fresh second PC)\n")

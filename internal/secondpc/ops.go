@@ -65,6 +65,8 @@ type PairOptions struct {
 	// it installs the key there (ACLs through the Windows API) instead of
 	// a PowerShell script (docs/second-pc.md).
 	Agent AgentFinder
+	// AgentBinary, when set, replaces Agent.Find (the wizard's tests).
+	AgentBinary func(goos, goarch string) (string, error)
 	// ShellKey, AllowInstall, LocalEncoder, Encoder, From, RemoteDir: see
 	// pairing.Options. The key is agent-only unless ShellKey or
 	// ForcedCommand is set; LocalEncoder is this PC's strata-vision (see
@@ -96,9 +98,13 @@ func Pair(ctx context.Context, l *Login, o PairOptions, rec Recorder) (*pairing.
 		return nil, err
 	}
 	defer closeFn()
+	find := o.Agent.Find
+	if o.AgentBinary != nil {
+		find = o.AgentBinary
+	}
 	po := pairing.Options{Endpoint: l.Endpoint, Auth: auth, Password: password, KnownHosts: l.KnownHosts,
 		KeyFile: o.KeyFile, Recorder: rec, AuthorizedKeysFile: o.AuthorizedKeysFile,
-		ForcedCommand: o.ForcedCommand, Timeout: l.Timeout, Progress: o.Progress, AgentBinary: o.Agent.Find,
+		ForcedCommand: o.ForcedCommand, Timeout: l.Timeout, Progress: o.Progress, AgentBinary: find,
 		ShellKey: o.ShellKey, AllowInstall: o.AllowInstall, LocalEncoder: o.LocalEncoder, Encoder: o.Encoder,
 		From: o.From, RemoteDir: o.RemoteDir}
 	var res *pairing.Result

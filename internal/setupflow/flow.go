@@ -562,6 +562,9 @@ func (f *Flow) Pair(ctx context.Context, progress func(Progress)) (*settings.Rem
 	defer end()
 	f.mu.Lock()
 	t, rep := f.target, f.report
+	if f.install != nil {
+		t.StrataRoot = f.install.Root
+	}
 	f.mu.Unlock()
 	if rep == nil {
 		return nil, errors.New("probe the second PC first, so you can see whether it can read pictures")

@@ -189,6 +189,9 @@ type RemoteTarget struct {
 	// Password is the user's own, used once for pairing; never stored or logged.
 	Password string
 	UseAgent bool
+	// StrataRoot is the chosen Strata install (the flow fills it, not the
+	// page): pairing allows its encoder build on the second PC.
+	StrataRoot string
 }
 
 func (t RemoteTarget) String() string {

@@ -42,6 +42,9 @@ type Remote struct {
 	// AgentBinary finds the strata-vision-relay build for the second PC
 	// (default: secondpc.AgentFinder, beside this program).
 	AgentBinary func(goos, goarch string) (string, error)
+	// RemoteDir is the agent's folder on the second PC (default
+	// strata-companion in that user's home; tests).
+	RemoteDir string
 	// Link tunes the link probe (zero: linkprobe's defaults, 4 MiB each way).
 	Link linkprobe.Options
 }
@@ -135,7 +138,15 @@ func (r *Remote) Pair(ctx context.Context, t setupflow.RemoteTarget, confirm set
 	}
 	rec := secondpc.NewMemoryRecorder(nil)
 	step := 0.0
+	// Agent-only (pairing's default): the key on the second PC runs only the
+	// companion's agent; this PC's encoder build (the one Prepare copies)
+	// is allowed there when that PC has this PC's system.
+	var localEncoder string
+	if t.StrataRoot != "" {
+		localEncoder = secondpc.LocalEncoder(&strataconfig.Config{Root: t.StrataRoot})
+	}
 	_, err = secondpc.Pair(ctx, l, secondpc.PairOptions{KeyFile: r.KeyFile, AuthorizedKeysFile: r.AuthorizedKeysFile,
+		AgentBinary: r.AgentBinary, LocalEncoder: localEncoder, RemoteDir: r.RemoteDir,
 		Progress: func(s string) {
 			step = min(step+0.15, 0.9)
 			progress(setupflow.Progress{Step: "pair", Fraction: step, Text: upperFirst(s)})

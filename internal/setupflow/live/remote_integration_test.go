@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-companion/companion/internal/fakeencoder"
+	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/linkprobe"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow"
@@ -19,9 +21,12 @@ import (
 )
 
 // Against a real OpenSSH server: the probe asks about the unknown host key
-// (and a "no" sends nothing), pairing installs the companion's key, and a
-// Cancel before Apply takes it off the second PC again and leaves no local
-// key or pin.
+// (and a "no" sends nothing), pairing installs the companion's key
+// agent-only (the line forces the agent's gate, and this PC's encoder build
+// is allowed), prepare works through that key (it copies the encoder and
+// sees READY), and a Cancel before Apply takes the line off the second PC
+// again through the gate, with the companion's key alone, and leaves no
+// local key or pin.
 func TestSecondPCRealSSHD(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts sshd")
@@ -36,15 +41,34 @@ func TestSecondPCRealSSHD(t *testing.T) {
 
 	home := filepath.Join(dir, "companion")
 	os.MkdirAll(home, 0o700)
+	// A Strata install here whose engine folder holds this PC's encoder
+	// (the stand-in), with a vision block naming real GGUF files.
+	agent := testenv.Program(t, "github.com/strata-companion/companion/relay", testenv.BuildOptions{Name: "strata-vision-relay"})
+	enc := testenv.Program(t, "github.com/strata-companion/companion/internal/fakeencoder/cmd/strata-vision-standin")
+	root := fakestrata.NewRoot(t, fakestrata.RootOptions{Extra: map[string]any{
+		"vision": map[string]any{"exe": "engine/strata-vision", "mmproj": "mmproj-BF16.gguf", "model": "model-00001-of-00002.gguf", "max_tokens": 4},
+	}})
+	if b, err := os.ReadFile(enc); err != nil || os.WriteFile(filepath.Join(root.Dir, "engine", "strata-vision"), b, 0o755) != nil {
+		t.Fatalf("copying the stand-in encoder: %v", err)
+	}
+	if err := fakeencoder.WriteMmproj(filepath.Join(root.Dir, "mmproj-BF16.gguf"), 64); err != nil {
+		t.Fatal(err)
+	}
+	if err := fakeencoder.WriteModel(filepath.Join(root.Dir, "model-00001-of-00002.gguf"), 20); err != nil {
+		t.Fatal(err)
+	}
+	pcDir := filepath.Join(dir, "second-pc")
 	r := &live.Remote{SSHConfig: filepath.Join(dir, "none"), KnownHostsFile: filepath.Join(home, "known_hosts"),
 		KeyFile: filepath.Join(home, "relay_ed25519"), AuthorizedKeysFile: sshd.AuthorizedKeysFile,
-		IdentityFiles: []string{sshd.ClientKeyFile}, NoAgent: true,
-		Link: linkprobe.Options{Pings: 3, TransferBytes: 256 << 10}}
-	w := demo.NewWorld("/opt/strata")
+		IdentityFiles: []string{sshd.ClientKeyFile}, NoAgent: true, RemoteDir: pcDir,
+		AgentBinary: func(string, string) (string, error) { return agent, nil },
+		Link:        linkprobe.Options{Pings: 3, TransferBytes: 256 << 10}}
+	w := demo.NewWorld(root.Dir)
 	var asked []setupflow.HostKey
 	answer := false
 	d := w.Deps(func(_ context.Context, k setupflow.HostKey) bool { asked = append(asked, k); return answer })
 	d.Remote = r
+	d.Finder = live.Finder{SettingsPath: filepath.Join(home, "settings.json"), Root: root.Dir, Config: root.Config}
 	ctx := context.Background()
 	f, err := setupflow.New(ctx, d, setupflow.Options{})
 	if err != nil {
@@ -90,8 +114,18 @@ func TestSecondPCRealSSHD(t *testing.T) {
 	if rm.HostKey == "" || rm.KeyFile != r.KeyFile {
 		t.Errorf("paired %+v", rm)
 	}
-	if auth, _ := os.ReadFile(sshd.AuthorizedKeysFile); bytes.Equal(auth, authBefore) {
-		t.Error("pairing put no key on the second PC")
+	auth, _ := os.ReadFile(sshd.AuthorizedKeysFile)
+	if want := `restrict,command="` + filepath.Join(pcDir, "strata-vision-relay") + ` gate --allow `; !strings.Contains(string(auth), want) ||
+		!strings.Contains(string(auth), " --keys "+sshd.AuthorizedKeysFile+`" ssh-ed25519 `) {
+		t.Errorf("authorized_keys after the wizard's pairing:\n%s\nwant an agent-only line (%s...)", auth, want)
+	}
+	t0 = time.Now()
+	if err := f.Prepare(ctx, nil); err != nil {
+		t.Fatalf("prepare through the agent-only key: %v", err)
+	}
+	t.Logf("prepare %s", time.Since(t0))
+	if rm, _, prepared := f.RemoteState(); !prepared || rm.NEmbd != 64 || rm.EncoderPath != "strata-vision" {
+		t.Errorf("after prepare: %+v (prepared %v)", rm, prepared)
 	}
 	if _, err := os.Stat(filepath.Join(home, "settings.json")); err == nil {
 		t.Error("pairing wrote the companion settings before Apply")
