@@ -99,13 +99,13 @@ func TestGateUnpairRemovesOnlyItsOwnLines(t *testing.T) {
 
 func TestForcedCommand(t *testing.T) {
 	for line, want := range map[string]string{
-		`command="a b" ssh-ed25519 K c`:                  "a b",
+		`command="a b" ssh-ed25519 K c`:                   "a b",
 		`restrict,command="x \"y\"",from="1.2.3.4" k K c`: `x "y"`,
-		`from="a,b",COMMAND="z" k K c`:                     "z",
-		`restrict ssh-ed25519 K command="no"`:              "",
-		`ssh-ed25519 K c`:                                  "",
-		`# command="x"`:                                    "",
-		`command="unclosed ssh-ed25519 K c`:                "",
+		`from="a,b",COMMAND="z" k K c`:                    "z",
+		`restrict ssh-ed25519 K command="no"`:             "",
+		`ssh-ed25519 K c`:                                 "",
+		`# command="x"`:                                   "",
+		`command="unclosed ssh-ed25519 K c`:               "",
 	} {
 		if got, _ := forcedCommand(line); got != want {
 			t.Errorf("%s: %q, want %q", line, got, want)

@@ -63,7 +63,7 @@ func TestAgentOnlyKeyRunsOnlyTheAgent(t *testing.T) {
 	keysBefore, _ := os.ReadFile(e.s.AuthorizedKeysFile)
 	o := e.pairOptions()
 	o.ShellKey, o.RemoteDir, o.From = false, pcDir, "127.0.0.1" // agent-only: the default
-	o.LocalEncoder = standin                                   // this PC's build: pinned, as the OS and arch match
+	o.LocalEncoder = standin                                    // this PC's build: pinned, as the OS and arch match
 	o.AgentBinary = func(goos, goarch string) (string, error) { return agentBin, nil }
 	pinned := sumOf(t, standin)
 	ctx := context.Background()
