@@ -215,6 +215,12 @@ func TestAgentOnlyKeyRunsOnlyTheAgent(t *testing.T) {
 	if out, err := runCmd(absCmd); err == nil || !strings.Contains(out, "outside the agent's folder") {
 		t.Errorf("an unpinned encoder outside the folder: %v %q; want refused", err, out)
 	}
+	// prepare pointed at it says exactly what to run.
+	_, err = relay.Prepare(ctx, relay.PrepareOptions{Remote: remote, Mmproj: mm, Model: model, EncoderPath: standin,
+		AgentBinary: o.AgentBinary, LocalOS: "linux", LocalArch: runtime.GOARCH, MaxTokens: 4})
+	if err == nil || !strings.Contains(err.Error(), "strata-service remote pair --encoder "+standin+" "+e.ep.String()) {
+		t.Errorf("prepare with an unpinned absolute encoder: %v; want the command to run", err)
+	}
 	o2 := o
 	o2.Encoder = standin
 	if res2, err := Pair(ctx, o2); err != nil || !strings.Contains(res2.Line, " --encoder "+standin+" ") {
