@@ -180,7 +180,7 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 			fs.StringVar(&forced, "forced-command", "", "pin the companion's key to this one command on the second PC (see docs/second-pc.md)")
 			fs.StringVar(&authorizedKey, "authorized-keys", "", "install the key in this file on the second PC (when its sshd's AuthorizedKeysFile is not ~/.ssh/authorized_keys)")
 			fs.StringVar(&pairAgent, "agent-binary", "", agentBinaryUsage)
-			fs.BoolVar(&agentOnly, "agent-only", false, "the companion's key may run only its agent there (pictures, prepare's uploads, stopping a hung agent); probes then need your own login (see docs/security.md)")
+			fs.BoolVar(&agentOnly, "agent-only", false, "the companion's key may run only its agent there (pictures, prepare's uploads, stopping a hung agent, the probe through the agent; see docs/security.md)")
 			fs.StringVar(&allowEncoder, "allow-encoder", "", "with --agent-only: this PC's strata-vision build that prepare may install there (its sha256 and its libraries' are pinned)")
 			fs.StringVar(&from, "from", "", "with --agent-only: the key logs in only from this address (this PC's, as the second PC sees it)")
 			fs.StringVar(&pairDir, "remote-dir", "", "with --agent-only: the folder on the second PC for the agent (default strata-companion in the home folder)")
