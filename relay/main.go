@@ -107,6 +107,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && args[0] == "agent" {
 		return runAgent(ctx, args[1:], stdin, stdout, stderr)
 	}
+	if code, ok := runLinkProbe(ctx, args, stdin, stdout, stderr); ok {
+		return code
+	}
 	if len(args) > 0 && args[0] == "gate" {
 		// The forced command of the companion's key on a second PC paired
 		// agent-only: the asked-for command is in SSH_ORIGINAL_COMMAND.
@@ -120,9 +123,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			}
 			return runAgent(ctx, argv[1:], stdin, stdout, stderr)
 		}, stderr)
-	}
-	if code, ok := runLinkProbe(ctx, args, stdin, stdout, stderr); ok {
-		return code
 	}
 	if len(args) > 0 && args[0] == "authorized-keys" {
 		// Pairing with a Windows second PC installs the companion's key

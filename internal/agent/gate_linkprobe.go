@@ -3,7 +3,9 @@ package agent
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
 )
 
 // gateLinkProbe is the gate's rule for the link probe's subcommands (argv
@@ -30,7 +32,7 @@ func gateLinkProbe(argv []string, dir, pinned string) (out []string, ok bool, er
 			switch {
 			case hasDotDot(a.Encoder):
 				return nil, true, fmt.Errorf("probe: --encoder %q steps out with \"..\"", a.Encoder)
-			case inside(dir, p), pinned != "" && filepath.Clean(p) == filepath.Clean(pinned):
+			case inside(dir, p), samePinned(p, pinned):
 			default:
 				return nil, true, fmt.Errorf("probe: --encoder %s is outside the agent's folder %s and not the encoder pinned at pairing", a.Encoder, dir)
 			}
@@ -53,4 +55,17 @@ func gateLinkProbe(argv []string, dir, pinned string) (out []string, ok bool, er
 		return []string{"source", strconv.FormatInt(n, 10)}, true, nil
 	}
 	return nil, false, nil
+}
+
+// samePinned reports whether p is the absolute encoder path pinned at
+// pairing (case-insensitive on Windows, as its file names are).
+func samePinned(p, pinned string) bool {
+	if pinned == "" || !filepath.IsAbs(pinned) {
+		return false
+	}
+	a, b := filepath.Clean(p), filepath.Clean(pinned)
+	if runtime.GOOS == "windows" {
+		return strings.EqualFold(a, b)
+	}
+	return a == b
 }
