@@ -55,7 +55,7 @@ func (p *prober) runViaAgent(ctx context.Context) {
 	p.r.Via = ViaAgent
 	if p.opts.Agent == "" {
 		p.find(probe.SeverityError, "the second PC lets this key run only the Strata Companion agent, and this probe does not know where the agent is there",
-			"probe the paired second PC (its folder is in the settings), or give the folder with --remote-dir")
+			"pair the second PC again (strata-service remote pair), which records the agent's folder for the probe")
 		return
 	}
 	info, ok := p.agentProbe(ctx)

@@ -106,7 +106,7 @@ func TestProbeThroughAnAgentOnlyKey(t *testing.T) {
 
 	// Without the agent's path the probe says what to do.
 	r = Run(context.Background(), c, "pc2", Options{NoLink: true})
-	if r.Via != ViaAgent || r.OS != "" || !hasFinding(r, "paired second PC") {
+	if r.Via != ViaAgent || r.OS != "" || !hasFinding(r, "records the agent's folder") {
 		t.Errorf("without the agent's path: via %q os %q, findings %+v", r.Via, r.OS, r.Findings)
 	}
 }
