@@ -38,37 +38,13 @@ import (
 	"github.com/strata-companion/companion/internal/wol"
 )
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binErr  error
-)
-
-// builtBinaries builds the relay and the stand-in encoder once per test binary.
+// builtBinaries builds the relay and the stand-in encoder (once per test
+// binary: testenv.Program keeps the builds) into a folder of t's.
 func builtBinaries(t *testing.T) (relayBin, standin string) {
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "relay-main-test-"); binErr != nil {
-			return
-		}
-		for out, pkg := range map[string]string{"strata-vision-relay": ".", "standin": "../internal/fakeencoder/cmd/strata-vision-standin"} {
-			if b, err := exec.Command("go", "build", "-o", filepath.Join(binDir, out), pkg).CombinedOutput(); err != nil {
-				binErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
-				return
-			}
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return filepath.Join(binDir, "strata-vision-relay"), filepath.Join(binDir, "standin")
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
+	dir := t.TempDir()
+	relayBin = testenv.Program(t, ".", testenv.BuildOptions{Name: "strata-vision-relay", Dir: dir})
+	standin = testenv.Program(t, "../internal/fakeencoder/cmd/strata-vision-standin", testenv.BuildOptions{Name: "standin", Dir: dir})
+	return relayBin, standin
 }
 
 // fakeService is the companion service's side of POST /v1/relay: it checks

@@ -49,6 +49,9 @@ On the second PC the same program runs as the agent (started by the relay over s
   strata-vision-relay agent --encoder FILE --mmproj FILE --model FILE [--gpu] [--threads N]
                             [--max-tokens N] [--idle-stop SECONDS] [--cuda-device N]
                             [--encoder-arg ARG ...]
+and answers the companion's link probe (strata-service probe --ssh):
+  strata-vision-relay probe [--encoder PATH] [--file NAME]...   one JSON line about this PC
+  strata-vision-relay sink | source N                           the link's speed each way
 
 Strata's --gpu, --threads and --max-tokens are read and left alone: the second PC's encoder
 runs on its GPU when prepare found a usable one (else its CPU, or as the companion settings
@@ -104,6 +107,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && args[0] == "agent" {
 		return runAgent(ctx, args[1:], stdin, stdout, stderr)
 	}
+	if code, ok := runLinkProbe(ctx, args, stdin, stdout, stderr); ok {
+		return code
+	}
 	if len(args) > 0 && args[0] == "gate" {
 		// The forced command of the companion's key on a second PC paired
 		// agent-only: the asked-for command is in SSH_ORIGINAL_COMMAND.
@@ -111,6 +117,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			if argv[0] == "version" {
 				fmt.Fprintln(stdout, "strata-vision-relay", version.Version)
 				return 0
+			}
+			if code, ok := runLinkProbe(ctx, argv, stdin, stdout, stderr); ok {
+				return code
 			}
 			return runAgent(ctx, argv[1:], stdin, stdout, stderr)
 		}, stderr)
@@ -299,6 +308,24 @@ func parseStrataArgs(args []string) (strataArgs, error) {
 		return a, errors.New(strings.Join(problems, "; "))
 	}
 	return a, nil
+}
+
+// runLinkProbe runs the link probe's subcommands (probe, sink, source N:
+// `strata-service probe --ssh` through a key that runs only the agent); ok
+// false: args are not one of them.
+func runLinkProbe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) (code int, ok bool) {
+	if len(args) == 0 {
+		return 0, false
+	}
+	switch args[0] {
+	case "probe":
+		return agent.Probe(ctx, args[1:], "", stdout, stderr), true
+	case "sink":
+		return agent.Sink(stdin, stdout), true
+	case "source":
+		return agent.Source(args[1:], stdout, stderr), true
+	}
+	return 0, false
 }
 
 func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

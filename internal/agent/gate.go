@@ -20,6 +20,9 @@ import (
 //     --mmproj, --model) must be in the agent's own folder, --dir and
 //     --scratch are refused, and --install-sha256 only with sums pinned at
 //     pairing (allow), so no program of the caller's choosing ever runs;
+//   - the link probe's `<agent> probe`, `sink` and `source N`
+//     (gateLinkProbe): facts about this PC and the link's speed, no program
+//     or file of the caller's choosing;
 //   - `kill -KILL PID` / `taskkill /F /T /PID PID`: the relay's stop of a
 //     hung agent, done here, and only for a process that is this agent;
 //   - `<agent> version`;
@@ -109,6 +112,9 @@ func gateCheckWith(original, self string, pins gatePins) ([]string, error) {
 		return []string{"unpair"}, nil
 	}
 	if len(argv) < 2 || argv[1] != "agent" {
+		if out, ok, err := gateLinkProbe(argv[1:], filepath.Dir(self), pins.encoder); ok {
+			return out, err
+		}
 		return nil, errors.New("only its agent, version and the stop of a hung agent are allowed")
 	}
 	dir := filepath.Dir(self)

@@ -158,6 +158,38 @@ func TestPlacementSemantics(t *testing.T) {
 	f.agree(t, settings.PlacementGPU)
 }
 
+// The uninstaller's restore of a config in which Strata's own encoder read
+// pictures on the CPU: the settings name no placement afterwards, so a
+// reinstalled companion does not report the config as rewritten by
+// Strata's setup (nor offer to repair it), and the placement shown is the
+// config's.
+func TestRestoreOfStratasOwnCPUEncoderLeavesNoPlacement(t *testing.T) {
+	own := strings.Replace(gpuConfig, `"gpu": true`, `"gpu": false`, 1)
+	if own == gpuConfig {
+		t.Fatal("the GPU config has no \"gpu\": true to turn off")
+	}
+	f := &fixture{in: fakestrata.NewInstall(t, "", fakestrata.InstallOptions{Config: own})}
+	f.b = New(Options{SettingsPath: f.in.Settings, StrataRoot: f.in.Root, ConfigPath: f.in.Config, RelayExe: f.in.Relay})
+	c, _ := strataconfig.Read(f.in.Config)
+	if c.NamesRelay() || c.Placement() != settings.PlacementCPU {
+		t.Fatalf("the starting config: relay %v, placement %s", c.NamesRelay(), c.Placement())
+	}
+	f.set(t, "cpu") // through the relay now
+	f.agree(t, settings.PlacementCPU)
+	res := f.set(t, "restore")
+	if !res.ConfigWritten || res.Placement != settings.PlacementCPU {
+		t.Fatalf("restore: %+v", res)
+	}
+	c, _ = strataconfig.Read(f.in.Config)
+	s, err := settings.Load(f.in.Settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NamesRelay() || s.Vision != "" || Placement(c, s) != settings.PlacementCPU {
+		t.Fatalf("after restore: relay %v, settings.vision %q, placement %s", c.NamesRelay(), s.Vision, Placement(c, s))
+	}
+}
+
 func TestDryRunWritesNothingAndSaysWhetherItRestarts(t *testing.T) {
 	f := newFixture(t)
 	before, _ := os.ReadFile(f.in.Config)

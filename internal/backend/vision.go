@@ -261,9 +261,16 @@ func (b *Backend) restore(ctx context.Context, backup string, dryRun bool) (*Vis
 	}
 	pl := Placement(restored, s)
 	// The settings follow the restored config; absent settings stay
-	// absent (a first setup being undone leaves none behind).
+	// absent (a first setup being undone leaves none behind). A config
+	// whose pictures are read by Strata's own encoder on the CPU is none of
+	// the companion's placements (its cpu goes through the relay): the
+	// settings then name none, so the restored config is not reported as
+	// rewritten by Strata's setup (daemon.Rewritten) nor offered for repair.
 	if !restored.NamesRelay() && before != nil {
 		s.Vision = pl
+		if pl.Info().RelayRouted && pl != settings.PlacementOff {
+			s.Vision = ""
+		}
 	}
 	res := &VisionResult{Placement: pl, Diff: ch.Diff(), Notes: ch.Notes, RestartNeeded: ch.Changed(),
 		Message: "Strata will restart to use the restored config (it reads it only at start)."}

@@ -5,9 +5,18 @@
 // and from these what one picture would cost there. The wizard and the CLI
 // (strata-service probe --ssh) share its Result.
 //
-// Everything runs as plain ssh commands in the remote user's login shell:
-// a POSIX sh (Linux, macOS, Git Bash) or Windows' cmd.exe / PowerShell. No
-// file is written on the second PC.
+// It asks the second PC one of two ways (Result.Via). Where the key may run
+// commands, as plain ssh commands in the remote user's login shell: a POSIX
+// sh (Linux, macOS, Git Bash) or Windows' cmd.exe / PowerShell. Where the
+// companion's key runs only the agent (paired agent-only: its gate refuses
+// every shell command with exit status 126), or Options.UseAgent says so,
+// through the agent's own subcommands: `probe` (one JSON line: OS,
+// architecture, nvidia-smi's raw output, which files are there), `sink` and
+// `source N` (the throughput), each command line quoted for the OS the
+// record or the agent names (internal/remotecmd). The round trip is timed
+// by ssh keepalives either way, and nvidia-smi's output is read by the local
+// probe's parser either way. No file is written on the second PC (except
+// sftp's temporary one on Windows through a shell, removed at once).
 package linkprobe
 
 import (
@@ -48,6 +57,16 @@ type Options struct {
 	// NoLink skips the round trip and throughput (a quick check of the PC
 	// alone); the estimate then assumes a 1 Gbit/s, 1 ms link and says so.
 	NoLink bool
+	// Agent is the agent's path on the second PC (the paired record's
+	// folder joined with the agent's name, remotecmd.Join): the probe asks
+	// it when the login shell refuses (an agent-only key), or at once with
+	// UseAgent. "" : through the shell only.
+	Agent string
+	// AgentOS is the OS the record says the second PC runs, which the
+	// agent's command lines are quoted for ("": guessed from Agent's path).
+	AgentOS string
+	// UseAgent asks the agent without trying the shell first.
+	UseAgent bool
 }
 
 // File is one file checked on the second PC.
@@ -60,6 +79,8 @@ type File struct {
 // zero, with a Finding that says why.
 type Result struct {
 	Host string `json:"host"`
+	// Via is how the second PC was asked: ViaShell or ViaAgent.
+	Via string `json:"via"`
 	// OS and Arch in Go's words ("linux", "windows", "darwin"; "amd64",
 	// "arm64"); "" when unknown. Shell is "posix" or "windows".
 	OS    string `json:"os"`
@@ -121,12 +142,19 @@ func Run(ctx context.Context, c *ssh.Client, host string, opts Options) *Result 
 	r := &Result{Host: host, GPUs: []probe.GPU{}, Findings: []probe.Finding{}, RemoteDir: opts.RemoteDir, TransferBytes: opts.TransferBytes}
 	p := &prober{c: c, opts: opts, r: r}
 
-	p.system(ctx)
-	p.gpus(ctx)
-	p.files(ctx)
-	if !opts.NoLink {
-		p.rtt(ctx)
-		p.throughput(ctx)
+	if !opts.UseAgent {
+		p.system(ctx)
+	}
+	if opts.UseAgent || p.gated {
+		p.runViaAgent(ctx)
+	} else {
+		r.Via = ViaShell
+		p.gpus(ctx)
+		p.files(ctx)
+		if !opts.NoLink {
+			p.rtt(ctx)
+			p.throughput(ctx)
+		}
 	}
 
 	r.Estimate = probe.EstimateRemote(r.Facts())
@@ -138,6 +166,9 @@ type prober struct {
 	c    *ssh.Client
 	opts Options
 	r    *Result
+	// gated: the login shell refused uname with the agent-only gate's
+	// sentence, so the agent is asked instead.
+	gated bool
 }
 
 func (p *prober) find(sev, what, fix string) {
@@ -196,6 +227,10 @@ func (l *lockedBuffer) Bytes() []byte {
 // system finds the OS, the architecture and the kind of shell.
 func (p *prober) system(ctx context.Context) {
 	out, status, err := p.exec(ctx, "uname -sm")
+	if err == nil && gateRefused(out, status) {
+		p.gated = true
+		return
+	}
 	line := firstLine(out)
 	if err == nil && status == 0 {
 		if goos, arch, ok := parseUname(line); ok {
@@ -357,6 +392,11 @@ func (p *prober) files(ctx context.Context) {
 			p.r.ModelFiles = append(p.r.ModelFiles, File{Path: join(win, dir, n), Present: true})
 		}
 	}
+	p.filesVerdict(dir)
+}
+
+// filesVerdict says whether the encoder and the model files are in place.
+func (p *prober) filesVerdict(dir string) {
 	all := p.r.EncoderPresent
 	for _, f := range p.r.ModelFiles {
 		all = all && f.Present
@@ -485,12 +525,12 @@ func (p *prober) throughput(ctx context.Context) {
 		p.throughputSFTP(ctx)
 		return
 	}
-	up, err := p.measureUp(ctx)
+	up, err := p.measureUp(ctx, p.sinkCommand(p.opts.TransferBytes))
 	if err != nil {
 		p.find(probe.SeverityWarning, "could not measure the upload speed to the second PC: "+err.Error(), "")
 	}
 	p.r.UpBytesPerSec = up
-	down, err := p.measureDown(ctx)
+	down, err := p.measureDown(ctx, p.sourceCommand(p.opts.TransferBytes))
 	if err != nil {
 		p.find(probe.SeverityWarning, "could not measure the download speed from the second PC: "+err.Error(), "")
 	}
@@ -512,7 +552,8 @@ func (p *prober) sourceCommand(n int64) string {
 	return fmt.Sprintf("echo R; head -c %d /dev/zero", n)
 }
 
-func (p *prober) measureUp(ctx context.Context) (float64, error) {
+// measureUp times cmd, a sink there (the shell's or the agent's).
+func (p *prober) measureUp(ctx context.Context, cmd string) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.StepTimeout)
 	defer cancel()
 	sess, err := p.c.NewSession()
@@ -532,7 +573,7 @@ func (p *prober) measureUp(ctx context.Context) (float64, error) {
 	}
 	var stderr lockedBuffer
 	sess.Stderr = &stderr
-	if err := sess.Start(p.sinkCommand(p.opts.TransferBytes)); err != nil {
+	if err := sess.Start(cmd); err != nil {
 		return 0, err
 	}
 	if err := waitReady(stdout); err != nil {
@@ -548,7 +589,16 @@ func (p *prober) measureUp(ctx context.Context) (float64, error) {
 				return
 			}
 			if b[0] == 'D' {
-				done <- nil
+				if p.r.Via != ViaAgent {
+					done <- nil
+					return
+				}
+				// The agent's sink says how much it read.
+				n, err := sinkCount(stdout)
+				if err == nil && n != p.opts.TransferBytes {
+					err = fmt.Errorf("the sink read %d of the %d bytes sent", n, p.opts.TransferBytes)
+				}
+				done <- err
 				return
 			}
 		}
@@ -582,7 +632,8 @@ func (p *prober) measureUp(ctx context.Context) (float64, error) {
 	return rate(p.opts.TransferBytes, elapsed, p.r.RTT), nil
 }
 
-func (p *prober) measureDown(ctx context.Context) (float64, error) {
+// measureDown times cmd, a source there (the shell's or the agent's).
+func (p *prober) measureDown(ctx context.Context, cmd string) (float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.StepTimeout)
 	defer cancel()
 	sess, err := p.c.NewSession()
@@ -598,7 +649,7 @@ func (p *prober) measureDown(ctx context.Context) (float64, error) {
 	}
 	var stderr lockedBuffer
 	sess.Stderr = &stderr
-	if err := sess.Start(p.sourceCommand(p.opts.TransferBytes)); err != nil {
+	if err := sess.Start(cmd); err != nil {
 		return 0, err
 	}
 	if err := waitReady(stdout); err != nil {

@@ -66,6 +66,9 @@ func TestProbeAgainstARealSSHD(t *testing.T) {
 	r := Run(context.Background(), c, "pc2", Options{RemoteDir: remote, Pings: 5, TransferBytes: 2 << 20})
 	t.Logf("%+v", r)
 	checkReport(t, r, "linux", "posix")
+	if r.Via != ViaShell {
+		t.Errorf("via %q, want the shell", r.Via)
+	}
 	if !r.Estimate.Available || r.Estimate.PictureSeconds <= 0 || r.Estimate.Device == nil || *r.Estimate.Device != 0 {
 		t.Errorf("estimate %+v", r.Estimate)
 	}

@@ -6,7 +6,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-companion/companion/internal/testenv"
 )
@@ -53,5 +55,21 @@ func TestProbeAgainstAWindowsPC(t *testing.T) {
 	r = Run(context.Background(), c, "pc2", Options{RemoteDir: `C:\nowhere`, NoLink: true})
 	if r.EncoderPresent || len(r.ModelFiles) != 0 {
 		t.Errorf("a missing folder: %+v %+v", r.Encoder, r.ModelFiles)
+	}
+
+	// Through the agent (what an agent-only key leaves): the Windows build
+	// in the folder, asked through cmd.exe; its OS version, the stand-in
+	// GPU through nvidia-smi.exe in System32, the files, the link through
+	// its sink and source (no sftp).
+	os.WriteFile(filepath.Join(remote, "strata-vision.exe"), []byte("x"), 0o755)
+	if err := testenv.CopyFile(pc.Wine.Build(t, "github.com/strata-companion/companion/relay"), filepath.Join(remote, "strata-vision-relay.exe"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r = Run(context.Background(), c, "pc2", Options{RemoteDir: `Strata Vision`, Agent: pc.Profile + `\Strata Vision\strata-vision-relay.exe`,
+		AgentOS: "windows", UseAgent: true, Pings: 5, TransferBytes: 2 << 20, StepTimeout: 60 * time.Second})
+	t.Logf("through the agent: %+v", r)
+	checkReport(t, r, "windows", "windows")
+	if r.Via != ViaAgent || r.Arch != "amd64" || !strings.Contains(r.Uname, "Windows") {
+		t.Errorf("via %q arch %q uname %q", r.Via, r.Arch, r.Uname)
 	}
 }

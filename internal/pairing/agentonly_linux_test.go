@@ -114,7 +114,11 @@ func TestAgentOnlyKeyRunsOnlyTheAgent(t *testing.T) {
 	for _, cmd := range []string{"id", "id > " + marker, "sh -c 'id > " + marker + "'", "touch " + marker,
 		q(agentPath, "agent", "--encoder", "/usr/bin/touch", "--mmproj", marker, "--model", "x"),
 		q(agentPath, "agent", "--install-sha256", strings.Repeat("ab", 32)),
-		q(agentPath, "authorized-keys", "add", "--comment", "x", "--line", "-")} {
+		q(agentPath, "authorized-keys", "add", "--comment", "x", "--line", "-"),
+		// The link probe's subcommands, only within their bounds.
+		q(agentPath, "source", "1073741825"), q(agentPath, "source", "lots"),
+		q(agentPath, "probe", "--file", "../../etc/passwd"), q(agentPath, "probe", "--file", "/etc/passwd"),
+		q(agentPath, "probe", "--encoder", "/usr/bin/touch")} {
 		out, err := runCmd(cmd)
 		var ee *ssh.ExitError
 		if strings.Contains(out, "uid=") || !errors.As(err, &ee) || ee.ExitStatus() != 126 || !strings.Contains(out, "only runs the Strata Companion agent") {
@@ -126,6 +130,9 @@ func TestAgentOnlyKeyRunsOnlyTheAgent(t *testing.T) {
 	}
 	if out, err := runCmd(q(agentPath, "version")); err != nil || !strings.Contains(out, "strata-vision-relay") {
 		t.Errorf("the agent's version: %v %q", err, out)
+	}
+	if out, err := runCmd(q(agentPath, "probe")); err != nil || !strings.Contains(out, `"os":"linux"`) {
+		t.Errorf("the agent's probe: %v %q", err, out)
 	}
 
 	// Prepare through the agent-only key: the mmproj, the vocabulary stub,

@@ -46,6 +46,11 @@ func probeNvidia(ctx context.Context, o Options) nvidiaResult {
 	return res
 }
 
+// NvidiaSMICandidates lists the nvidia-smi binaries Probe would try, in
+// order (o's zero fields take their defaults): the second PC's agent finds
+// its nvidia-smi the same way.
+func NvidiaSMICandidates(o Options) []string { return nvidiaSMICandidates(o.withDefaults()) }
+
 // nvidiaSMICandidates lists the nvidia-smi binaries to try, in order: the
 // override alone, else PATH, then the drivers' usual places.
 func nvidiaSMICandidates(o Options) []string {

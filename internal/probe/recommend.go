@@ -139,7 +139,7 @@ func gpuEncodeSeconds(g GPU) (float64, string) {
 	if fast {
 		return measuredGPUSeconds, "1.63 s measured on the reference machine's RTX 5080 (this card is of that class; nothing was measured here)"
 	}
-	return remoteGPUSeconds, "~2.33 s: the RTX 3060 laptop GPU's 2.83 s measured on the reference machine less its ~0.5 s ssh start per picture (the careful figure for cards below an RTX 3080 / 4070)"
+	return remoteGPUSeconds, "~2.33 s, from the RTX 3060 laptop GPU measured on the reference machine (2.83 s a picture, of which ~0.5 s went to starting ssh for each picture in that measurement); the careful figure for cards below an RTX 3080 / 4070"
 }
 
 func label(g GPU) string { return fmt.Sprintf("GPU %d (%s)", g.Index, displayName(g)) }

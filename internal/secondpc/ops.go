@@ -10,6 +10,8 @@ import (
 
 	"github.com/strata-companion/companion/internal/linkprobe"
 	"github.com/strata-companion/companion/internal/pairing"
+	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
 	"github.com/strata-companion/companion/internal/strataconfig"
@@ -51,6 +53,29 @@ func Probe(ctx context.Context, l *Login, opts linkprobe.Options, pin bool) (*Pr
 		return nil, err
 	}
 	return out, nil
+}
+
+// PairedProbeOptions fills opts from the paired record rm (nil: opts as
+// they are): its folder when opts names none, its encoder, and the agent's
+// path and OS there, so that a probe with the companion's key alone works
+// when that key runs only the agent (linkprobe asks the agent when the
+// shell refuses).
+func PairedProbeOptions(opts linkprobe.Options, rm *settings.Remote) linkprobe.Options {
+	if rm == nil {
+		return opts
+	}
+	if opts.RemoteDir == "" {
+		opts.RemoteDir = rm.RemoteDir
+	}
+	if opts.EncoderPath == "" {
+		opts.EncoderPath = rm.EncoderPath
+	}
+	if rm.RemoteDir != "" {
+		goos := relay.RemoteOS(rm.OS, rm.RemoteDir)
+		opts.Agent = remotecmd.Join(goos, rm.RemoteDir, relay.AgentName(goos))
+		opts.AgentOS = goos
+	}
+	return opts
 }
 
 // PairOptions are what pairing needs beyond the login.

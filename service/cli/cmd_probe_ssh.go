@@ -109,10 +109,9 @@ func runSSHProbe(ctx context.Context, env *cliEnv, login *sshLogin, target, remo
 	if rm, err := remoteRecorder(ctx).Paired(ctx); err == nil && rm != nil && rm.Host == ep.Host &&
 		(rm.Port == ep.Port || ep.Port == 0) {
 		wake = wakeSetup(rm)
-		if opts.RemoteDir == "" {
-			opts.RemoteDir = rm.RemoteDir
-		}
-		opts.EncoderPath = rm.EncoderPath
+		// Its folder, encoder, and the agent there (asked when the
+		// companion's key runs only the agent).
+		opts = secondpc.PairedProbeOptions(opts, rm)
 		extraKeys = append(extraKeys, rm.KeyFile)
 	}
 	l, err := login.login(env, target, extraKeys...)
@@ -172,6 +171,7 @@ func writeSSHProbeText(w io.Writer, ep sshx.Endpoint, out sshProbeOutput, local 
 	if out.Wake != nil {
 		p("%s", wakeLine(out.Wake))
 	}
+	p("  Asked  %s", viaWords(r.Via))
 	osLine := "unknown"
 	if r.OS != "" {
 		osLine = r.OS + "/" + r.Arch
@@ -247,6 +247,14 @@ func writeSSHProbeText(w io.Writer, ep sshx.Endpoint, out sshProbeOutput, local 
 	for _, f := range rec.Warnings {
 		writeFinding(w, f)
 	}
+}
+
+// viaWords says how the second PC was asked (linkprobe.Result.Via).
+func viaWords(via string) string {
+	if via == linkprobe.ViaAgent {
+		return "through the Strata Companion agent there (this key runs only the agent, so the agent answered the probe)"
+	}
+	return "through the login shell there (plain commands: uname, nvidia-smi, file checks)"
 }
 
 func presence(ok bool) string {

@@ -13,11 +13,11 @@ import (
 // service's: memlock (unlimited in the unit) carries over, which is what
 // lets Strata lock its expert cache as another account. The parent-death
 // signal survives too (Go sets it after changing the credentials).
-func runAs(cmd *exec.Cmd, a *account.Account) (func(), error) {
+func runAs(cmd *exec.Cmd, a *account.Account) (func(), string, error) {
 	if a == nil {
-		return func() {}, nil
+		return func() {}, "", nil
 	}
 	cmd.SysProcAttr.Credential = a.Credential()
 	cmd.Env = append(cmd.Env, a.Env()...)
-	return func() {}, nil
+	return func() {}, "", nil
 }

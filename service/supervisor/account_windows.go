@@ -14,13 +14,20 @@ import (
 // as this process); the returned func closes the token once the process is
 // started. Windows lends a service (SYSTEM) the token
 // of a signed-in user only: while a is not signed in this fails, saying so.
-func runAs(cmd *exec.Cmd, a *account.Account) (func(), error) {
+// The note, when not "", is for the server's log: the token may not lock
+// memory yet (account.LockMemory grants the right, which applies from a's
+// next sign-in).
+func runAs(cmd *exec.Cmd, a *account.Account) (func(), string, error) {
 	if a == nil {
-		return func() {}, nil
+		return func() {}, "", nil
 	}
 	tok, err := a.Token()
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	note, err := account.LockMemory(windows.Token(tok), a)
+	if err != nil {
+		note = err.Error() // Strata still runs, without locked memory
 	}
 	cmd.SysProcAttr.Token = tok
 	// a's own environment (profile, TEMP), then what the supervisor added
@@ -30,5 +37,5 @@ func runAs(cmd *exec.Cmd, a *account.Account) (func(), error) {
 			cmd.Env = append(env, cmd.Env[n:]...)
 		}
 	}
-	return func() { tok.Close() }, nil
+	return func() { tok.Close() }, note, nil
 }

@@ -562,7 +562,7 @@ func (s *Supervisor) launch() (*process, error) {
 	// does not wait for a grandchild that keeps them open.
 	cmd.Stdout, cmd.Stderr = outW, errW
 	setProcAttr(cmd)
-	started, err := runAs(cmd, acct)
+	started, note, err := runAs(cmd, acct)
 	if err != nil {
 		outR.Close()
 		outW.Close()
@@ -573,6 +573,9 @@ func (s *Supervisor) launch() (*process, error) {
 	p := &process{cmd: cmd, port: port, started: time.Now(), exited: make(chan struct{}), apiKey: sc.APIKey(), vision: sc.Vision != nil, mark: mark}
 	s.pub(events.ServerStarting, fmt.Sprintf("starting the Strata server on port %d", port),
 		map[string]any{"port": port, "config": s.cfg.ConfigPath})
+	if note != "" {
+		s.line(p, "supervisor", note)
+	}
 	// The previous run's strata-vision-* folder (Strata never removes it,
 	// and its cached results can take hundreds of MB): gone now that its
 	// server has exited; only folders that run made, and unchanged since.

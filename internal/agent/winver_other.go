@@ -1,0 +1,5 @@
+//go:build !windows
+
+package agent
+
+func windowsVersion() string { return "" }
