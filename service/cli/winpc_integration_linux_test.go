@@ -220,7 +220,12 @@ func TestWindowsSecondPCThroughTheCLI(t *testing.T) {
 	}
 	keyField := strings.Fields(string(pub))[1]
 	paired, _ := os.ReadFile(adminKeys)
-	if !strings.HasPrefix(string(paired), seeded) || !strings.Contains(string(paired), "restrict ssh-ed25519 "+keyField) {
+	// Agent-only (the default): the gate, pinned to the file written. This
+	// PC's sshd runs every command through its ForceCommand (the cmd.exe
+	// stand-in), which wins over command=, so what follows runs as through
+	// a shell key: the gate itself is not exercised on this Windows PC.
+	if !strings.HasPrefix(string(paired), seeded) ||
+		!strings.Contains(string(paired), `restrict,command="C:\users\`+pc.User+`\strata-companion\strata-vision-relay.exe gate --keys C:\ProgramData\ssh\administrators_authorized_keys" ssh-ed25519 `+keyField) {
 		t.Fatalf("administrators_authorized_keys after pair:\n%q", paired)
 	}
 	// From now on the user's own key is refused there: the companion's key alone.
