@@ -5,6 +5,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -15,6 +17,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/testenv"
@@ -188,13 +191,18 @@ func TestRemotePairIsAgentOnlyByDefaultCLI(t *testing.T) {
 			t.Errorf("pair %q: exit %d %s; want 2", bad, code, errOut)
 		}
 	}
-	out, errOut, code := remoteCLI(t, "", "remote", "pair", target, "--identity", s.ClientKeyFile, "--accept-host-key", fp,
-		"--authorized-keys", s.AuthorizedKeysFile, "--agent-binary", agent, "--remote-dir", remoteDir)
-	if code != 0 || !strings.Contains(out, "agent-only") {
+	// The Strata install here: its engine/strata-vision is this PC's build,
+	// allowed on the second PC by itself (same OS and architecture).
+	root := fakestrata.NewRoot(t, fakestrata.RootOptions{Vision: true})
+	enc, _ := os.ReadFile(filepath.Join(root.Dir, "engine", "strata-vision"))
+	sum := sha256.Sum256(enc)
+	out, errOut, code := remoteCLI(t, "", "remote", "pair", "--strata-root", root.Dir, "--config", root.Config, target, "--identity", s.ClientKeyFile,
+		"--accept-host-key", fp, "--authorized-keys", s.AuthorizedKeysFile, "--agent-binary", agent, "--remote-dir", remoteDir)
+	if code != 0 || !strings.Contains(out, "agent-only") || !strings.Contains(out, "Allowed for prepare to install: 1 program") {
 		t.Fatalf("pair: exit %d\n%s\n%s", code, out, errOut)
 	}
 	ak, _ := os.ReadFile(s.AuthorizedKeysFile)
-	want := `restrict,command="` + filepath.Join(remoteDir, "strata-vision-relay") + ` gate --keys ` + s.AuthorizedKeysFile + `" ssh-ed25519 `
+	want := `restrict,command="` + filepath.Join(remoteDir, "strata-vision-relay") + ` gate --allow ` + hex.EncodeToString(sum[:]) + ` --keys ` + s.AuthorizedKeysFile + `" ssh-ed25519 `
 	if !strings.Contains(string(ak), want) {
 		t.Fatalf("authorized_keys after pair:\n%s\nwant a line with %q", ak, want)
 	}
