@@ -152,6 +152,35 @@ func TestAgentOnlyKeyRunsOnlyTheAgent(t *testing.T) {
 		t.Fatalf("after prepare: encoder sum %s, n_embd %d", sumOf(t, encoder), pres.NEmbd)
 	}
 
+	// Strata's update brings another strata-vision build, not pinned at
+	// pairing: prepare keeps the encoder the second PC has (pictures go on
+	// as before) and says that pairing again installs the new one; with no
+	// encoder there it fails, saying so.
+	updDir := t.TempDir()
+	updated := filepath.Join(updDir, "strata-vision")
+	b, _ := os.ReadFile(standin)
+	if err := testenv.WriteExecutable(updated, append(b, []byte("\n# another build\n")...)); err != nil {
+		t.Fatal(err)
+	}
+	var said strings.Builder
+	if _, err := relay.Prepare(ctx, relay.PrepareOptions{Remote: remote, Mmproj: mm, Model: model, Progress: &said,
+		AgentBinary: o.AgentBinary, LocalEncoder: updated, LocalOS: "linux", LocalArch: runtime.GOARCH, MaxTokens: 4}); err != nil {
+		t.Fatalf("prepare after an update of this PC's strata-vision: %v", err)
+	}
+	if sumOf(t, encoder) != pinned || !strings.Contains(said.String(), "keeps the one it has") {
+		t.Errorf("after an unpinned build: encoder sum %s (want the pinned %s); prepare said:\n%s", sumOf(t, encoder), pinned, said.String())
+	}
+	os.Rename(encoder, encoder+".away")
+	_, err = relay.Prepare(ctx, relay.PrepareOptions{Remote: remote, Mmproj: mm, Model: model,
+		AgentBinary: o.AgentBinary, LocalEncoder: updated, LocalOS: "linux", LocalArch: runtime.GOARCH, MaxTokens: 4})
+	if err == nil || !strings.Contains(err.Error(), "was not allowed when it was paired") {
+		t.Errorf("prepare with an unpinned build and no encoder there: %v", err)
+	}
+	if _, err := os.Stat(encoder); err == nil {
+		t.Error("an unpinned build was installed")
+	}
+	os.Rename(encoder+".away", encoder)
+
 	// Another agent build cannot be installed through the key: prepare says
 	// to pair again, and the agent there is unchanged.
 	other := filepath.Join(t.TempDir(), "strata-vision-relay")

@@ -145,9 +145,19 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	// The first try is quiet: on a fresh second PC its shell answers "sh: 1:
 	// .../strata-vision-relay: not found", which is expected, not an error.
 	cl, err := startClient(ctx, conn, filesCmd, io.Discard)
+	// An agent-only key pinned other builds at pairing (Strata's update
+	// brought a new strata-vision since): the second PC keeps the encoder
+	// it has, which reads pictures as before; only a new pairing (the
+	// user's own login) may install this build.
+	notPinned := fmt.Errorf("the companion's key on the second PC runs only the agent, and this PC's strata-vision build (%s) was not allowed when it was paired: "+
+		"pair the second PC again (strata-service remote pair, or the setup wizard's Pair), which allows this PC's build, or name an encoder already there (prepare --encoder PATH)", o.LocalEncoder)
+	keepEncoder := false
 	if err != nil && strings.Contains(err.Error(), "was not allowed at pairing") {
-		return nil, fmt.Errorf("the companion's key on the second PC runs only the agent, and this PC's strata-vision build (%s) was not allowed when it was paired: "+
-			"pair the second PC again (strata-service remote pair, or the setup wizard's Pair), which allows this PC's build, or name an encoder already there (prepare --encoder PATH)", o.LocalEncoder)
+		if filesCmd, err = QuoteCommand(res.OS, filesArgv[:2]); err != nil {
+			return nil, err
+		}
+		copyEncoder, keepEncoder = false, true
+		cl, err = startClient(ctx, conn, filesCmd, io.Discard)
 	}
 	fresh := false
 	if err != nil && agentMissing(err) {
@@ -249,8 +259,14 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	}
 	missing := fmt.Errorf("there is no strata-vision at %s on the second PC; install Strata's engine there and pass --encoder <its strata-vision>, or run prepare on a server with the same OS and architecture so it can be copied",
 		RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
+	if keepEncoder && (err != nil || !fi.Exists) {
+		return nil, notPinned
+	}
 	if err != nil || !fi.Exists {
 		return nil, missing
+	}
+	if keepEncoder {
+		fmt.Fprintf(p, "this PC's strata-vision build was not allowed when the second PC was paired, so it keeps the one it has (%s); pair it again to install this build\n", res.EncoderPath)
 	}
 	// Not looked at above: an encoder that cannot be found says so the same way.
 	notFound := func(msg string) bool {

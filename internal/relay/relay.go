@@ -614,7 +614,7 @@ func (r *Relay) session(ctx context.Context) (*agentSession, error) {
 				s.fw.WriteJSON(framing.SetIdle, framing.IdleSetting{IdleStopS: r.idleStopS})
 			}
 			if s.info.Proto != framing.Version {
-				r.logf("the agent on %s speaks protocol %d, this relay %d; run `strata-service remote prepare` to update it", r.host(), s.info.Proto, framing.Version)
+				r.logf("the agent on %s speaks protocol %d, this relay %d; pair the second PC again to update it (strata-service remote pair, or the setup's Pair: its key runs only the agent it was paired with)", r.host(), s.info.Proto, framing.Version)
 			}
 			r.noteNEmbd(s.info.NEmbd)
 			return s, nil
