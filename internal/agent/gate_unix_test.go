@@ -5,20 +5,12 @@ package agent
 import (
 	"strings"
 	"testing"
-
-	"github.com/strata-companion/companion/internal/remotecmd"
 )
 
 func TestGateAllowsOnlyTheAgentsOwnWork(t *testing.T) {
 	self := "/home/u/strata companion/strata-vision-relay"
 	dir := "/home/u/strata companion"
-	q := func(argv ...string) string {
-		s, err := remotecmd.Quote("linux", argv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	q := quoter(t, "linux")
 	allow := []string{"aa11"}
 	for _, c := range []struct {
 		cmd  string

@@ -16,13 +16,7 @@ import (
 // another absolute path, or one reached by .., is still refused.
 func TestGatePinnedEncoder(t *testing.T) {
 	self := "/home/u/strata companion/strata-vision-relay"
-	q := func(argv ...string) string {
-		s, err := remotecmd.Quote("linux", argv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	q := quoter(t, "linux")
 	pins := gatePins{encoder: "/opt/strata/engine/strata-vision"}
 	got, err := gateCheckWith(q(self, "agent", "--encoder", "/opt/strata/engine/strata-vision", "--mmproj", "mm.gguf"), self, pins)
 	if err != nil || strings.Join(got, " ") != "agent --encoder /opt/strata/engine/strata-vision --mmproj /home/u/strata companion/mm.gguf" {

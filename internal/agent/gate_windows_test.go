@@ -3,8 +3,6 @@ package agent
 import (
 	"strings"
 	"testing"
-
-	"github.com/strata-companion/companion/internal/remotecmd"
 )
 
 // The gate on a Windows second PC: the relay's cmd.exe-quoted command lines
@@ -12,13 +10,7 @@ import (
 func TestGateOnWindows(t *testing.T) {
 	self := `C:\Users\Ana Lu\strata-companion\strata-vision-relay.exe`
 	dir := `C:\Users\Ana Lu\strata-companion`
-	q := func(argv ...string) string {
-		s, err := remotecmd.Quote("windows", argv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	q := quoter(t, "windows")
 	got, err := gateCheck(q(self, "agent", "--encoder", dir+`\strata-vision.exe`, "--mmproj", "mm.gguf", "--model", dir+`\v.gguf`, "--gpu"), self, nil)
 	want := []string{"agent", "--encoder", dir + `\strata-vision.exe`, "--mmproj", dir + `\mm.gguf`, "--model", dir + `\v.gguf`, "--gpu"}
 	if err != nil || strings.Join(got, "\x00") != strings.Join(want, "\x00") {
