@@ -58,6 +58,7 @@ func chownTree(t *testing.T, dir string, cred *syscall.Credential) {
 
 // uidOf is the real uid of a running process.
 func uidOf(t *testing.T, pid int) int {
+	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
@@ -249,6 +250,9 @@ func TestOnlyTheOwnerChangesThroughARootService(t *testing.T) {
 		if err != nil || p != pl {
 			t.Fatalf("after vision %s: %s %v\n%s", pl, p, err, o)
 		}
+		// Both moves (from the GPU, then back to it) restart Strata: the
+		// next change waits until this one's server is up.
+		st = readyServer(t, c, out, st.Server.PID)
 	}
 	if writes := watch(); !contains(writes, filepath.Base(r.Config)) {
 		t.Fatalf("the inotify watch saw no replacement of the config: %v", writes)
@@ -261,9 +265,7 @@ func TestOnlyTheOwnerChangesThroughARootService(t *testing.T) {
 	if uid := sts.Sys().(*syscall.Stat_t).Uid; uid != 0 {
 		t.Fatalf("the settings were written by uid %d, not the service", uid)
 	}
-	// The restarted server is A's too (the move to gpu restarted it, after
-	// the move to cpu did or did not).
-	st = readyServer(t, c, out, st.Server.PID)
+	// The restarted server is A's too.
 	if uid := uidOf(t, st.Server.PID); uid != int(a.Uid) {
 		t.Fatalf("after the restart Strata's server runs as uid %d", uid)
 	}
