@@ -207,6 +207,12 @@ func (p *prober) exec(ctx context.Context, cmd string) (out []byte, status int, 
 	return buf.Bytes(), 0, nil
 }
 
+// maxOutput bounds what one probe command's output may take in memory:
+// every answer the probe reads is a few KiB (nvidia-smi's for many GPUs,
+// the agent's JSON line), and a second PC that streams more within the
+// step's deadline only gets the rest dropped.
+const maxOutput = 1 << 20
+
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -215,6 +221,12 @@ type lockedBuffer struct {
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if room := maxOutput - l.b.Len(); room < len(p) {
+		if room > 0 {
+			l.b.Write(p[:room])
+		}
+		return len(p), nil
+	}
 	return l.b.Write(p)
 }
 

@@ -1,6 +1,7 @@
 package linkprobe
 
 import (
+	"bytes"
 	"testing"
 	"time"
 )
@@ -44,5 +45,23 @@ func TestMedian(t *testing.T) {
 	}
 	if median(nil) != 0 {
 		t.Error("empty")
+	}
+}
+
+// A second PC that streams without end fills at most maxOutput of memory
+// per command; what came first is kept, the writer is never refused (the
+// ssh session would otherwise fail instead of timing out with a finding).
+func TestCommandOutputIsBounded(t *testing.T) {
+	var b lockedBuffer
+	chunk := bytes.Repeat([]byte("x"), 64<<10)
+	b.Write([]byte("first line\n"))
+	for i := 0; i < 64; i++ { // 4 MiB
+		if n, err := b.Write(chunk); n != len(chunk) || err != nil {
+			t.Fatalf("write %d: %d %v", i, n, err)
+		}
+	}
+	got := b.Bytes()
+	if len(got) != maxOutput || !bytes.HasPrefix(got, []byte("first line\n")) {
+		t.Fatalf("kept %d bytes (want %d), starting %q", len(got), maxOutput, got[:20])
 	}
 }
