@@ -48,29 +48,14 @@ func TestApplyAgainstTheRealSupervisor(t *testing.T) {
 	t.Setenv("STRATA_COMPANION_HOME", home)
 
 	// The supervisor, in the foreground, as `strata-service run`.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	run := exec.CommandContext(ctx, svc, "run", "--foreground", "--strata-root", root.Dir, "--config", root.Config, "--restart-delay", "100ms")
-	var runLog bytes.Buffer
-	run.Stdout, run.Stderr = &runLog, &runLog
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { run.Process.Signal(os.Interrupt); run.Wait() }()
-	waitReady(t, &runLog)
+	ctx := context.Background()
+	runLog := runService(t, svc, "--strata-root", root.Dir, "--config", root.Config)
+	waitReady(t, runLog)
 
 	// strata-service with a recording `install` (no OS service here).
-	wrapper := filepath.Join(tmp, "strata-service-wrapper")
 	calls := filepath.Join(tmp, "calls")
-	os.WriteFile(wrapper, []byte("#!/bin/sh\necho \"$@\" >> "+calls+"\n[ \"$1\" = install ] && exit 0\nexec "+svc+" \"$@\"\n"), 0o755)
-
 	settingsPath := filepath.Join(home, "settings.json")
-	w := demo.NewWorld(root.Dir)
-	d := w.Deps(nil)
-	real := live.Deps(live.Options{SettingsPath: settingsPath, ServiceExe: wrapper})
-	d.Finder = live.Finder{SettingsPath: settingsPath, Root: root.Dir, Config: root.Config}
-	d.Config, d.Settings = real.Config, real.Settings
-	d.Service = &live.Service{Exe: wrapper, StartTimeout: 2 * time.Minute, Poll: time.Second}
+	d := wizardDeps(t, svc, root.Dir, root.Config, settingsPath, calls)
 
 	walkTo := func(p settings.Placement) *setupflow.Flow {
 		f, err := setupflow.New(ctx, d, setupflow.Options{})
@@ -163,11 +148,46 @@ func TestApplyAgainstTheRealSupervisor(t *testing.T) {
 		t.Errorf("the inotify watch saw %d replacements of the config, want 3 (by the service)", n)
 	}
 	// The old server runs again: the machine is as it was.
-	waitReady(t, &runLog)
+	waitReady(t, runLog)
+}
+
+// runService starts `strata-service run --foreground` with args, as the
+// OS service would run, until the test ends; its output is the buffer.
+func runService(t *testing.T, svc string, args ...string) *testenv.Buffer {
+	t.Helper()
+	run := exec.Command(svc, append([]string{"run", "--foreground", "--restart-delay", "100ms"}, args...)...)
+	log := &testenv.Buffer{}
+	run.Stdout, run.Stderr = log, log
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run.Process.Signal(os.Interrupt); run.Wait() })
+	return log
+}
+
+// wizardDeps is the demo machine with the real config, settings and
+// service: strata-service through a wrapper whose `install` does nothing
+// (no OS service here), each call appended to calls when it is not "".
+func wizardDeps(t *testing.T, svc, root, config, settingsPath, calls string) setupflow.Deps {
+	t.Helper()
+	wrapper := filepath.Join(t.TempDir(), "strata-service-wrapper")
+	record := ""
+	if calls != "" {
+		record = "echo \"$@\" >> " + calls + "\n"
+	}
+	if err := testenv.WriteExecutable(wrapper, []byte("#!/bin/sh\n"+record+"[ \"$1\" = install ] && exit 0\nexec "+svc+" \"$@\"\n")); err != nil {
+		t.Fatal(err)
+	}
+	d := demo.NewWorld(root).Deps(nil)
+	real := live.Deps(live.Options{SettingsPath: settingsPath, ServiceExe: wrapper})
+	d.Finder = live.Finder{SettingsPath: settingsPath, Root: root, Config: config}
+	d.Config, d.Settings = real.Config, real.Settings
+	d.Service = &live.Service{Exe: wrapper, StartTimeout: 2 * time.Minute, Poll: time.Second}
+	return d
 }
 
 // waitReady waits for the supervisor's control API to say the server is ready.
-func waitReady(t *testing.T, log *bytes.Buffer) {
+func waitReady(t *testing.T, log *testenv.Buffer) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {

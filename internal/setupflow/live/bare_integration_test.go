@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow"
-	"github.com/strata-companion/companion/internal/setupflow/demo"
 	"github.com/strata-companion/companion/internal/setupflow/live"
 	"github.com/strata-companion/companion/internal/testenv"
 )
@@ -39,15 +37,8 @@ func TestApplyGivesTheChosenInstallToABareService(t *testing.T) {
 	home := filepath.Join(tmp, "home")
 	t.Setenv("STRATA_COMPANION_HOME", home)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	run := exec.CommandContext(ctx, svc, "run", "--foreground", "--strata-root", filepath.Join(tmp, "nothing-here"), "--restart-delay", "100ms")
-	var runLog bytes.Buffer
-	run.Stdout, run.Stderr = &runLog, &runLog
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { run.Process.Signal(os.Interrupt); run.Wait() }()
+	ctx := context.Background()
+	runLog := runService(t, svc, "--strata-root", filepath.Join(tmp, "nothing-here"))
 	var c *controlapi.Client
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -66,14 +57,8 @@ func TestApplyGivesTheChosenInstallToABareService(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	wrapper := filepath.Join(tmp, "strata-service-wrapper")
-	os.WriteFile(wrapper, []byte("#!/bin/sh\n[ \"$1\" = install ] && exit 0\nexec "+svc+" \"$@\"\n"), 0o755)
 	settingsPath := filepath.Join(home, "settings.json")
-	d := demo.NewWorld(root.Dir).Deps(nil)
-	real := live.Deps(live.Options{SettingsPath: settingsPath, ServiceExe: wrapper})
-	d.Finder = live.Finder{SettingsPath: settingsPath, Root: root.Dir, Config: root.Config}
-	d.Config, d.Settings = real.Config, real.Settings
-	d.Service = &live.Service{Exe: wrapper, StartTimeout: 2 * time.Minute, Poll: time.Second}
+	d := wizardDeps(t, svc, root.Dir, root.Config, settingsPath, "")
 	defer live.SetOnLocalWrite(func(what string) {
 		t.Errorf("the wizard wrote %s itself although the service runs", what)
 	})()
@@ -151,27 +136,14 @@ func TestApplyFailureGivesTheServiceItsConfigBack(t *testing.T) {
 	b.SetMode("fail-start")
 	home := filepath.Join(tmp, "home")
 	t.Setenv("STRATA_COMPANION_HOME", home)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	run := exec.CommandContext(ctx, svc, "run", "--foreground", "--strata-root", a.Dir, "--config", a.Config, "--restart-delay", "100ms")
-	var runLog bytes.Buffer
-	run.Stdout, run.Stderr = &runLog, &runLog
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { run.Process.Signal(os.Interrupt); run.Wait() }()
-	waitReady(t, &runLog)
+	ctx := context.Background()
+	runLog := runService(t, svc, "--strata-root", a.Dir, "--config", a.Config)
+	waitReady(t, runLog)
 	c, _ := controlapi.NewClient()
 	before, _ := os.ReadFile(b.Config)
 
-	wrapper := filepath.Join(tmp, "strata-service-wrapper")
-	os.WriteFile(wrapper, []byte("#!/bin/sh\n[ \"$1\" = install ] && exit 0\nexec "+svc+" \"$@\"\n"), 0o755)
 	settingsPath := filepath.Join(home, "settings.json")
-	d := demo.NewWorld(b.Dir).Deps(nil)
-	real := live.Deps(live.Options{SettingsPath: settingsPath, ServiceExe: wrapper})
-	d.Finder = live.Finder{SettingsPath: settingsPath, Root: b.Dir, Config: b.Config}
-	d.Config, d.Settings = real.Config, real.Settings
-	d.Service = &live.Service{Exe: wrapper, StartTimeout: 2 * time.Minute, Poll: time.Second}
+	d := wizardDeps(t, svc, b.Dir, b.Config, settingsPath, "")
 	// The setup run again on this machine (it starts on the placement
 	// page), Back to the install page, another install chosen.
 	f, err := setupflow.New(ctx, d, setupflow.Options{StartPage: setupflow.PageFindStrata})
@@ -203,7 +175,7 @@ func TestApplyFailureGivesTheServiceItsConfigBack(t *testing.T) {
 		t.Fatalf("Apply with B failing to start: %v\n%s", err, runLog.String())
 	}
 	t.Logf("put back: %v; rollback errors: %v", ae.RolledBack, ae.RollbackErr)
-	waitReady(t, &runLog)
+	waitReady(t, runLog)
 	st, _ := c.State(ctx)
 	if st.Config.Path != a.Config {
 		t.Fatalf("after the rollback the service runs %s, want %s", st.Config.Path, a.Config)
