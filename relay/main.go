@@ -7,19 +7,17 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/strata-companion/companion/internal/agent"
+	"github.com/strata-companion/companion/internal/agentcmd"
 	"github.com/strata-companion/companion/internal/gguf"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/relay"
@@ -48,7 +46,8 @@ To set it up, use Strata Companion's setup or:  strata-service vision remote
 On the second PC the same program runs as the agent (started by the relay over ssh):
   strata-vision-relay agent --encoder FILE --mmproj FILE --model FILE [--gpu] [--threads N]
                             [--max-tokens N] [--idle-stop SECONDS] [--cuda-device N]
-                            [--encoder-arg ARG ...]
+                            [--encoder-args WORD]
+(WORD carries Strata's other encoder arguments as data: the relay writes it.)
 and answers the companion's link probe (strata-service probe --ssh):
   strata-vision-relay probe [--encoder PATH] [--file NAME]...   one JSON line about this PC
   strata-vision-relay sink | source N                           the link's speed each way
@@ -144,8 +143,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		printUsage(stderr)
 		return 2
 	}
-	sa, argsErr := parseStrataArgs(args)
-	if sa.help {
+	sa, argsErr := relay.ParseStrataArgs(args)
+	if sa.Help {
 		printUsage(stdout)
 		return 0
 	}
@@ -154,10 +153,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// included): say what is wrong and answer every picture with it.
 		say(stderr, "%v", argsErr)
 	}
-	for _, u := range sa.unknown {
+	for _, u := range sa.Unknown {
 		say(stderr, "Strata passed %s, which this relay does not know; it is passed on to the encoder (an encoder that refuses it is started without it)", u)
 	}
-	mmproj, model := &sa.mmproj, &sa.model
+	mmproj, model := &sa.Mmproj, &sa.Model
 
 	settingsPath := os.Getenv(EnvSettings)
 	if settingsPath == "" {
@@ -192,20 +191,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// are the config's, which says gpu false so that Strata does not count
 	// the relay as a GPU encoder.
 	target := func(r settings.Remote) relay.Target {
-		osName := relay.RemoteOS(r.OS, r.RemoteDir)
-		encoder := r.EncoderPath
-		if encoder == "" {
-			encoder = "strata-vision"
-			if osName == "windows" {
-				encoder += ".exe"
-			}
-		}
-		rm, rmodel := relay.RemoteFiles(*mmproj, *model)
-		d := relay.RemoteDevice(r)
-		a := relay.AgentArgs{OS: osName, RemoteDir: r.RemoteDir, Encoder: encoder, Mmproj: rm, Model: rmodel,
-			GPU: d.GPU, Threads: d.Threads, MaxTokens: d.MaxTokens, IdleStopS: r.IdleStopS, CUDADevice: d.CUDAIndex(), Extra: sa.extra}
+		a := relay.AgentArgsFor(r, *mmproj, *model, sa.Extra)
 		cmd, err := a.Command()
-		return relay.Target{Host: r.Host, Dial: relay.SSHDialer(r), AgentCommand: cmd, IdleStopS: r.IdleStopS, Device: d, Err: err, OS: osName}
+		return relay.Target{Host: r.Host, Dial: relay.SSHDialer(r), AgentCommand: cmd, IdleStopS: r.IdleStopS, Device: relay.RemoteDevice(r), Err: err, OS: a.OS}
 	}
 	rep := relay.NewServiceReporter(nil)
 	rl := relay.New(relay.Options{
@@ -216,7 +204,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Target:      target,
 		LocalMmproj: *mmproj,
 		LocalModel:  *model,
-		ExtraArgs:   sa.extra,
+		ExtraArgs:   sa.Extra,
 		Notes:       func(line string) { say(stderr, "%s", line) },
 		ArgsProblem: errString(argsErr),
 		Report:      rep.Event,
@@ -241,75 +229,6 @@ func printUsage(w io.Writer) {
 	fmt.Fprintf(w, usage, version.Version)
 }
 
-// strataArgs is what Strata passed.
-type strataArgs struct {
-	mmproj, model string
-	// extra are encoder arguments the relay passes on to the encoders it
-	// starts: --flash-attn, --min-tokens and any it does not know.
-	extra   []string
-	unknown []string // those it does not know (a note each)
-	help    bool
-}
-
-// parseStrataArgs reads Strata's encoder arguments. It never refuses one:
-// a server newer than this relay may pass arguments it does not know
-// (--min-tokens came that way), and an encoder that exits on one stops
-// Strata from starting, text included. --gpu, --threads and --max-tokens
-// are read and left alone (see target in run); an unknown "--x" takes the
-// next argument as its value unless that starts with "--".
-func parseStrataArgs(args []string) (strataArgs, error) {
-	var a strataArgs
-	var problems []string
-	for i := 0; i < len(args); i++ {
-		arg := args[i]
-		name, val, hasVal := strings.Cut(arg, "=")
-		value := func() string {
-			if hasVal {
-				return val
-			}
-			if i+1 < len(args) {
-				i++
-				return args[i]
-			}
-			problems = append(problems, name+" needs a value")
-			return ""
-		}
-		switch name {
-		case "-h", "--help", "-help":
-			a.help = true
-		case "--mmproj", "-mmproj":
-			a.mmproj = value()
-		case "--model", "-model":
-			a.model = value()
-		case "--gpu", "-gpu":
-		case "--threads", "--max-tokens", "-threads", "-max-tokens":
-			value()
-		case "--min-tokens", "--flash-attn":
-			a.extra = append(a.extra, name, value())
-		default:
-			if !strings.HasPrefix(arg, "-") {
-				a.unknown = append(a.unknown, arg)
-				continue
-			}
-			a.unknown = append(a.unknown, name)
-			a.extra = append(a.extra, name)
-			if hasVal {
-				a.extra = append(a.extra, val)
-			} else if i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
-				i++
-				a.extra = append(a.extra, args[i])
-			}
-		}
-	}
-	if a.mmproj == "" || a.model == "" {
-		problems = append(problems, "Strata passed no --mmproj or no --model (its config's vision block needs both)")
-	}
-	if len(problems) > 0 {
-		return a, errors.New(strings.Join(problems, "; "))
-	}
-	return a, nil
-}
-
 // runLinkProbe runs the link probe's subcommands (probe, sink, source N:
 // `strata-service probe --ssh` through a key that runs only the agent); ok
 // false: args are not one of them.
@@ -329,32 +248,14 @@ func runLinkProbe(ctx context.Context, args []string, stdin io.Reader, stdout, s
 }
 
 func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("strata-vision-relay agent", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cfg agent.Config
-	fs.StringVar(&cfg.Encoder, "encoder", "", "strata-vision on this PC (empty: files and status only, for prepare)")
-	fs.StringVar(&cfg.Mmproj, "mmproj", "", "the vision projector GGUF on this PC")
-	fs.StringVar(&cfg.Model, "model", "", "the vocabulary stub on this PC")
-	fs.BoolVar(&cfg.GPU, "gpu", false, "GPU encoder")
-	fs.IntVar(&cfg.Threads, "threads", 0, "CPU encoder threads")
-	fs.IntVar(&cfg.MaxTokens, "max-tokens", 0, "image tokens per picture")
-	cuda := fs.Int("cuda-device", -1, "the GPU the encoder runs on, by nvidia-smi index")
-	fs.Func("encoder-arg", "an argument passed on to strata-vision (repeatable)", func(v string) error {
-		cfg.ExtraArgs = append(cfg.ExtraArgs, v)
-		return nil
-	})
-	idle := fs.Int("idle-stop", 0, "stop the encoder after this many seconds without a picture (0: keep it running)")
-	fs.StringVar(&cfg.Dir, "dir", "", "folder receiving uploads (default: this program's folder)")
-	fs.StringVar(&cfg.ScratchParent, "scratch", "", "folder for the private scratch folder (default: the temp folder)")
-	install := fs.String("install-sha256", "", "comma-separated sha256 sums of the programs prepare may install in this session")
-	if err := fs.Parse(args); err != nil {
+	// The agent's options are agentcmd's, the one definition the relay
+	// builds its line with and the gate admits.
+	c, err := agentcmd.ParseArgs(append([]string{string(agentcmd.VerbAgent)}, args...))
+	if err != nil {
+		fmt.Fprintln(stderr, "strata-vision-relay agent:", err)
 		return 2
 	}
-	if *install != "" {
-		cfg.InstallSHA256 = strings.Split(*install, ",")
-	}
-	cfg.IdleStop = time.Duration(*idle) * time.Second
-	cfg.CUDADevice, cfg.CUDADeviceSet = *cuda, *cuda >= 0
+	cfg := agent.ConfigFrom(c.Agent)
 	cfg.Log = stderr
 	if stdout == io.Writer(os.Stdout) {
 		widenPipes(os.Stdin, os.Stdout)

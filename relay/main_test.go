@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/strata-companion/companion/internal/relay"
+
 	"bytes"
 	"context"
 	"os"
@@ -54,12 +56,12 @@ func TestStrataArgumentsNeverStopIt(t *testing.T) {
 			[]string{"--min-tokens", "64", "--flash-attn", "on", "--a-future-flag", "3"}, []string{"--a-future-flag"}},
 		{[]string{"--mmproj=m", "--model", "x", "--new-switch", "--other=v"}, []string{"--new-switch", "--other", "v"}, []string{"--new-switch", "--other"}},
 	} {
-		a, err := parseStrataArgs(c.args)
-		if err != nil || a.mmproj != "m" || a.model != "x" || strings.Join(a.extra, " ") != strings.Join(c.extra, " ") || strings.Join(a.unknown, " ") != strings.Join(c.unknwn, " ") {
+		a, err := relay.ParseStrataArgs(c.args)
+		if err != nil || a.Mmproj != "m" || a.Model != "x" || strings.Join(a.Extra, " ") != strings.Join(c.extra, " ") || strings.Join(a.Unknown, " ") != strings.Join(c.unknwn, " ") {
 			t.Errorf("%q: %+v %v", c.args, a, err)
 		}
 	}
-	if _, err := parseStrataArgs([]string{"--model", "x", "--threads"}); err == nil || !strings.Contains(err.Error(), "--mmproj") {
+	if _, err := relay.ParseStrataArgs([]string{"--model", "x", "--threads"}); err == nil || !strings.Contains(err.Error(), "--mmproj") {
 		t.Errorf("no --mmproj: %v", err)
 	}
 }

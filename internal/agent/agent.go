@@ -9,6 +9,8 @@
 package agent
 
 import (
+	"github.com/strata-companion/companion/internal/agentcmd"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -29,6 +31,18 @@ import (
 	"github.com/strata-companion/companion/internal/gguf"
 	"github.com/strata-companion/companion/internal/version"
 )
+
+// ConfigFrom is the agent's Config for its command line (agentcmd's one
+// definition, as the relay built it and the gate admitted it).
+func ConfigFrom(a agentcmd.Agent) Config {
+	c := Config{Encoder: a.Encoder, Mmproj: a.Mmproj, Model: a.Model, GPU: a.GPU, Threads: a.Threads,
+		MaxTokens: a.MaxTokens, ExtraArgs: a.EncoderArgs, Dir: a.Dir, ScratchParent: a.Scratch, InstallSHA256: a.InstallSHA256,
+		IdleStop: time.Duration(a.IdleStopS) * time.Second, CUDADevice: -1}
+	if a.CUDADevice != nil {
+		c.CUDADevice, c.CUDADeviceSet = *a.CUDADevice, true
+	}
+	return c
+}
 
 // Config is what the agent's command line says.
 type Config struct {

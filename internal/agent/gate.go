@@ -1,13 +1,15 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/strata-companion/companion/internal/agentcmd"
 )
 
 // Gate is the forced command of the companion's key on the second PC:
@@ -20,9 +22,10 @@ import (
 //     --mmproj, --model) must be in the agent's own folder, --dir and
 //     --scratch are refused, and --install-sha256 only with sums pinned at
 //     pairing (allow), so no program of the caller's choosing ever runs;
-//   - the link probe's `<agent> probe`, `sink` and `source N`
-//     (gateLinkProbe): facts about this PC and the link's speed, no program
-//     or file of the caller's choosing;
+//     Strata's own encoder arguments travel as data (--encoder-args);
+//   - the link probe's `<agent> probe`, `sink` and `source N`: facts about
+//     this PC and the link's speed, no program or file of the caller's
+//     choosing;
 //   - `kill -KILL PID` / `taskkill /F /T /PID PID`: the relay's stop of a
 //     hung agent, done here, and only for a process that is this agent;
 //   - `<agent> version`;
@@ -34,23 +37,15 @@ import (
 // agent's folder, e.g. a Strata engine installed on that PC), --keys FILE
 // (the authorized_keys file pairing wrote).
 //
+// What the line may hold is agentcmd's one definition (the relay builds
+// with it, the agent parses with it); what is admitted is agentcmd.Policy.
 // Anything else, a shell included, is refused with a sentence and exit 126.
 // run executes an allowed agent command line (argv without the program).
 func Gate(args []string, original string, run func(argv []string) int, stderr io.Writer) int {
-	var allow []string
-	var pins gatePins
-	for i := 0; i < len(args); i++ {
-		switch {
-		case args[i] == "--allow" && i+1 < len(args):
-			i++
-			allow = append(allow, strings.Split(args[i], ",")...)
-		case strings.HasPrefix(args[i], "--allow="):
-			allow = append(allow, strings.Split(strings.TrimPrefix(args[i], "--allow="), ",")...)
-		case pins.flag(args, &i):
-		default:
-			fmt.Fprintf(stderr, "strata-vision-relay gate: unknown argument %q\n", args[i])
-			return 2
-		}
+	g, err := agentcmd.ParseArgs(append([]string{string(agentcmd.VerbGate)}, args...))
+	if err != nil {
+		fmt.Fprintf(stderr, "strata-vision-relay gate: %v\n", err)
+		return 2
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -60,13 +55,13 @@ func Gate(args []string, original string, run func(argv []string) int, stderr io
 	if s, err := filepath.EvalSymlinks(self); err == nil {
 		self = s
 	}
-	pins.allow = allow
+	pins := gatePins{allow: g.Gate.Allow, encoder: g.Gate.Encoder, keys: g.Gate.Keys}
 	argv, err := gateCheckWith(original, self, pins)
 	if err != nil {
 		fmt.Fprintf(stderr, "this key only runs the Strata Companion agent: %v (asked for: %q)\n", err, clipCmd(original))
 		return 126
 	}
-	if argv[0] == "kill" {
+	if argv[0] == string(agentcmd.VerbKill) {
 		pid, _ := strconv.Atoi(argv[1])
 		if err := killAgent(pid, self); err != nil {
 			fmt.Fprintln(stderr, "strata-vision-relay gate:", err)
@@ -74,7 +69,7 @@ func Gate(args []string, original string, run func(argv []string) int, stderr io
 		}
 		return 0
 	}
-	if argv[0] == "unpair" {
+	if argv[0] == string(agentcmd.VerbUnpair) {
 		return gateUnpair(pins.keys, self, stderr)
 	}
 	return run(argv)
@@ -86,107 +81,36 @@ func gateCheck(original, self string, allow []string) ([]string, error) {
 	return gateCheckWith(original, self, gatePins{allow: allow})
 }
 
-// gateCheckWith is gateCheck with everything pinned at pairing.
+// GateCheck is what the gate runs for the command line original asked of
+// the agent program self, with pins pinned at pairing: the agent's
+// arguments (["agent", ...], ["probe", ...], ["version"]...) or ["kill",
+// PID]; an error says why it is refused. (Exported for the contract test
+// that crosses the relay, the gate and the agent.)
+func GateCheck(original, self string, pins agentcmd.Gate) ([]string, error) {
+	return gateCheckWith(original, self, gatePins{allow: pins.Allow, encoder: pins.Encoder, keys: pins.Keys})
+}
+
+// gateCheckWith is gateCheck with everything pinned at pairing. The line is
+// split and parsed by agentcmd, the one definition the relay built it
+// with, and admitted by agentcmd's policy; what runs is the parsed command
+// written out again (agentcmd.Command.Args), never the caller's words.
 func gateCheckWith(original, self string, pins gatePins) ([]string, error) {
-	allow := pins.allow
-	argv, err := splitCommand(original)
+	argv, err := agentcmd.Split(runtime.GOOS, original)
 	if err != nil {
 		return nil, err
 	}
-	if len(argv) == 0 {
-		return nil, errors.New("a login shell is not allowed")
+	c, err := agentcmd.Parse(argv)
+	if err != nil {
+		return nil, err
 	}
-	switch {
-	case len(argv) == 3 && argv[0] == "kill" && argv[1] == "-KILL":
-		return killArgv(argv[2])
-	case len(argv) == 5 && strings.EqualFold(argv[0], "taskkill") && strings.EqualFold(argv[1], "/F") && strings.EqualFold(argv[2], "/T") && strings.EqualFold(argv[3], "/PID"):
-		return killArgv(argv[4])
+	policy := agentcmd.Policy{OS: runtime.GOOS, Self: self, Pins: agentcmd.Gate{Allow: pins.allow, Encoder: pins.encoder, Keys: pins.keys}}
+	if c, err = policy.Admit(c); err != nil {
+		return nil, err
 	}
-	if !strings.EqualFold(baseAny(argv[0]), filepath.Base(self)) {
-		return nil, fmt.Errorf("%s is not the agent", argv[0])
+	if c.Verb == agentcmd.VerbKill {
+		return []string{string(agentcmd.VerbKill), strconv.Itoa(c.PID)}, nil
 	}
-	if len(argv) == 2 && argv[1] == "version" {
-		return []string{"version"}, nil
-	}
-	if len(argv) == 2 && argv[1] == "unpair" {
-		return []string{"unpair"}, nil
-	}
-	if len(argv) < 2 || argv[1] != "agent" {
-		if out, ok, err := gateLinkProbe(argv[1:], filepath.Dir(self), pins.encoder); ok {
-			return out, err
-		}
-		return nil, errors.New("only its agent, version and the stop of a hung agent are allowed")
-	}
-	dir := filepath.Dir(self)
-	out := []string{"agent"}
-	rest := argv[2:]
-	for i := 0; i < len(rest); i++ {
-		name, val, hasVal := strings.Cut(strings.TrimLeft(rest[i], "-"), "=")
-		if !strings.HasPrefix(rest[i], "-") {
-			return nil, fmt.Errorf("unexpected argument %q", rest[i])
-		}
-		next := func() (string, error) {
-			if hasVal {
-				return val, nil
-			}
-			if i+1 >= len(rest) {
-				return "", fmt.Errorf("--%s needs a value", name)
-			}
-			i++
-			return rest[i], nil
-		}
-		switch name {
-		case "gpu":
-			out = append(out, "--gpu")
-		case "threads", "max-tokens", "idle-stop":
-			v, err := next()
-			if err != nil {
-				return nil, err
-			}
-			if n, err := strconv.Atoi(v); err != nil || n < 0 {
-				return nil, fmt.Errorf("--%s %q is not a count", name, v)
-			}
-			out = append(out, "--"+name, v)
-		case "encoder", "mmproj", "model":
-			v, err := next()
-			if err != nil {
-				return nil, err
-			}
-			p := v
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(dir, p)
-			}
-			if name == "encoder" && pins.isEncoder(p) {
-				out = append(out, "--encoder", filepath.Clean(p))
-				continue
-			}
-			if !inside(dir, p) {
-				return nil, fmt.Errorf("--%s %s is outside the agent's folder %s", name, v, dir)
-			}
-			out = append(out, "--"+name, filepath.Clean(p))
-		case "install-sha256":
-			v, err := next()
-			if err != nil {
-				return nil, err
-			}
-			for _, sum := range strings.Split(v, ",") {
-				if !contains(allow, sum) {
-					return nil, fmt.Errorf("the program with sha256 %s was not allowed at pairing; pair the second PC again to install another build", sum)
-				}
-			}
-			out = append(out, "--install-sha256", v)
-		default:
-			return nil, fmt.Errorf("--%s is not allowed", name)
-		}
-	}
-	return out, nil
-}
-
-func killArgv(s string) ([]string, error) {
-	if pid, err := strconv.Atoi(s); err != nil || pid <= 0 || strconv.Itoa(pid) != s {
-		return nil, fmt.Errorf("%q is not a process id", s)
-	}
-	return []string{"kill", s}, nil
+	return c.Args(), nil
 }
 
 // killAgent ends pid if it runs this agent's program (the relay's stop of a

@@ -43,10 +43,11 @@ func TestGateAllowsTheLinkProbe(t *testing.T) {
 	}
 	// The encoder pinned at pairing, outside the folder, is the only
 	// absolute one allowed there.
-	if got, _, err := gateLinkProbe([]string{"probe", "--encoder", "/opt/strata/strata-vision"}, dir, "/opt/strata/strata-vision"); err != nil || got[2] != "/opt/strata/strata-vision" {
+	pins := gatePins{encoder: "/opt/strata/strata-vision"}
+	if got, err := gateCheckWith(q(self, "probe", "--encoder", "/opt/strata/strata-vision"), self, pins); err != nil || got[2] != "/opt/strata/strata-vision" {
 		t.Errorf("the pinned encoder: %q %v", got, err)
 	}
-	if got, _, err := gateLinkProbe([]string{"probe", "--encoder", "/opt/strata/other"}, dir, "/opt/strata/strata-vision"); err == nil {
+	if got, err := gateCheckWith(q(self, "probe", "--encoder", "/opt/strata/other"), self, pins); err == nil {
 		t.Errorf("another encoder than the pinned one: %q", got)
 	}
 }

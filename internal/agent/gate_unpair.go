@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"github.com/strata-companion/companion/internal/agentcmd"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -19,37 +21,6 @@ type gatePins struct {
 	encoder string
 	// keys is the authorized_keys file pairing wrote; `unpair` edits it.
 	keys string
-}
-
-// flag takes --encoder ABSPATH or --keys FILE (also with =) at args[*i].
-func (p *gatePins) flag(args []string, i *int) bool {
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{"--encoder", &p.encoder}, {"--keys", &p.keys}} {
-		switch {
-		case args[*i] == f.name && *i+1 < len(args):
-			*i++
-			*f.dst = args[*i]
-			return true
-		case strings.HasPrefix(args[*i], f.name+"="):
-			*f.dst = strings.TrimPrefix(args[*i], f.name+"=")
-			return true
-		}
-	}
-	return false
-}
-
-// isEncoder: p is the encoder pinned at pairing (an absolute path only).
-func (p gatePins) isEncoder(path string) bool {
-	if p.encoder == "" || !filepath.IsAbs(p.encoder) {
-		return false
-	}
-	a, b := filepath.Clean(path), filepath.Clean(p.encoder)
-	if runtime.GOOS == "windows" {
-		return strings.EqualFold(a, b)
-	}
-	return a == b
 }
 
 // gateUnpair is `<agent> unpair` through the gate: it removes, from the
@@ -90,8 +61,8 @@ func isGateLine(line, self string) bool {
 	if !ok {
 		return false
 	}
-	argv, err := splitCommand(cmd)
-	if err != nil || len(argv) < 2 || argv[1] != "gate" {
+	argv, err := agentcmd.Split(runtime.GOOS, cmd)
+	if err != nil || len(argv) < 2 || argv[1] != string(agentcmd.VerbGate) {
 		return false
 	}
 	p := argv[0]

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"github.com/strata-companion/companion/internal/agentcmd"
+
 	"bufio"
 	"context"
 	"crypto/rand"
@@ -13,7 +15,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -41,32 +42,16 @@ type ProbeArgs struct {
 // the agent's folder. A --file outside it (an absolute path elsewhere, a
 // ".." step) is refused, as stat refuses it.
 func ParseProbeArgs(args []string, dir string) (ProbeArgs, error) {
-	var a ProbeArgs
-	for i := 0; i < len(args); i++ {
-		name, val, hasVal := strings.Cut(args[i], "=")
-		if name != "--file" && name != "--encoder" && name != "-file" && name != "-encoder" {
-			return a, fmt.Errorf("probe: unexpected argument %q (it takes --encoder PATH and --file NAME)", args[i])
-		}
-		if !hasVal {
-			if i+1 >= len(args) {
-				return a, fmt.Errorf("probe: %s needs a value", name)
-			}
-			i++
-			val = args[i]
-		}
-		if val == "" {
-			return a, fmt.Errorf("probe: %s needs a value", name)
-		}
-		if strings.TrimLeft(name, "-") == "encoder" {
-			a.Encoder = val
-			continue
-		}
-		if _, err := probeFilePath(dir, val); err != nil {
-			return a, err
-		}
-		a.Files = append(a.Files, val)
+	c, err := agentcmd.ParseArgs(append([]string{string(agentcmd.VerbProbe)}, args...))
+	if err != nil {
+		return ProbeArgs{}, err
 	}
-	return a, nil
+	for _, f := range c.Probe.Files {
+		if _, err := probeFilePath(dir, f); err != nil {
+			return ProbeArgs{}, err
+		}
+	}
+	return ProbeArgs{Encoder: c.Probe.Encoder, Files: c.Probe.Files}, nil
 }
 
 // probeFilePath is where --file name is: inside dir, or refused.
@@ -205,17 +190,8 @@ func Sink(stdin io.Reader, stdout io.Writer) int {
 // ParseSourceArgs reads `<agent> source N`'s arguments: one count of bytes,
 // at most framing.MaxSourceBytes.
 func ParseSourceArgs(args []string) (int64, error) {
-	if len(args) != 1 {
-		return 0, errors.New("source: give one count of bytes")
-	}
-	n, err := strconv.ParseInt(args[0], 10, 64)
-	if err != nil || n < 0 || strconv.FormatInt(n, 10) != args[0] {
-		return 0, fmt.Errorf("source: %q is not a count of bytes", args[0])
-	}
-	if n > framing.MaxSourceBytes {
-		return 0, fmt.Errorf("source: %d bytes is more than the %d (1 GiB) a link probe sends", n, framing.MaxSourceBytes)
-	}
-	return n, nil
+	c, err := agentcmd.ParseArgs(append([]string{string(agentcmd.VerbSource)}, args...))
+	return c.Bytes, err
 }
 
 // Source is `<agent> source N`: "R", then N bytes that do not compress (ssh

@@ -1,6 +1,8 @@
 package linkprobe
 
 import (
+	"github.com/strata-companion/companion/internal/agentcmd"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -46,8 +48,11 @@ func (p *prober) agentOS() string {
 	return "linux"
 }
 
-func (p *prober) agentCommand(args ...string) (string, error) {
-	return remotecmd.Quote(p.agentOS(), append([]string{p.opts.Agent}, args...))
+// agentCommand quotes c (agentcmd's definition, which the gate admits) for
+// the agent's program on the second PC.
+func (p *prober) agentCommand(c agentcmd.Command) (string, error) {
+	c.Program = p.opts.Agent
+	return c.Quote(p.agentOS())
 }
 
 // runViaAgent is Run's work through the agent.
@@ -80,14 +85,12 @@ func (p *prober) runViaAgent(ctx context.Context) {
 
 // agentProbe runs `<agent> probe` and reads its one JSON line.
 func (p *prober) agentProbe(ctx context.Context) (*framing.ProbeInfo, bool) {
-	args := []string{"probe"}
+	c := agentcmd.Command{Verb: agentcmd.VerbProbe}
 	if p.opts.RemoteDir != "" {
-		args = append(args, "--encoder", p.encoderName())
-		for _, f := range p.opts.ModelFiles {
-			args = append(args, "--file", f)
-		}
+		c.Probe.Encoder = p.encoderName()
+		c.Probe.Files = p.opts.ModelFiles
 	}
-	cmd, err := p.agentCommand(args...)
+	cmd, err := p.agentCommand(c)
 	if err != nil {
 		p.find(probe.SeverityError, "the agent's probe cannot be asked safely: "+err.Error(), "pair the second PC again: its folder must be a plain one")
 		return nil, false
@@ -218,7 +221,7 @@ func (p *prober) agentFiles(info *framing.ProbeInfo) {
 
 // agentThroughput measures both ways through the agent's sink and source.
 func (p *prober) agentThroughput(ctx context.Context) {
-	sink, err := p.agentCommand("sink")
+	sink, err := p.agentCommand(agentcmd.Command{Verb: agentcmd.VerbSink})
 	if err == nil {
 		var up float64
 		up, err = p.measureUp(ctx, sink)
@@ -227,7 +230,7 @@ func (p *prober) agentThroughput(ctx context.Context) {
 	if err != nil {
 		p.find(probe.SeverityWarning, "could not measure the upload speed to the second PC through its agent: "+err.Error(), "")
 	}
-	source, err := p.agentCommand("source", strconv.FormatInt(p.opts.TransferBytes, 10))
+	source, err := p.agentCommand(agentcmd.Command{Verb: agentcmd.VerbSource, Bytes: p.opts.TransferBytes})
 	if err == nil {
 		var down float64
 		down, err = p.measureDown(ctx, source)

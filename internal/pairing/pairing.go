@@ -7,6 +7,8 @@
 package pairing
 
 import (
+	"github.com/strata-companion/companion/internal/agentcmd"
+
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -127,17 +129,8 @@ type Result struct {
 // GateCommand is the forced command of an agent-only key: the agent in
 // agentDir as `gate`, with what pairing pins (agent.Gate reads them).
 func GateCommand(goos, agentDir string, allow []string, encoder, keys string) []string {
-	gate := []string{relay.RemoteJoin(goos, agentDir, relay.AgentName(goos)), "gate"}
-	if len(allow) > 0 {
-		gate = append(gate, "--allow", strings.Join(allow, ","))
-	}
-	if encoder != "" {
-		gate = append(gate, "--encoder", encoder)
-	}
-	if keys != "" {
-		gate = append(gate, "--keys", keys)
-	}
-	return gate
+	return agentcmd.Command{Program: relay.RemoteJoin(goos, agentDir, relay.AgentName(goos)), Verb: agentcmd.VerbGate,
+		Gate: agentcmd.Gate{Allow: allow, Encoder: encoder, Keys: keys}}.Argv(goos)
 }
 
 // DefaultComment names the companion's authorized_keys lines.
@@ -339,7 +332,7 @@ func prove(ctx context.Context, ep sshx.Endpoint, signer ssh.Signer, hostKey ssh
 	defer sess.Close()
 	if agentDir != "" {
 		// The gate runs the agent's version, and nothing else.
-		cmd, err := relay.QuoteCommand(goos, []string{relay.RemoteJoin(goos, agentDir, relay.AgentName(goos)), "version"})
+		cmd, err := agentcmd.Command{Program: relay.RemoteJoin(goos, agentDir, relay.AgentName(goos)), Verb: agentcmd.VerbVersion}.Quote(goos)
 		if err != nil {
 			return err
 		}
@@ -482,7 +475,7 @@ func unpairThroughGate(ctx context.Context, c *ssh.Client, r settings.Remote) er
 	if r.RemoteDir == "" || r.OS == "" {
 		return errors.New("no agent folder recorded")
 	}
-	cmd, err := relay.QuoteCommand(r.OS, []string{relay.RemoteJoin(r.OS, r.RemoteDir, relay.AgentName(r.OS)), "unpair"})
+	cmd, err := agentcmd.Command{Program: relay.RemoteJoin(r.OS, r.RemoteDir, relay.AgentName(r.OS)), Verb: agentcmd.VerbUnpair}.Quote(r.OS)
 	if err != nil {
 		return err
 	}

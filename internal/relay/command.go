@@ -2,11 +2,12 @@ package relay
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
+	"github.com/strata-companion/companion/internal/agentcmd"
 	"github.com/strata-companion/companion/internal/gguf"
 	"github.com/strata-companion/companion/internal/remotecmd"
+	"github.com/strata-companion/companion/internal/settings"
 )
 
 // AgentName is the relay's file name on a second PC of that OS.
@@ -47,8 +48,31 @@ type AgentArgs struct {
 	// CUDADevice is the GPU there by nvidia-smi index (nil: CUDA's first).
 	CUDADevice *int
 	// Extra are encoder arguments Strata passed that the relay passes on
-	// (--flash-attn, --min-tokens, ones it does not know).
+	// (--flash-attn, --min-tokens, ones it does not know): they travel as
+	// data (agentcmd's --encoder-args), whatever they hold.
 	Extra []string
+}
+
+// AgentArgsFor is the agent's settings for the second PC in r, for the
+// mmproj and model Strata passed and Strata's other encoder arguments
+// (StrataArgs.Extra): what the relay asks the agent for each session. The
+// second PC's device, image tokens and threads come from what prepare found
+// there and what the user chose (RemoteDevice), never from the --gpu,
+// --threads and --max-tokens Strata passes: those are the config's, which
+// says gpu false so that Strata does not count the relay as a GPU encoder.
+func AgentArgsFor(r settings.Remote, mmproj, model string, extra []string) AgentArgs {
+	osName := RemoteOS(r.OS, r.RemoteDir)
+	encoder := r.EncoderPath
+	if encoder == "" {
+		encoder = "strata-vision"
+		if osName == "windows" {
+			encoder += ".exe"
+		}
+	}
+	rm, rmodel := RemoteFiles(mmproj, model)
+	d := RemoteDevice(r)
+	return AgentArgs{OS: osName, RemoteDir: r.RemoteDir, Encoder: encoder, Mmproj: rm, Model: rmodel,
+		GPU: d.GPU, Threads: d.Threads, MaxTokens: d.MaxTokens, IdleStopS: r.IdleStopS, CUDADevice: d.CUDAIndex(), Extra: extra}
 }
 
 // RemoteFiles names the mmproj and vocabulary stub on the second PC for the
@@ -66,30 +90,29 @@ func baseName(p string) string {
 	return p
 }
 
-// Argv is the agent's command line on the second PC, unquoted.
-func (a AgentArgs) Argv() []string {
+// Cmd is the agent's command line on the second PC (agentcmd's one
+// definition, which the gate and the agent parse back). Strata's arguments
+// that the agent sets itself (agentcmd.EncoderOwned) are never passed on.
+func (a AgentArgs) Cmd() agentcmd.Command {
 	j := func(n string) string { return RemoteJoin(a.OS, a.RemoteDir, n) }
-	argv := []string{j(AgentName(a.OS)), "agent", "--encoder", j(a.Encoder), "--mmproj", j(a.Mmproj), "--model", j(a.Model)}
-	if a.GPU {
-		argv = append(argv, "--gpu")
-	}
-	if a.Threads > 0 {
-		argv = append(argv, "--threads", strconv.Itoa(a.Threads))
-	}
-	if a.MaxTokens > 0 {
-		argv = append(argv, "--max-tokens", strconv.Itoa(a.MaxTokens))
-	}
-	if a.IdleStopS > 0 {
-		argv = append(argv, "--idle-stop", strconv.Itoa(a.IdleStopS))
-	}
-	if a.GPU && a.CUDADevice != nil {
-		argv = append(argv, "--cuda-device", strconv.Itoa(*a.CUDADevice))
-	}
+	var extra []string
 	for _, x := range a.Extra {
-		argv = append(argv, "--encoder-arg", x)
+		if !agentcmd.IsEncoderOwned(x) {
+			extra = append(extra, x)
+		}
 	}
-	return argv
+	c := agentcmd.Command{Program: j(AgentName(a.OS)), Verb: agentcmd.VerbAgent, Agent: agentcmd.Agent{
+		Encoder: j(a.Encoder), Mmproj: j(a.Mmproj), Model: j(a.Model), GPU: a.GPU, Threads: a.Threads,
+		MaxTokens: a.MaxTokens, IdleStopS: a.IdleStopS, EncoderArgs: extra}}
+	if a.GPU && a.CUDADevice != nil {
+		d := *a.CUDADevice
+		c.Agent.CUDADevice = &d
+	}
+	return c
 }
+
+// Argv is the agent's command line on the second PC, unquoted.
+func (a AgentArgs) Argv() []string { return a.Cmd().Argv(a.OS) }
 
 // Command is Argv as one ssh command string, quoted for the second PC's
 // shell (sh, or cmd.exe on Windows). This is the only string the relay ever

@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"github.com/strata-companion/companion/internal/agentcmd"
+
 	"bufio"
 	"context"
 	"crypto/sha256"
@@ -134,11 +136,9 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 			return nil, err
 		}
 	}
-	filesArgv := []string{RemoteJoin(res.OS, dir, AgentName(res.OS)), "agent"}
-	if len(installs) > 0 {
-		filesArgv = append(filesArgv, "--install-sha256", strings.Join(installs, ","))
-	}
-	filesCmd, err := QuoteCommand(res.OS, filesArgv)
+	files := agentcmd.Command{Program: RemoteJoin(res.OS, dir, AgentName(res.OS)), Verb: agentcmd.VerbAgent,
+		Agent: agentcmd.Agent{InstallSHA256: installs}}
+	filesCmd, err := files.Quote(res.OS)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,8 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 		"pair the second PC again (strata-service remote pair, or the setup wizard's Pair), which allows this PC's build, or name an encoder already there (prepare --encoder PATH)", o.LocalEncoder)
 	keepEncoder := false
 	if err != nil && strings.Contains(err.Error(), "was not allowed at pairing") {
-		if filesCmd, err = QuoteCommand(res.OS, filesArgv[:2]); err != nil {
+		files.Agent.InstallSHA256 = nil
+		if filesCmd, err = files.Quote(res.OS); err != nil {
 			return nil, err
 		}
 		copyEncoder, keepEncoder = false, true
@@ -822,7 +823,7 @@ func InstallAgent(ctx context.Context, c *ssh.Client, goos, dir, bin string) (st
 	if err != nil {
 		return "", err
 	}
-	cmd, err := QuoteCommand(goos, []string{RemoteJoin(goos, dir, AgentName(goos)), "agent"})
+	cmd, err := agentcmd.Command{Program: RemoteJoin(goos, dir, AgentName(goos)), Verb: agentcmd.VerbAgent}.Quote(goos)
 	if err != nil {
 		return "", err
 	}

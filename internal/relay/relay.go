@@ -10,6 +10,8 @@
 package relay
 
 import (
+	"github.com/strata-companion/companion/internal/agentcmd"
+
 	"bufio"
 	"context"
 	"encoding/json"
@@ -908,9 +910,9 @@ func (r *Relay) killAgentOn(s *agentSession, c Conn) {
 	if c == nil || s.info.PID <= 0 {
 		return
 	}
-	cmd := fmt.Sprintf("kill -KILL %d", s.info.PID)
-	if s.info.OS == "windows" {
-		cmd = fmt.Sprintf("taskkill /F /T /PID %d", s.info.PID)
+	cmd, err := agentcmd.Command{Verb: agentcmd.VerbKill, PID: s.info.PID}.Quote(s.info.OS)
+	if err != nil {
+		return
 	}
 	p, err := c.Start(cmd)
 	if err != nil {
