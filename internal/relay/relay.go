@@ -135,6 +135,10 @@ type Target struct {
 type Relay struct {
 	opt Options
 
+	// The second PC's notes already handed on (firstNote).
+	notedMu sync.Mutex
+	noted   map[string]bool
+
 	// The picture's (one at a time; see above).
 	conn      Conn
 	connStop  chan struct{} // closed to stop the conn's monitor
@@ -1152,6 +1156,12 @@ func (s *agentSession) readStderr() {
 		s.tail = line
 		s.mu.Unlock()
 		s.r.logf("second PC: %s", line) // developer log only; the tail goes into messages
+		// The agent's own notes (an encoder argument of Strata's that the
+		// second PC's encoder refused, dropped) are for the person, as on
+		// this PC's CPU: once per relay.
+		if rest, ok := strings.CutPrefix(line, "vision relay: "); ok && s.r.firstNote(rest) {
+			s.r.note("on the second PC, " + rest)
+		}
 	}
 }
 

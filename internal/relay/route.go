@@ -708,6 +708,21 @@ func checkPicture(img string) string {
 	return ""
 }
 
+// firstNote: line was not noted before by this relay (the second PC's
+// notes repeat at each agent session).
+func (r *Relay) firstNote(line string) bool {
+	r.notedMu.Lock()
+	defer r.notedMu.Unlock()
+	if r.noted == nil {
+		r.noted = map[string]bool{}
+	}
+	if r.noted[line] {
+		return false
+	}
+	r.noted[line] = true
+	return true
+}
+
 // note hands a line for a person to Options.Notes.
 func (r *Relay) note(line string) {
 	if r.opt.Notes != nil {
