@@ -564,17 +564,27 @@ func (p *prober) sourceCommand(n int64) string {
 	return fmt.Sprintf("echo R; head -c %d /dev/zero", n)
 }
 
+// timedSession opens a session for one measuring step: the step's deadline
+// (StepTimeout) closes it, which ends any read or write on it; end closes it
+// and releases the deadline.
+func (p *prober) timedSession(ctx context.Context) (sess *ssh.Session, stepCtx context.Context, end func(), err error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.StepTimeout)
+	sess, err = p.c.NewSession()
+	if err != nil {
+		cancel()
+		return nil, ctx, nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { sess.Close() })
+	return sess, ctx, func() { stop(); sess.Close(); cancel() }, nil
+}
+
 // measureUp times cmd, a sink there (the shell's or the agent's).
 func (p *prober) measureUp(ctx context.Context, cmd string) (float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.opts.StepTimeout)
-	defer cancel()
-	sess, err := p.c.NewSession()
+	sess, ctx, end, err := p.timedSession(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer sess.Close()
-	stop := context.AfterFunc(ctx, func() { sess.Close() })
-	defer stop()
+	defer end()
 	stdin, err := sess.StdinPipe()
 	if err != nil {
 		return 0, err
@@ -646,15 +656,11 @@ func (p *prober) measureUp(ctx context.Context, cmd string) (float64, error) {
 
 // measureDown times cmd, a source there (the shell's or the agent's).
 func (p *prober) measureDown(ctx context.Context, cmd string) (float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.opts.StepTimeout)
-	defer cancel()
-	sess, err := p.c.NewSession()
+	sess, ctx, end, err := p.timedSession(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer sess.Close()
-	stop := context.AfterFunc(ctx, func() { sess.Close() })
-	defer stop()
+	defer end()
 	stdout, err := sess.StdoutPipe()
 	if err != nil {
 		return 0, err
