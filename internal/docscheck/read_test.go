@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 // line is one line of text the checks read: a line of a doc, or a line of a
@@ -24,25 +26,8 @@ type line struct {
 
 func (l line) String() string { return l.file + ":" + strconv.Itoa(l.n) }
 
-// moduleRoot is the folder holding go.mod, found upward from the test's
-// working directory.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			t.Fatal("no go.mod above the test's folder")
-		}
-		dir = up
-	}
-}
+// moduleRoot is the folder holding go.mod (testenv.ModuleRoot).
+func moduleRoot(t *testing.T) string { return testenv.ModuleRoot(t) }
 
 // skipDir is a folder the checks do not read: git's, test data, build
 // outputs.
