@@ -21,12 +21,13 @@ func citedTests(lines []line) map[string][]line {
 	return out
 }
 
-// Every test, benchmark and fuzz test a doc cites (as the one that holds a
-// rule) is a function in the tree: a doc never points at a removed test.
+// Every test, benchmark and fuzz test a doc or a Go comment cites (as the
+// one that holds a rule) is a function in the tree: nothing points at a
+// removed test.
 func TestEveryCitedTestExists(t *testing.T) {
 	root := moduleRoot(t)
 	have := testFuncs(t, root)
-	cited := citedTests(docLines(t, root))
+	cited := citedTests(append(docLines(t, root), commentLines(t, root)...))
 	var problems []string
 	for name, where := range cited {
 		if have[name] {
@@ -97,7 +98,7 @@ func pathRE(dirs []string) *regexp.Regexp {
 	return regexp.MustCompile(`(^|[\s` + "`" + `('"\[*])(?:\./)?((?:` + strings.Join(dirs, "|") + `)/[A-Za-z0-9_.*/<>{}#:-]*)`)
 }
 
-var identRE = regexp.MustCompile(`^(.*)\.([A-Z][A-Za-z0-9_]*)(\.[A-Za-z0-9_]+)?$`)
+var identRE = regexp.MustCompile(`^([^.]+)\.([A-Z][A-Za-z0-9_]*)(\.[A-Za-z0-9_]+)?$`)
 
 // exists: the path (a glob where it has a *) names something in the tree;
 // a package and one of its names (service/state.Tracker,
@@ -115,14 +116,15 @@ func exists(root, rel string) bool {
 	return err == nil
 }
 
-// Every repository path a doc cites (a file, a folder, a glob, a relative
-// link) is in the tree: a doc never points at a moved or removed file.
+// Every repository path a doc or a Go comment cites (a file, a folder, a
+// glob, a package's name, a relative link) is in the tree: nothing points at
+// a moved or removed file.
 func TestEveryCitedPathExists(t *testing.T) {
 	root := moduleRoot(t)
 	re := pathRE(topDirs(t, root))
 	var problems []string
 	n := 0
-	for _, l := range docLines(t, root) {
+	for _, l := range append(docLines(t, root), commentLines(t, root)...) {
 		for _, p := range citedPaths(l, re) {
 			n++
 			if !exists(root, p) {
@@ -179,6 +181,7 @@ func TestCitedNamesAreDeclared(t *testing.T) {
 		"service/state.NoSuchTracker":   false,
 		"internal/nosuchpackage.Entry":  false,
 		"internal/docscheck/doc.go":     true,
+		"internal/autostart.Entry.Set":  true,
 		"internal/docscheck/nothing.go": false,
 	} {
 		if got := exists(root, rel); got != want {

@@ -156,3 +156,25 @@ func report(t *testing.T, what string, problems []string) {
 	sort.Strings(problems)
 	t.Errorf("%d %s:\n%s", len(problems), what, strings.Join(problems, "\n"))
 }
+
+// commentLines is every comment line of every Go file of the tree, tests
+// included (what a reader of the code is pointed at).
+func commentLines(t *testing.T, root string) []line {
+	t.Helper()
+	var out []line
+	walk(t, root, func(rel, path string) {
+		if !strings.HasSuffix(rel, ".go") {
+			return
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range strings.Split(string(b), "\n") {
+			if j := strings.Index(s, "// "); j >= 0 && (strings.TrimSpace(s[:j]) == "" || strings.HasSuffix(s[:j], " ") || strings.HasSuffix(s[:j], "\t")) {
+				out = append(out, line{file: rel, n: i + 1, text: s[j:]})
+			}
+		}
+	})
+	return out
+}

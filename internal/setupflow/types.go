@@ -3,7 +3,7 @@
 // (strata-service setup --cli) both drive it, and its tests drive it with
 // stand-ins. Everything it needs from the outside world comes through the
 // small interfaces below (restic's pattern: logic behind an interface, the
-// UI implements the printer); internal/setupflow/real adapts them to the
+// UI implements the printer); internal/setupflow/live adapts them to the
 // companion's libraries.
 package setupflow
 
