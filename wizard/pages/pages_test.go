@@ -165,6 +165,16 @@ func (h *harness) key(k fyne.KeyName) {
 	h.settle()
 }
 
+// toReviewOnCPU goes from the Welcome page to Review with this PC's CPU
+// chosen.
+func (h *harness) toReviewOnCPU() {
+	h.next(setupflow.PageFindStrata)
+	h.next(setupflow.PageThisPC)
+	h.next(setupflow.PagePlacement)
+	findRadio(h.win.Content(), "This PC's CPU").SetSelected("This PC's CPU")
+	h.next(setupflow.PageReview)
+}
+
 // children are the objects the finders look through below o: a
 // container's, a form's fields, a widget's rendered objects; a label has
 // none.
@@ -375,11 +385,7 @@ func TestApplyFailureShowsRollback(t *testing.T) {
 	w := demo.NewWorld("/opt/strata")
 	w.Fail["follow"] = errors.New("the engine stopped while filling the expert cache")
 	h := start(t, w, setupflow.Options{})
-	h.next(setupflow.PageFindStrata)
-	h.next(setupflow.PageThisPC)
-	h.next(setupflow.PagePlacement)
-	findRadio(h.win.Content(), "This PC's CPU").SetSelected("This PC's CPU")
-	h.next(setupflow.PageReview)
+	h.toReviewOnCPU()
 	h.next(setupflow.PageApply)
 	h.must("Strata is not running with the new settings", "the engine stopped while filling", "Put back as it was", "Strata config", "Go Back to Review")
 	if !h.ui.NextButton().Disabled() {
@@ -413,11 +419,7 @@ func TestAlreadyConfiguredAndStartPage(t *testing.T) {
 func TestCancelWhileApplying(t *testing.T) {
 	w := demo.NewWorld("/opt/strata")
 	h := start(t, w, setupflow.Options{})
-	h.next(setupflow.PageFindStrata)
-	h.next(setupflow.PageThisPC)
-	h.next(setupflow.PagePlacement)
-	findRadio(h.win.Content(), "This PC's CPU").SetSelected("This PC's CPU")
-	h.next(setupflow.PageReview)
+	h.toReviewOnCPU()
 	before := w.ConfigText
 	w.HangAt = "follow" // Strata's start never ends
 	test.Tap(h.ui.NextButton())
@@ -511,11 +513,7 @@ func TestApplyFailureBeforeStrataStarted(t *testing.T) {
 	// As the service answers (text): the finder's message with its flags.
 	w.Fail["write"] = errors.New("no Strata install to change: no Strata install found; looked in C:\\, Z:\\. Install Strata (github.com/Niko1221/Strata), or pass --strata-root DIR (the folder holding serve/server.py and engine/)")
 	h := start(t, w, setupflow.Options{})
-	h.next(setupflow.PageFindStrata)
-	h.next(setupflow.PageThisPC)
-	h.next(setupflow.PagePlacement)
-	findRadio(h.win.Content(), "This PC's CPU").SetSelected("This PC's CPU")
-	h.next(setupflow.PageReview)
+	h.toReviewOnCPU()
 	h.next(setupflow.PageApply)
 	h.must("Strata is not running with the new settings", "no Strata install to change", "printed nothing")
 	if txt := h.text(); strings.Contains(txt, "--strata-root") || !strings.Contains(txt, "Browse...") {
@@ -531,11 +529,7 @@ func TestApplyFailureBeforeStrataStarted(t *testing.T) {
 func TestReviewDiffWraps(t *testing.T) {
 	w := demo.NewWorld("/opt/strata")
 	h := start(t, w, setupflow.Options{})
-	h.next(setupflow.PageFindStrata)
-	h.next(setupflow.PageThisPC)
-	h.next(setupflow.PagePlacement)
-	findRadio(h.win.Content(), "This PC's CPU").SetSelected("This PC's CPU")
-	h.next(setupflow.PageReview)
+	h.toReviewOnCPU()
 	var grids, hscrolls int
 	var walk func(o fyne.CanvasObject)
 	walk = func(o fyne.CanvasObject) {
