@@ -96,6 +96,9 @@ func (r *relayProgram) check(m mention) []string {
 // Every strata-vision-relay subcommand and flag named in the docs, the
 // README and the programs' messages is one the built relay has.
 func TestEveryNamedRelayCommandExists(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs strata-vision-relay")
+	}
 	root := moduleRoot(t)
 	r := &relayProgram{t: t, bin: testenv.Program(t, "github.com/strata-companion/companion/relay", testenv.BuildOptions{Name: "strata-vision-relay"}), outs: map[string]string{}}
 	r.usage = r.run("--help")
