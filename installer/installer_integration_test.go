@@ -158,7 +158,7 @@ func TestBuildSignAndInspect(t *testing.T) {
 		}
 	}
 
-	version := fyneVersion(t)
+	version := testenv.AppVersion(t)
 	setup := filepath.Join(dist, "StrataCompanionSetup-"+version+".exe")
 
 	// The installer: a 64-bit program (the 32-bit stub does not run under
@@ -268,18 +268,6 @@ func wineSmoke(t *testing.T, dist, setup string) {
 			t.Errorf("wine-smoke.sh did not report %q", want)
 		}
 	}
-}
-
-func fyneVersion(t *testing.T) string {
-	b, err := os.ReadFile("../FyneApp.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^\s*Version\s*=\s*"([^"]+)"`).FindSubmatch(b)
-	if m == nil {
-		t.Fatal("FyneApp.toml has no Version")
-	}
-	return string(m[1])
 }
 
 // checkPE checks a Windows program is 64-bit and of the right subsystem: a

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -405,19 +404,7 @@ func guiInstaller(t *testing.T) (setup, bindir string) {
 	if err != nil {
 		t.Fatalf("build.sh: %v\n%s", err, out)
 	}
-	return filepath.Join(dist, "StrataCompanionSetup-"+fyneVersion(t)+".exe"), filepath.Join(dist, "windows-amd64")
-}
-
-func fyneVersion(t *testing.T) string {
-	b, err := os.ReadFile(filepath.Join("..", "..", "FyneApp.toml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^\s*Version\s*=\s*"([^"]+)"`).FindSubmatch(b)
-	if m == nil {
-		t.Fatal("FyneApp.toml has no Version")
-	}
-	return string(m[1])
+	return filepath.Join(dist, "StrataCompanionSetup-"+testenv.AppVersion(t)+".exe"), filepath.Join(dist, "windows-amd64")
 }
 
 // strataRoot lays out a stand-in Strata install at C:\Strata: the venv's

@@ -802,7 +802,7 @@ func (a *agent) refuseUpload(h framing.PutHeader) string {
 	}
 	for _, n := range self {
 		if strings.EqualFold(h.Name, n) {
-			return fmt.Sprintf("the agent does not replace its own program (%s) through an upload; install a new agent with your own login (strata-service remote prepare --password-stdin, or pair again)", h.Name)
+			return fmt.Sprintf("the agent does not replace its own program (%s) through an upload; install a new agent with your own login: pair the second PC again (strata-service remote pair, or the setup wizard's Pair)", h.Name)
 		}
 	}
 	if !isProgram(h, a.cfg.Encoder) {

@@ -74,7 +74,7 @@ func TryLock(path string) (*Lock, error) {
 		}
 		// A file made private anew (one from before, readable by others)
 		// replaced the one this lock is on: lock the new one.
-		if !samePath(f, path) && attempt < 5 {
+		if !stillNames(f, path) && attempt < 5 {
 			unlock(f)
 			f.Close()
 			continue

@@ -59,8 +59,8 @@ func openPrivate(path string) (*os.File, error) {
 	return tmp, nil
 }
 
-// samePath reports whether path still names f's file.
-func samePath(f *os.File, path string) bool {
+// stillNames reports whether path still names f's file.
+func stillNames(f *os.File, path string) bool {
 	a, err1 := f.Stat()
 	b, err2 := os.Stat(path)
 	return err1 == nil && err2 == nil && os.SameFile(a, b)

@@ -46,5 +46,5 @@ func openPrivate(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDWR, 0)
 }
 
-// samePath: the file is never replaced on Windows.
-func samePath(*os.File, string) bool { return true }
+// stillNames: the file is never replaced on Windows.
+func stillNames(*os.File, string) bool { return true }

@@ -564,33 +564,56 @@ func (p *prober) sourceCommand(n int64) string {
 	return fmt.Sprintf("echo R; head -c %d /dev/zero", n)
 }
 
-// measureUp times cmd, a sink there (the shell's or the agent's).
-func (p *prober) measureUp(ctx context.Context, cmd string) (float64, error) {
+// step is one measuring command running there (a sink or a source), in a
+// session the step's deadline (StepTimeout) closes, which ends any read or
+// write on it.
+type step struct {
+	sess   *ssh.Session
+	ctx    context.Context
+	stdin  io.WriteCloser // nil unless asked for
+	stdout io.Reader
+	stderr lockedBuffer
+	end    func() // closes the session and releases the deadline
+}
+
+// startStep starts cmd, the step's what ("sink", "source"), and waits for
+// its ready marker.
+func (p *prober) startStep(ctx context.Context, cmd, what string, withStdin bool) (*step, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.StepTimeout)
-	defer cancel()
 	sess, err := p.c.NewSession()
 	if err != nil {
-		return 0, err
+		cancel()
+		return nil, err
 	}
-	defer sess.Close()
 	stop := context.AfterFunc(ctx, func() { sess.Close() })
-	defer stop()
-	stdin, err := sess.StdinPipe()
-	if err != nil {
-		return 0, err
+	st := &step{sess: sess, ctx: ctx, end: func() { stop(); sess.Close(); cancel() }}
+	fail := func(err error) (*step, error) { st.end(); return nil, err }
+	if withStdin {
+		if st.stdin, err = sess.StdinPipe(); err != nil {
+			return fail(err)
+		}
 	}
-	stdout, err := sess.StdoutPipe()
-	if err != nil {
-		return 0, err
+	if st.stdout, err = sess.StdoutPipe(); err != nil {
+		return fail(err)
 	}
-	var stderr lockedBuffer
-	sess.Stderr = &stderr
+	sess.Stderr = &st.stderr
 	if err := sess.Start(cmd); err != nil {
+		return fail(err)
+	}
+	if err := waitReady(st.stdout); err != nil {
+		return fail(fmt.Errorf("the %s did not start: %v %s", what, err, clip(string(st.stderr.Bytes()), 200)))
+	}
+	return st, nil
+}
+
+// measureUp times cmd, a sink there (the shell's or the agent's).
+func (p *prober) measureUp(ctx context.Context, cmd string) (float64, error) {
+	st, err := p.startStep(ctx, cmd, "sink", true)
+	if err != nil {
 		return 0, err
 	}
-	if err := waitReady(stdout); err != nil {
-		return 0, fmt.Errorf("the sink did not start: %v %s", err, clip(string(stderr.Bytes()), 200))
-	}
+	defer st.end()
+	ctx, sess, stdin, stdout, stderr := st.ctx, st.sess, st.stdin, st.stdout, &st.stderr
 	done := make(chan error, 1)
 	go func() {
 		// Wait for "D": everything sent has been read there.
@@ -646,27 +669,12 @@ func (p *prober) measureUp(ctx context.Context, cmd string) (float64, error) {
 
 // measureDown times cmd, a source there (the shell's or the agent's).
 func (p *prober) measureDown(ctx context.Context, cmd string) (float64, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.opts.StepTimeout)
-	defer cancel()
-	sess, err := p.c.NewSession()
+	st, err := p.startStep(ctx, cmd, "source", false)
 	if err != nil {
 		return 0, err
 	}
-	defer sess.Close()
-	stop := context.AfterFunc(ctx, func() { sess.Close() })
-	defer stop()
-	stdout, err := sess.StdoutPipe()
-	if err != nil {
-		return 0, err
-	}
-	var stderr lockedBuffer
-	sess.Stderr = &stderr
-	if err := sess.Start(cmd); err != nil {
-		return 0, err
-	}
-	if err := waitReady(stdout); err != nil {
-		return 0, fmt.Errorf("the source did not start: %v %s", err, clip(string(stderr.Bytes()), 200))
-	}
+	defer st.end()
+	ctx, sess, stdout, stderr := st.ctx, st.sess, st.stdout, &st.stderr
 	// The clock starts at the first byte after the marker; that first read
 	// is not counted, as its bytes were already on the way.
 	buf := make([]byte, 64*1024)

@@ -270,12 +270,3 @@ func differs(want, got *settings.Settings) []string {
 	}
 	return out
 }
-
-func samePath(a, b string) bool {
-	if a == "" || b == "" {
-		return a == b
-	}
-	a, _ = filepath.Abs(a)
-	b, _ = filepath.Abs(b)
-	return strings.EqualFold(filepath.Clean(a), filepath.Clean(b)) && (filepath.Separator == '\\' || filepath.Clean(a) == filepath.Clean(b))
-}

@@ -87,7 +87,7 @@ func (r *Relay) route(ctx context.Context, img, out string) string {
 		return r.encodeLocal(ctx, st, img, out, events.WhereLocalCPU)
 	case settings.PlacementGPU:
 		r.local.stop(time.Second)
-		return "ERR pictures move to this PC's GPU when Strata restarts (its GPU encoder must take its VRAM before the expert cache is sized); restart Strata from the tray or with `strata-service restart`"
+		return "ERR pictures move to this PC's GPU when Strata restarts (its GPU encoder must take its VRAM before the expert cache is sized); restart Strata from the tray, or with `strata-service stop` and `strata-service start` (administrator/root)"
 	}
 	r.pic.where = events.WhereRemote
 	if msg := checkPicture(img); msg != "" {

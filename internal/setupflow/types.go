@@ -3,7 +3,7 @@
 // (strata-service setup --cli) both drive it, and its tests drive it with
 // stand-ins. Everything it needs from the outside world comes through the
 // small interfaces below (restic's pattern: logic behind an interface, the
-// UI implements the printer); internal/setupflow/real adapts them to the
+// UI implements the printer); internal/setupflow/live adapts them to the
 // companion's libraries.
 package setupflow
 
@@ -141,6 +141,25 @@ type Option struct {
 	VRAMMiB int
 	// Note is the short explanation shown under the option.
 	Note string
+}
+
+// Figures are the option's figures in words, the one wording the window
+// (wizard/pages) and the terminal (service/termsetup) show under or after
+// its label: "about 1.6 s per picture", "uses 1.4 GB of this GPU's VRAM" or
+// "frees 1.4 GB of VRAM for Strata"; none for a figure that is unknown or 0.
+// Each joins them in its own way.
+func (o Option) Figures() []string {
+	var parts []string
+	if o.PictureSeconds > 0 {
+		parts = append(parts, "about "+FormatSeconds(o.PictureSeconds)+" per picture")
+	}
+	switch {
+	case o.VRAMMiB > 0:
+		parts = append(parts, fmt.Sprintf("uses %.1f GB of this GPU's VRAM", float64(o.VRAMMiB)/1024))
+	case o.VRAMMiB < 0:
+		parts = append(parts, fmt.Sprintf("frees %.1f GB of VRAM for Strata", float64(-o.VRAMMiB)/1024))
+	}
+	return parts
 }
 
 // Recommendation is every placement with its figures, and the one that fits.

@@ -150,6 +150,26 @@ func (p *parser) ws() {
 	}
 }
 
+// next reads what follows an object's member or an array's element: a
+// comma (more is true) or the closing bracket (n ends there); anything else
+// is an error.
+func (p *parser) next(n *node, closing byte) (more bool, err error) {
+	p.ws()
+	if p.pos >= len(p.src) {
+		return false, p.fail("unexpected end")
+	}
+	switch p.src[p.pos] {
+	case ',':
+		p.pos++
+		return true, nil
+	case closing:
+		p.pos++
+		n.end = p.pos
+		return false, nil
+	}
+	return false, p.fail("expected ',' or '" + string(closing) + "'")
+}
+
 func (p *parser) fail(msg string) error {
 	l, c := lineCol(p.src, p.pos)
 	return &syntaxError{msg: msg, line: l, col: c}
@@ -195,20 +215,11 @@ func (p *parser) value(depth int) (*node, error) {
 				return nil, err
 			}
 			n.members = append(n.members, member{keyStart: ks, keyEnd: ke, key: key, val: v})
-			p.ws()
-			if p.pos >= len(p.src) {
-				return nil, p.fail("unexpected end")
-			}
-			if p.src[p.pos] == ',' {
-				p.pos++
-				continue
-			}
-			if p.src[p.pos] == '}' {
-				p.pos++
-				n.end = p.pos
+			if more, err := p.next(n, '}'); err != nil {
+				return nil, err
+			} else if !more {
 				return n, nil
 			}
-			return nil, p.fail("expected ',' or '}'")
 		}
 	case c == '[':
 		n := &node{kind: kArray, start: start}
@@ -226,20 +237,11 @@ func (p *parser) value(depth int) (*node, error) {
 				return nil, err
 			}
 			n.elems = append(n.elems, v)
-			p.ws()
-			if p.pos >= len(p.src) {
-				return nil, p.fail("unexpected end")
-			}
-			if p.src[p.pos] == ',' {
-				p.pos++
-				continue
-			}
-			if p.src[p.pos] == ']' {
-				p.pos++
-				n.end = p.pos
+			if more, err := p.next(n, ']'); err != nil {
+				return nil, err
+			} else if !more {
 				return n, nil
 			}
-			return nil, p.fail("expected ',' or ']'")
 		}
 	case c == '"':
 		if err := p.str(); err != nil {

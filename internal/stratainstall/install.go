@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/strata-companion/companion/internal/pathcmp"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -107,7 +108,7 @@ func Find(ctx context.Context, opts Options) ([]Install, error) {
 		root := filepath.Dir(cfg)
 		if opts.Root != "" {
 			r, _ := filepath.Abs(opts.Root)
-			if !samePath(r, root) {
+			if !pathcmp.Same(r, root) {
 				return nil, fmt.Errorf("the config %s is not in the Strata folder %s; Strata keeps its configs in the install folder", cfg, r)
 			}
 		}
@@ -203,16 +204,6 @@ func usualPlaces() []string {
 	return dirs
 }
 
-// samePath compares two absolute paths as the OS does (case-insensitively on
-// Windows).
-func samePath(a, b string) bool {
-	a, b = filepath.Clean(a), filepath.Clean(b)
-	if runtime.GOOS == "windows" {
-		return strings.EqualFold(a, b)
-	}
-	return a == b
-}
-
 // describe reads what is in an install folder.
 func describe(root string) Install {
 	in := Install{Root: root, ServerPy: filepath.Join(root, "serve", "server.py")}
@@ -275,7 +266,7 @@ func withSettings(in Install, s *settings.Settings) Install {
 		return in
 	}
 	for _, c := range in.Configs {
-		if samePath(c, s.ConfigPath) {
+		if pathcmp.Same(c, s.ConfigPath) {
 			in.ConfigInUse, in.ConfigReason = c, "named in the companion's settings"
 		}
 	}

@@ -10,10 +10,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/pathcmp"
 	"github.com/strata-companion/companion/internal/stratainstall"
 )
 
@@ -31,7 +31,8 @@ func visionThroughService(ctx context.Context, env *cliEnv, req controlapi.Visio
 	// Another install or config than the service runs (or a service with
 	// none yet): the service switches to it first, the same path a model
 	// switch takes, and the change is then made to that file only.
-	if !samePath(env.configPath, st.Config.Path) || !samePath(env.strataRoot, st.Config.StrataRoot) || st.Config.Path == "" {
+	// An unset flag matches whatever the service runs; a set one must name the same path.
+	if (env.configPath != "" && !pathcmp.Same(env.configPath, st.Config.Path)) || (env.strataRoot != "" && !pathcmp.Same(env.strataRoot, st.Config.StrataRoot)) || st.Config.Path == "" {
 		if req.DryRun {
 			return false, nil // previewed on that file by this process; nothing is written
 		}
@@ -108,14 +109,4 @@ func confirmRestart(env *cliEnv) error {
 		return &exitCode{code: 1, err: errors.New("nothing was changed")}
 	}
 	return nil
-}
-
-// samePath: an unset flag matches anything; a set one must name the same file.
-func samePath(flag, service string) bool {
-	if flag == "" {
-		return true
-	}
-	a, err1 := filepath.Abs(flag)
-	b, err2 := filepath.Abs(service)
-	return err1 == nil && err2 == nil && filepath.Clean(a) == filepath.Clean(b)
 }

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/pathcmp"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
 	"github.com/strata-companion/companion/internal/stratainstall"
@@ -27,18 +27,7 @@ import (
 )
 
 // samePath compares two paths as the OS does ("" matches only "").
-func samePath(a, b string) bool {
-	if a == "" || b == "" {
-		return a == b
-	}
-	a, _ = filepath.Abs(a)
-	b, _ = filepath.Abs(b)
-	a, b = filepath.Clean(a), filepath.Clean(b)
-	if runtime.GOOS == "windows" {
-		return strings.EqualFold(a, b)
-	}
-	return a == b
-}
+var samePath = pathcmp.Same
 
 // TagOf is a config's tag: strata-<tag>.json.
 func TagOf(path string) string {

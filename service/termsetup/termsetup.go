@@ -320,7 +320,7 @@ func (c *cliSetup) page(ctx context.Context, p setupflow.Page) error {
 			if rec.IsBest(o) {
 				s += " (recommended)"
 			}
-			if fig := figures(o); fig != "" {
+			if fig := strings.Join(o.Figures(), ", "); fig != "" {
 				s += ": " + fig
 			}
 			if o.Placement == ch.Placement && def < 0 {
@@ -496,18 +496,4 @@ func labelOf(rec setupflow.Recommendation, p settings.Placement) string {
 		return o.Label
 	}
 	return string(p)
-}
-
-func figures(o setupflow.Option) string {
-	var parts []string
-	if o.PictureSeconds > 0 {
-		parts = append(parts, "about "+setupflow.FormatSeconds(o.PictureSeconds)+" per picture")
-	}
-	switch {
-	case o.VRAMMiB > 0:
-		parts = append(parts, fmt.Sprintf("uses %.1f GB of VRAM", float64(o.VRAMMiB)/1024))
-	case o.VRAMMiB < 0:
-		parts = append(parts, fmt.Sprintf("frees %.1f GB of VRAM", float64(-o.VRAMMiB)/1024))
-	}
-	return strings.Join(parts, ", ")
 }

@@ -230,20 +230,6 @@ func (u *UI) thisPCPage() fyne.CanvasObject {
 	return container.NewVScroll(container.NewVBox(b.box, facts))
 }
 
-func optionFigures(o setupflow.Option) string {
-	var parts []string
-	if o.PictureSeconds > 0 {
-		parts = append(parts, "about "+setupflow.FormatSeconds(o.PictureSeconds)+" per picture")
-	}
-	switch {
-	case o.VRAMMiB > 0:
-		parts = append(parts, fmt.Sprintf("uses %.1f GB of this GPU's VRAM", float64(o.VRAMMiB)/1024))
-	case o.VRAMMiB < 0:
-		parts = append(parts, fmt.Sprintf("frees %.1f GB of VRAM for Strata", float64(-o.VRAMMiB)/1024))
-	}
-	return strings.Join(parts, " · ")
-}
-
 func (u *UI) placementPage() fyne.CanvasObject {
 	box := container.NewVBox()
 	build := func() {
@@ -286,7 +272,7 @@ func (u *UI) placementPage() fyne.CanvasObject {
 				}
 				u.refresh()
 			}
-			details := optionFigures(o)
+			details := strings.Join(o.Figures(), " · ")
 			note := o.Note
 			if !o.Available {
 				note = "Not possible here: " + o.Why

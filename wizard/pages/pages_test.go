@@ -3,6 +3,7 @@ package pages_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -164,83 +165,85 @@ func (h *harness) key(k fyne.KeyName) {
 	h.settle()
 }
 
-func findRadio(o fyne.CanvasObject, prefix string) *widget.RadioGroup {
+// toReviewOnCPU goes from the Welcome page to Review with this PC's CPU
+// chosen.
+func (h *harness) toReviewOnCPU() {
+	h.next(setupflow.PageFindStrata)
+	h.next(setupflow.PageThisPC)
+	h.next(setupflow.PagePlacement)
+	findRadio(h.win.Content(), "This PC's CPU").SetSelected("This PC's CPU")
+	h.next(setupflow.PageReview)
+}
+
+// children are the objects the finders look through below o: a
+// container's, a form's fields, a widget's rendered objects; a label has
+// none.
+func children(o fyne.CanvasObject) []fyne.CanvasObject {
 	switch w := o.(type) {
-	case *widget.RadioGroup:
-		for _, opt := range w.Options {
-			if strings.HasPrefix(opt, prefix) {
-				return w
-			}
+	case *widget.Label:
+		return nil
+	case *widget.Form:
+		var out []fyne.CanvasObject
+		for _, it := range w.Items {
+			out = append(out, it.Widget)
 		}
+		return out
 	case *fyne.Container:
-		for _, c := range w.Objects {
-			if r := findRadio(c, prefix); r != nil {
-				return r
-			}
-		}
+		return w.Objects
 	case fyne.Widget:
-		if _, ok := w.(*widget.Label); ok {
-			return nil
-		}
-		for _, c := range test.WidgetRenderer(w).Objects() {
-			if r := findRadio(c, prefix); r != nil {
-				return r
-			}
-		}
+		return test.WidgetRenderer(w).Objects()
 	}
 	return nil
+}
+
+// walk calls visit for o and, where visit says so, for what is below it.
+func walk(o fyne.CanvasObject, visit func(fyne.CanvasObject) (descend bool)) {
+	if visit(o) {
+		for _, c := range children(o) {
+			walk(c, visit)
+		}
+	}
+}
+
+// find is the first T at or below o that match accepts (nil when none).
+func find[T fyne.CanvasObject](o fyne.CanvasObject, match func(T) bool) T {
+	var found T
+	done := false
+	walk(o, func(c fyne.CanvasObject) bool {
+		if done {
+			return false
+		}
+		if w, ok := c.(T); ok && match(w) {
+			found, done = w, true
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+func findRadio(o fyne.CanvasObject, prefix string) *widget.RadioGroup {
+	return find(o, func(w *widget.RadioGroup) bool {
+		return slices.ContainsFunc(w.Options, func(opt string) bool { return strings.HasPrefix(opt, prefix) })
+	})
 }
 
 func findButton(o fyne.CanvasObject, text string) *widget.Button {
-	switch w := o.(type) {
-	case *widget.Button:
-		if w.Text == text {
-			return w
-		}
-	case *fyne.Container:
-		for _, c := range w.Objects {
-			if r := findButton(c, text); r != nil {
-				return r
-			}
-		}
-	case fyne.Widget:
-		if _, ok := w.(*widget.Label); ok {
-			return nil
-		}
-		for _, c := range test.WidgetRenderer(w).Objects() {
-			if r := findButton(c, text); r != nil {
-				return r
-			}
-		}
-	}
-	return nil
+	return find(o, func(w *widget.Button) bool { return w.Text == text })
 }
 
 func findEntries(o fyne.CanvasObject, out *[]*widget.Entry) {
-	switch w := o.(type) {
-	case *widget.Entry:
-		*out = append(*out, w)
-		return
-	case *widget.SelectEntry:
-		*out = append(*out, &w.Entry)
-		return
-	case *widget.Form:
-		for _, it := range w.Items {
-			findEntries(it.Widget, out)
+	walk(o, func(c fyne.CanvasObject) bool {
+		switch w := c.(type) {
+		case *widget.Entry:
+			*out = append(*out, w)
+			return false
+		case *widget.SelectEntry:
+			*out = append(*out, &w.Entry)
+			return false
 		}
-		return
-	case *fyne.Container:
-		for _, c := range w.Objects {
-			findEntries(c, out)
-		}
-	case fyne.Widget:
-		if _, ok := w.(*widget.Label); ok {
-			return
-		}
-		for _, c := range test.WidgetRenderer(w).Objects() {
-			findEntries(c, out)
-		}
-	}
+		return true
+	})
 }
 
 // Every page, through the "second PC" path, with the keyboard and the mouse.
@@ -382,11 +385,7 @@ func TestApplyFailureShowsRollback(t *testing.T) {
 	w := demo.NewWorld("/opt/strata")
 	w.Fail["follow"] = errors.New("the engine stopped while filling the expert cache")
 	h := start(t, w, setupflow.Options{})
-	h.next(setupflow.PageFindStrata)
-	h.next(setupflow.PageThisPC)
-	h.next(setupflow.PagePlacement)
-	findRadio(h.win.Content(), "This PC's CPU").SetSelected("This PC's CPU")
-	h.next(setupflow.PageReview)
+	h.toReviewOnCPU()
 	h.next(setupflow.PageApply)
 	h.must("Strata is not running with the new settings", "the engine stopped while filling", "Put back as it was", "Strata config", "Go Back to Review")
 	if !h.ui.NextButton().Disabled() {
@@ -420,11 +419,7 @@ func TestAlreadyConfiguredAndStartPage(t *testing.T) {
 func TestCancelWhileApplying(t *testing.T) {
 	w := demo.NewWorld("/opt/strata")
 	h := start(t, w, setupflow.Options{})
-	h.next(setupflow.PageFindStrata)
-	h.next(setupflow.PageThisPC)
-	h.next(setupflow.PagePlacement)
-	findRadio(h.win.Content(), "This PC's CPU").SetSelected("This PC's CPU")
-	h.next(setupflow.PageReview)
+	h.toReviewOnCPU()
 	before := w.ConfigText
 	w.HangAt = "follow" // Strata's start never ends
 	test.Tap(h.ui.NextButton())
@@ -463,34 +458,7 @@ func TestBrowseOpensAFolderChooser(t *testing.T) {
 }
 
 func findCheck(o fyne.CanvasObject, prefix string) *widget.Check {
-	switch w := o.(type) {
-	case *widget.Check:
-		if strings.HasPrefix(w.Text, prefix) {
-			return w
-		}
-	case *widget.Form:
-		for _, it := range w.Items {
-			if c := findCheck(it.Widget, prefix); c != nil {
-				return c
-			}
-		}
-	case *fyne.Container:
-		for _, c := range w.Objects {
-			if r := findCheck(c, prefix); r != nil {
-				return r
-			}
-		}
-	case fyne.Widget:
-		if _, ok := w.(*widget.Label); ok {
-			return nil
-		}
-		for _, c := range test.WidgetRenderer(w).Objects() {
-			if r := findCheck(c, prefix); r != nil {
-				return r
-			}
-		}
-	}
-	return nil
+	return find(o, func(w *widget.Check) bool { return strings.HasPrefix(w.Text, prefix) })
 }
 
 // The Second PC page's idle stop, CPU fallback and Wake-on-LAN state: they
@@ -545,11 +513,7 @@ func TestApplyFailureBeforeStrataStarted(t *testing.T) {
 	// As the service answers (text): the finder's message with its flags.
 	w.Fail["write"] = errors.New("no Strata install to change: no Strata install found; looked in C:\\, Z:\\. Install Strata (github.com/Niko1221/Strata), or pass --strata-root DIR (the folder holding serve/server.py and engine/)")
 	h := start(t, w, setupflow.Options{})
-	h.next(setupflow.PageFindStrata)
-	h.next(setupflow.PageThisPC)
-	h.next(setupflow.PagePlacement)
-	findRadio(h.win.Content(), "This PC's CPU").SetSelected("This PC's CPU")
-	h.next(setupflow.PageReview)
+	h.toReviewOnCPU()
 	h.next(setupflow.PageApply)
 	h.must("Strata is not running with the new settings", "no Strata install to change", "printed nothing")
 	if txt := h.text(); strings.Contains(txt, "--strata-root") || !strings.Contains(txt, "Browse...") {
@@ -565,11 +529,7 @@ func TestApplyFailureBeforeStrataStarted(t *testing.T) {
 func TestReviewDiffWraps(t *testing.T) {
 	w := demo.NewWorld("/opt/strata")
 	h := start(t, w, setupflow.Options{})
-	h.next(setupflow.PageFindStrata)
-	h.next(setupflow.PageThisPC)
-	h.next(setupflow.PagePlacement)
-	findRadio(h.win.Content(), "This PC's CPU").SetSelected("This PC's CPU")
-	h.next(setupflow.PageReview)
+	h.toReviewOnCPU()
 	var grids, hscrolls int
 	var walk func(o fyne.CanvasObject)
 	walk = func(o fyne.CanvasObject) {

@@ -7,13 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/pathcmp"
 	"github.com/strata-companion/companion/internal/setupflow"
 )
 
@@ -169,7 +168,7 @@ func (s *Service) takeConfig(ctx context.Context, root, cfg string) error {
 	if err != nil {
 		return err
 	}
-	if samePath(st.Config.Path, cfg) && samePath(st.Config.StrataRoot, root) {
+	if pathcmp.Same(st.Config.Path, cfg) && pathcmp.Same(st.Config.StrataRoot, root) {
 		return nil
 	}
 	s.tookRoot, s.tookCfg = st.Config.StrataRoot, st.Config.Path
@@ -343,19 +342,6 @@ func equal(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-// samePath compares two paths as the OS does ("" matches only "").
-func samePath(a, b string) bool {
-	if a == "" || b == "" {
-		return a == b
-	}
-	a, _ = filepath.Abs(a)
-	b, _ = filepath.Abs(b)
-	if runtime.GOOS == "windows" {
-		return strings.EqualFold(filepath.Clean(a), filepath.Clean(b))
-	}
-	return filepath.Clean(a) == filepath.Clean(b)
 }
 
 // serverWords is the server's phase as a sentence ("Strata has failed",

@@ -28,12 +28,10 @@ import (
 	"github.com/strata-companion/companion/internal/testenv"
 )
 
+// buildGo writes the program pkg (built once, testenv.Program) as out.
 func buildGo(t *testing.T, out, pkg string) string {
 	t.Helper()
-	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", pkg, err, b)
-	}
-	return out
+	return testenv.Program(t, pkg, testenv.BuildOptions{Dir: filepath.Dir(out), Name: filepath.Base(out)})
 }
 
 func sumOf(t *testing.T, path string) string {
@@ -183,10 +181,8 @@ func TestAgentOnlyKeyRunsOnlyTheAgent(t *testing.T) {
 
 	// Another agent build cannot be installed through the key: prepare says
 	// to pair again, and the agent there is unchanged.
-	other := filepath.Join(t.TempDir(), "strata-vision-relay")
-	if b, err := exec.Command("go", "build", "-ldflags", "-X github.com/strata-companion/companion/internal/version.Version=other", "-o", other, "github.com/strata-companion/companion/relay").CombinedOutput(); err != nil {
-		t.Fatalf("building another agent: %v\n%s", err, b)
-	}
+	other := testenv.Program(t, "github.com/strata-companion/companion/relay", testenv.BuildOptions{Name: "strata-vision-relay",
+		Flags: []string{"-ldflags=-X github.com/strata-companion/companion/internal/version.Version=other"}})
 	before := sumOf(t, agentPath)
 	_, err = relay.Prepare(ctx, relay.PrepareOptions{Remote: remote, Mmproj: mm, Model: model,
 		AgentBinary: func(string, string) (string, error) { return other, nil }, LocalOS: "linux", LocalArch: runtime.GOARCH})
