@@ -140,10 +140,12 @@ func (c *Config) lazyProblem() Problem {
 	if !c.lazyKey {
 		what = "(--lazy in args) is on"
 	}
-	return Problem{Key: LazyKey, Msg: what + " together with vision, and Strata refuses to start with both (\"lazy loading is text-only; disable vision in the config\"): " +
-		"choose where pictures are read again (the tray's Vision menu, or strata-service vision gpu, cpu or remote), which turns lazy loading off, " +
-		"or turn vision off (strata-service vision off) to keep lazy loading"}
+	return Problem{Key: LazyKey, Msg: what + " together with vision, and Strata refuses to start with both (\"lazy loading is text-only; disable vision in the config\"): " + LazyFix}
 }
+
+// LazyFix says how to fix lazy loading with vision, in words.
+const LazyFix = "choose where pictures are read again (the tray's Vision menu, or strata-service vision gpu, cpu or remote), which turns lazy loading off, " +
+	"or turn vision off (strata-service vision off) to keep lazy loading"
 
 // EditErr is Err without the problems a vision change fixes itself (lazy
 // loading with vision): what keeps the companion from editing the config.

@@ -536,7 +536,7 @@ func (s *Supervisor) refusal(words string) string {
 	if sc, err := strataconfig.Read(s.cfg.ConfigPath); err == nil {
 		for _, p := range sc.Problems {
 			if p.Key == strataconfig.LazyKey {
-				return reason + ". The config " + s.cfg.ConfigPath + " has " + p.String() + ". Restarting cannot fix this, so the service does not restart it"
+				return reason + ". " + s.cfg.ConfigPath + " has lazy loading on together with vision: " + strataconfig.LazyFix + ". Restarting cannot fix this, so the service does not restart it"
 			}
 		}
 	}
