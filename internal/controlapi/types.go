@@ -235,6 +235,9 @@ type Error struct {
 // (events). The relay reads the settings but never writes them: the service
 // folds this into its state and its settings.
 type RelayReport struct {
+	// Secret is the EnvRelaySecret the relay found in its environment:
+	// only a relay the service's own Strata started has it.
+	Secret string         `json:"secret,omitempty"`
 	Events []events.Event `json:"events,omitempty"`
 	// NEmbd is the n_embd the second PC's encoder reported, 0 when unknown.
 	NEmbd int `json:"n_embd,omitempty"`

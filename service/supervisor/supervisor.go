@@ -20,6 +20,9 @@ package supervisor
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +37,7 @@ import (
 	"gopkg.in/natefinch/lumberjack.v2"
 
 	"github.com/strata-companion/companion/internal/account"
+	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/fserr"
 	"github.com/strata-companion/companion/internal/loglines"
@@ -168,6 +172,11 @@ type Supervisor struct {
 	// lastRun is the server started last (Run's goroutine only): its temp
 	// folders are removed when the next one starts.
 	lastRun *process
+
+	// secret is the current start's controlapi.EnvRelaySecret ("" while
+	// no server runs), under secretMu: the API's goroutines ask StartedRelay.
+	secretMu sync.Mutex
+	secret   string
 
 	outMu sync.Mutex // guards ring and the drop count
 	ring  []string
@@ -608,6 +617,13 @@ func (s *Supervisor) launch() (*process, error) {
 	cmd.Env = append(cmd.Env, "PYTHONUNBUFFERED=1") // lines as they happen, not at exit
 	mark := newMark()
 	cmd.Env = append(cmd.Env, EnvServerMark+"="+mark) // how the next run knows a leftover is ours
+	// The relay Strata starts inherits the server's environment: with this
+	// secret, and only then, its reports go into the service's state.
+	secret, err := newSecret()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(cmd.Env, controlapi.EnvRelaySecret+"="+secret)
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -662,6 +678,9 @@ func (s *Supervisor) launch() (*process, error) {
 	}
 	p.pid = cmd.Process.Pid
 	p.sys = attach(cmd)
+	s.secretMu.Lock()
+	s.secret = secret
+	s.secretMu.Unlock()
 	s.writePID(p)
 	as := ""
 	if acct != nil {
@@ -691,8 +710,29 @@ func (s *Supervisor) launch() (*process, error) {
 	return p, nil
 }
 
+// StartedRelay reports whether secret is the one the running server was
+// started with (controlapi.EnvRelaySecret): only its relay has it.
+func (s *Supervisor) StartedRelay(secret string) bool {
+	s.secretMu.Lock()
+	cur := s.secret
+	s.secretMu.Unlock()
+	return cur != "" && subtle.ConstantTimeCompare([]byte(secret), []byte(cur)) == 1
+}
+
+// newSecret is 32 random bytes in hex.
+func newSecret() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("making the relay's secret: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
 // finish releases p's process group / job and says how it ended.
 func (s *Supervisor) finish(p *process) (int, string) {
+	s.secretMu.Lock()
+	s.secret = "" // its relay is gone with it
+	s.secretMu.Unlock()
 	p.sys.close()
 	s.removePID(p)
 	st := p.cmd.ProcessState

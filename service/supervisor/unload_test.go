@@ -3,7 +3,10 @@
 package supervisor
 
 import (
+	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +15,7 @@ import (
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/fakestrata"
+	"github.com/strata-companion/companion/internal/testenv"
 	"github.com/strata-companion/companion/service/state"
 )
 
@@ -150,5 +154,38 @@ func TestLastWordsOf(t *testing.T) {
 		if got != want || ok != (want != "") {
 			t.Errorf("lastWordsOf(%q) = %q %v, want %q", in, got, ok, want)
 		}
+	}
+}
+
+// TestRelaySecretReachesOnlyTheServersEncoder: each start hands its Strata
+// a new secret in the environment, which Strata passes to its encoder (the
+// relay); StartedRelay admits that one only, and nothing after the server
+// ended.
+func TestRelaySecretReachesOnlyTheServersEncoder(t *testing.T) {
+	dir := t.TempDir()
+	seen := filepath.Join(dir, "secret")
+	enc := filepath.Join(dir, "enc.sh")
+	testenv.WriteExecutable(enc, []byte("#!/bin/sh\nprintf '%s' \"$"+controlapi.EnvRelaySecret+"\" > '"+seen+"'\necho READY 2560\nwhile read c a b; do [ \"$c\" = QUIT ] && exit 0; echo 'ERR stand-in'; done\n"))
+	h := newHarness(t, fakestrata.RootOptions{Extra: map[string]any{
+		"vision": map[string]any{"exe": enc, "mmproj": "mm.gguf", "model": "stub.gguf", "gpu": false}}}, nil)
+	h.waitFor(events.ServerReady)
+	b, err := os.ReadFile(seen)
+	secret := string(b)
+	if err != nil || len(secret) != 64 {
+		t.Fatalf("the encoder's environment has no secret: %q %v", secret, err)
+	}
+	if !h.sup.StartedRelay(secret) || h.sup.StartedRelay("") || h.sup.StartedRelay(strings.Repeat("0", 64)) {
+		t.Fatal("StartedRelay does not admit exactly the server's secret")
+	}
+	if log, _ := os.ReadFile(h.sup.LogFile()); strings.Contains(string(log), secret) {
+		t.Fatal("the secret is in the service's log")
+	}
+	if err := h.sup.Restart(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(events.ServerExited)
+	h.waitFor(events.ServerReady)
+	if h.sup.StartedRelay(secret) {
+		t.Fatal("the previous start's relay is still admitted")
 	}
 }
