@@ -891,19 +891,23 @@ func (s *Supervisor) line(p *process, stream, text string) {
 	if isWords {
 		p.lastWords = words
 	}
-	reloading := p.unloaded
+	unloaded := p.unloaded
 	p.mu.Unlock()
-	if reloading {
-		// Output while unloaded: a request is loading the model again;
-		// the health poller follows it at the start's pace.
-		select {
-		case p.reload <- struct{}{}:
-		default:
-		}
-	}
 	e, ok := loglines.Parse(loglines.Stdout, text)
 	if !ok {
 		return
+	}
+	switch e.Kind {
+	case events.ServerProgress, events.EncoderStarting, events.ExpertCache:
+		if unloaded {
+			// Strata's own start lines while unloaded (not a request's
+			// log line, not the health poll's): a request is loading the
+			// model again; the health poller follows it at the start's pace.
+			select {
+			case p.reload <- struct{}{}:
+			default:
+			}
+		}
 	}
 	switch e.Kind {
 	case events.ServerReady:

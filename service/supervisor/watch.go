@@ -205,6 +205,7 @@ func (s *Supervisor) pollHealth(ctx context.Context, p *process) {
 	base := "http://127.0.0.1:" + strconv.Itoa(p.port)
 	var lastVision *statusVision
 	calm := false
+	var reloadSince time.Time
 	t := time.NewTicker(s.cfg.HealthEvery)
 	defer t.Stop()
 	calmEvery := func() time.Duration {
@@ -220,7 +221,11 @@ func (s *Supervisor) pollHealth(ctx context.Context, p *process) {
 		case <-p.exited:
 			return
 		case <-p.reload:
-			// A reload after an unload: follow it as a start.
+			// A reload after an unload: follow it as a start (for as
+			// long as a start may take).
+			if calm {
+				reloadSince = time.Now()
+			}
 			t.Reset(s.cfg.HealthEvery)
 			calm = false
 			continue
@@ -258,11 +263,11 @@ func (s *Supervisor) pollHealth(ctx context.Context, p *process) {
 		p.mu.Unlock()
 		switch {
 		case !h.Loaded && !wasUnloaded:
-			s.pub(events.ModelUnloaded, "the model is not loaded (Strata unloaded it; the next request loads it again)", map[string]any{"source": "health"})
+			s.pub(events.ModelUnloaded, "the model is not loaded (Strata's /health says so)", map[string]any{"source": "health"})
 		case h.Loaded && wasUnloaded:
 			s.pub(events.ModelLoaded, "the model is loaded again", map[string]any{"source": "health", "images": h.Images})
 		}
-		if !calm && (h.Loaded || !wasUnloaded) {
+		if !calm && (h.Loaded || !wasUnloaded || time.Since(reloadSince) > s.cfg.StartTimeout) {
 			// Ready (or loaded again): exits come from waitpid and log
 			// lines by notification, so health only follows the encoder's
 			// availability, and without vision hardly at all.
