@@ -208,7 +208,7 @@ func Build(in Input) Menu {
 		status(ItemVision, visionLine(st, in.Now))
 		status(ItemRemote, remoteLine(st, in.Now))
 		last := in.Relay.Line(in.Now)
-		if st.Vision.Placement == "off" || st.Vision.Placement == "" {
+		if st.Vision.Placement == "off" {
 			last = "" // pictures are refused: where the last one was read is no news
 		}
 		status(ItemLastPicture, last)
