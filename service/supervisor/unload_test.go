@@ -145,7 +145,7 @@ func TestLastWordsOf(t *testing.T) {
 		"server.py: error: lazy loading is text-only; disable vision in the config": "lazy loading is text-only; disable vision in the config",
 		"[strata] error: the engine did not start (exit code 1)":                    "error: the engine did not start (exit code 1)",
 		"RuntimeError: stand-in crash":                                              "RuntimeError: stand-in crash",
-		"  File \"serve/server.py\", line 1, in <module>":                          "",
+		"  File \"serve/server.py\", line 1, in <module>":                           "",
 		"Traceback (most recent call last):":                                        "",
 		"usage: server.py [-h]":                                                     "",
 		"":                                                                          "",
