@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -54,5 +55,32 @@ func TestStatusAfterUnload(t *testing.T) {
 	state.Fold(&st, events.Event{Kind: events.ConfigChanged, Time: now, Details: map[string]any{"placement": "off"}})
 	if out := print(); strings.Contains(out, "Pictures:") || !strings.Contains(out, "Encoder:    off") {
 		t.Errorf("after vision off:\n%s", out)
+	}
+}
+
+// TestStatusSaysLazyWithVisionIsInvalid: `status` on a config with lazy
+// loading and vision (which Strata refuses to start) says "Valid: no" with
+// the reason and the fix, and `vision gpu --dry-run` no longer says
+// "nothing to change": it turns lazy_load off, in the diff.
+func TestStatusSaysLazyWithVisionIsInvalid(t *testing.T) {
+	in := visionFixture(t)
+	b, _ := os.ReadFile(in.Config)
+	lazy := bytes.Replace(b, []byte("{"), []byte("{\n  \"lazy_load\": true,"), 1)
+	if bytes.Contains(b, []byte(`"lazy_load"`)) {
+		lazy = bytes.Replace(b, []byte(`"lazy_load": false`), []byte(`"lazy_load": true`), 1)
+	}
+	if err := os.WriteFile(in.Config, lazy, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := cli(t, "status", "--strata-root", in.Root)
+	if code != 1 || !strings.Contains(out, "Valid:      no") || !strings.Contains(out, "lazy loading is text-only") || !strings.Contains(out, "turns lazy loading off") {
+		t.Fatalf("status on a lazy config with vision: exit %d\n%s", code, out)
+	}
+	code, out, errs := cli(t, "vision", "gpu", "--dry-run", "--strata-root", in.Root, "--no-probe")
+	if code != 0 || strings.Contains(out, "nothing to change") || !strings.Contains(out, `"lazy_load": false`) {
+		t.Fatalf("vision gpu --dry-run on a lazy config: exit %d\n%s\n%s", code, out, errs)
+	}
+	if now, _ := os.ReadFile(in.Config); !bytes.Equal(now, lazy) {
+		t.Fatal("a dry run wrote the config")
 	}
 }
