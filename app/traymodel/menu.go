@@ -207,7 +207,11 @@ func Build(in Input) Menu {
 		status(ItemServerDetail, clipTo(serverDetail(st), DetailWidth))
 		status(ItemVision, visionLine(st, in.Now))
 		status(ItemRemote, remoteLine(st, in.Now))
-		status(ItemLastPicture, in.Relay.Line(in.Now))
+		last := in.Relay.Line(in.Now)
+		if st.Vision.Placement == "off" {
+			last = "" // pictures are refused: where the last one was read is no news
+		}
+		status(ItemLastPicture, last)
 		m.Icon = Icon(st)
 		m.Tooltip = Tooltip(st)
 		if NoInstall(st) {
@@ -356,7 +360,7 @@ func Icon(st *controlapi.State) string {
 	}
 	switch st.Server.Phase {
 	case controlapi.PhaseReady:
-		if Degraded(st) != "" {
+		if Degraded(st) != "" || st.Vision.Encoder == controlapi.EncoderDegraded {
 			return assets.TrayDegraded
 		}
 		return assets.TrayReady
@@ -512,22 +516,9 @@ func placementWords(st *controlapi.State) string {
 	return "on " + p.ShortName(host)
 }
 
+// encoderWord is the state's word from the one table (controlapi.EncoderStates).
 func encoderWord(e string) string {
-	switch e {
-	case controlapi.EncoderReady:
-		return "encoder ready"
-	case controlapi.EncoderStarting:
-		return "encoder starting"
-	case controlapi.EncoderWaking:
-		return "encoder waking"
-	case controlapi.EncoderIdle:
-		return "encoder idle-stopped"
-	case controlapi.EncoderFailed:
-		return "encoder failed"
-	case controlapi.EncoderOff:
-		return "encoder off"
-	}
-	return "encoder state unknown"
+	return "encoder " + controlapi.EncoderStateInfo(e).Word
 }
 
 func visionLine(st *controlapi.State, now time.Time) string {
@@ -539,10 +530,11 @@ func visionLine(st *controlapi.State, now time.Time) string {
 	if where == "" {
 		where = v.Placement
 	}
-	parts := []string{"Vision: " + where, encoderWord(v.Encoder)}
+	enc := "encoder " + st.EncoderText(func(t time.Time) string { return Clock(t, now) })
 	if v.Encoder == controlapi.EncoderFailed && v.Error != "" {
-		parts[1] += " (" + v.Error + ")"
+		enc = encoderWord(v.Encoder) + " (" + v.Error + ")"
 	}
+	parts := []string{"Vision: " + where, enc}
 	if !v.LastPicture.IsZero() {
 		p := "last picture " + Clock(v.LastPicture, now)
 		if v.LastPictureMS > 0 {

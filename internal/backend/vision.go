@@ -137,7 +137,7 @@ func (b *Backend) SetVision(ctx context.Context, req controlapi.VisionRequest) (
 	if err != nil {
 		return nil, asRequest(err)
 	}
-	if err := c.Err(); err != nil {
+	if err := c.EditErr(); err != nil { // lazy loading with vision is fixed below
 		return nil, &RequestError{fmt.Errorf("not changing it: %w", err)}
 	}
 	from := Placement(c, s)
@@ -150,6 +150,13 @@ func (b *Backend) SetVision(ctx context.Context, req controlapi.VisionRequest) (
 	var plan *strataconfig.VisionRequest
 	relayPlaces := pl == settings.PlacementRemote || pl == settings.PlacementCPU || pl == settings.PlacementOff
 	switch {
+	case pl == settings.PlacementOff && c.LazyWithVision():
+		// Strata refuses lazy loading with vision: off takes the vision
+		// block out of the config, so the lazy loading asked for works.
+		plan = &strataconfig.VisionRequest{Placement: pl, VRAMTotalMiB: vram}
+	case relayPlaces && c.NamesRelay() && c.LazyWithVision():
+		// The relay stays; the plan turns lazy loading off (in the diff).
+		plan = &strataconfig.VisionRequest{Placement: settings.PlacementRemote, RelayExe: b.o.RelayExe, SettingsPath: b.o.SettingsPath, VRAMTotalMiB: vram}
 	case relayPlaces && c.NamesRelay():
 		// The relay routes by the settings: nothing to edit in the config.
 	case pl == settings.PlacementRemote || pl == settings.PlacementCPU:

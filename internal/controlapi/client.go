@@ -27,7 +27,18 @@ type Client struct {
 	BaseURL string // http://127.0.0.1:PORT
 	Token   string
 	HTTP    *http.Client
+	// RelaySecret goes with each relay report (NewRelayClient reads it
+	// from EnvRelaySecret).
+	RelaySecret string
 }
+
+// EnvRelaySecret is set by the service in the environment of each Strata
+// server it starts, a new random value per start; Strata hands its whole
+// environment to its encoder, so the relay it starts has it. The service
+// takes relay reports (POST /v1/relay with the relay token) only with the
+// current start's value: a relay started by hand, or by a Strata the
+// service did not start, reports nothing into its state (docs/security.md).
+const EnvRelaySecret = "STRATA_COMPANION_RELAY_SECRET"
 
 // NewClient reads the address and token files the running service wrote. A
 // program run by a normal user looks in its own state folder and then in a
@@ -84,7 +95,8 @@ func NewRelayClient() (*Client, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading the relay's token %s (only the account that runs Strata's server may): %w", tokFile, err)
 		}
-		return &Client{BaseURL: "http://" + strings.TrimSpace(string(addr)), Token: strings.TrimSpace(string(tok)), HTTP: &http.Client{}}, nil
+		return &Client{BaseURL: "http://" + strings.TrimSpace(string(addr)), Token: strings.TrimSpace(string(tok)), HTTP: &http.Client{},
+			RelaySecret: os.Getenv(EnvRelaySecret)}, nil
 	}
 	return nil, ErrNotRunning
 }
@@ -176,6 +188,9 @@ func (c *Client) Logs(ctx context.Context, tail int) (*LogsResponse, error) {
 
 // ReportRelay sends what the relay learned or did (POST /v1/relay).
 func (c *Client) ReportRelay(ctx context.Context, r RelayReport) error {
+	if r.Secret == "" {
+		r.Secret = c.RelaySecret
+	}
 	return c.do(ctx, "POST", "/v1/relay", r, nil)
 }
 

@@ -66,6 +66,11 @@ type ServerState struct {
 	Context   int       `json:"context,omitempty"`
 	Restarts  int       `json:"restarts"` // restarts after crashes since the service started
 	LastError string    `json:"last_error,omitempty"`
+	// Unloaded is when Strata unloaded its model (idle_unload_s, or POST
+	// /v1/unload), ending its engine and its encoder; zero while the model
+	// is loaded. The server still answers and loads both again on the next
+	// request.
+	Unloaded time.Time `json:"unloaded,omitempty"`
 	// ExpertCache from the engine's startup lines.
 	Experts        int     `json:"experts,omitempty"`
 	ExpertCacheGiB float64 `json:"expert_cache_gib,omitempty"`
@@ -98,6 +103,12 @@ type VisionState struct {
 	LastPictureMS int       `json:"last_picture_ms,omitempty"`
 	LastPicture   time.Time `json:"last_picture,omitempty"`
 	LastWakeMS    int       `json:"last_wake_ms,omitempty"`
+	// WokeAt is when the encoder last woke for a picture (an elastic or a
+	// second PC's encoder), LastWakeMS how long that start took.
+	WokeAt time.Time `json:"woke_at,omitempty"`
+	// IdleStopped is when the encoder stopped after idle (EncoderIdle),
+	// giving its VRAM back; zero otherwise.
+	IdleStopped time.Time `json:"idle_stopped,omitempty"`
 	// What the relay reported (strata-vision-relay through POST /v1/relay):
 	// where the last picture was read (remote, fallback_cpu, local_cpu),
 	// fallbacks to this PC's CPU (one per outage) and Wake-on-LAN attempts.
@@ -111,7 +122,9 @@ type VisionState struct {
 	LastWokeMS int    `json:"last_woke_ms,omitempty"`
 	// Where the encoder really reads pictures, from its own start line
 	// (the relay's vision.ready): "gpu" or "cpu", on which PC (Host: the
-	// second PC; empty: this one), the GPU's name and the VRAM it took.
+	// second PC; empty: this one), the GPU's name and the VRAM it takes
+	// while it runs (the words show it only then: EncoderHoldsVRAM). An
+	// unload or vision off clears them.
 	Device  string `json:"device,omitempty"`
 	Host    string `json:"host,omitempty"`
 	GPU     string `json:"gpu,omitempty"`
@@ -124,6 +137,9 @@ type VisionState struct {
 	// Relay is the pid of the relay whose reports these are: a new relay
 	// (Strata restarted it) starts from nothing.
 	Relay int `json:"relay,omitempty"`
+	// EndedRelay is the relay Strata ended when it unloaded its model: its
+	// late reports (the connection's end) are not folded.
+	EndedRelay int `json:"ended_relay,omitempty"`
 }
 
 // RemoteInfo is the second PC, when vision runs there.
@@ -219,6 +235,9 @@ type Error struct {
 // (events). The relay reads the settings but never writes them: the service
 // folds this into its state and its settings.
 type RelayReport struct {
+	// Secret is the EnvRelaySecret the relay found in its environment:
+	// only a relay the service's own Strata started has it.
+	Secret string         `json:"secret,omitempty"`
 	Events []events.Event `json:"events,omitempty"`
 	// NEmbd is the n_embd the second PC's encoder reported, 0 when unknown.
 	NEmbd int `json:"n_embd,omitempty"`

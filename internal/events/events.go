@@ -24,6 +24,14 @@ const (
 	ServerFailed     Kind = "server.failed"     // given up (crash loop, port in use, missing files); Message says why
 	ServerStopped    Kind = "server.stopped"    // stopped on request
 
+	// ModelUnloaded: Strata unloaded its model (its "model unloaded after N
+	// s idle" line, or /health saying loaded false after POST /v1/unload),
+	// ending its engine and its encoder; Details: idle_s (the line's),
+	// source. ModelLoaded: /health says loaded again after an unload (the
+	// next request loaded both).
+	ModelUnloaded Kind = "server.model_unloaded"
+	ModelLoaded   Kind = "server.model_loaded"
+
 	EngineRestarted Kind = "engine.restarted"    // Strata restarted its engine by itself
 	ExpertCache     Kind = "engine.expert_cache" // Details: experts, gib
 

@@ -183,6 +183,14 @@ type Config struct {
 	GPU     any               `json:"gpu"`
 	Vision  *VisionConfig     `json:"vision"`
 	Context int               `json:"ctx_size"`
+	Args    []string          `json:"args"`
+	// LazyLoad: the model loads on the first request, not at start
+	// (text-only: with a vision block Strata refuses to start, exit 2).
+	LazyLoad any `json:"lazy_load"`
+	// IdleUnloadS: after this many seconds without a request the model is
+	// unloaded, its engine and its encoder ended; the next request starts
+	// both again, the encoder first.
+	IdleUnloadS any `json:"idle_unload_s"`
 }
 
 // VisionConfig is the config's `vision` block.
@@ -318,6 +326,16 @@ type server struct {
 	// busy counts the chat requests being answered (GET /status "busy").
 	busy atomic.Int32
 	step time.Duration
+	mode Mode
+
+	// loaded: the model is in (engine running, and the encoder when vision
+	// is on); false before a lazy start's first request and after an
+	// unload. Changed under mu.
+	loaded atomic.Bool
+	// idle is the idle_unload_s timer, reset by every request (nil without).
+	idle     *time.Timer
+	idleFor  time.Duration
+	unloadMu sync.Mutex // guards idle
 }
 
 func (s *server) say(format string, a ...any) { fmt.Fprintf(s.out, format+"\n", a...) }
@@ -368,6 +386,20 @@ func (s *server) main(args []string) int {
 		s.say("error: the config %s is not valid JSON: %v", *config, err)
 		return 1
 	}
+	lazy := truthy(s.cfg.LazyLoad)
+	for _, a := range s.cfg.Args {
+		lazy = lazy || a == "--lazy"
+	}
+	if lazy && s.cfg.Vision != nil {
+		// server.py @5f8f3f2: argparse's error, exit 2, before anything starts.
+		fmt.Fprintln(os.Stderr, "usage: server.py [-h] [--engine {mock,strata}] [--config CONFIG] [--port PORT] [--open] [--lazy]")
+		fmt.Fprintln(os.Stderr, "server.py: error: lazy loading is text-only; disable vision in the config")
+		return 2
+	}
+	if v, ok := s.cfg.IdleUnloadS.(float64); ok && v > 0 {
+		s.idleFor = time.Duration(v * float64(time.Second))
+	}
+	s.mode = mode
 	if s.legacy {
 		s.gpu = &GPU{Name: "Stand-in GPU", TotalMiB: refGPUTotalMiB}
 		s.experts, s.cacheGiB = refExpertsGPU, 5.96
@@ -458,7 +490,7 @@ func (s *server) main(args []string) int {
 		s.logLine("strata generate: error: cannot allocate the expert cache (stand-in fail-start)")
 		return 1
 	}
-	if s.engineName == "strata" {
+	if s.engineName == "strata" && !lazy {
 		if err := s.startEngine(mode); err != nil {
 			s.say("[strata] error: cannot start the engine: %v", err)
 			return 1
@@ -468,6 +500,7 @@ func (s *server) main(args []string) int {
 		// server.py's mock-engine branch sets vision = None: no encoder.
 		s.cfg.Vision = nil
 	}
+	s.loaded.Store(!lazy)
 	if s.cfg.Vision != nil {
 		s.say("[strata] starting the vision encoder ...")
 		s.say("[strata] loading the vision encoder ...")
@@ -506,6 +539,7 @@ func (s *server) main(args []string) int {
 	if s.cfg.APIKey != "" {
 		key = "API key required"
 	}
+	s.touch()
 	srv := &http.Server{Handler: s.handler(), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	base := fmt.Sprintf("http://%s/v1", net.JoinHostPort(host, strconv.Itoa(s.port)))
@@ -572,6 +606,88 @@ func (s *server) shutdown() int {
 	s.say("[strata] stopping ...")
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.unloadMu.Lock()
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.unloadMu.Unlock()
+	s.endChildren()
+	return 0
+}
+
+// touch is a request: the idle_unload_s timer starts again.
+func (s *server) touch() {
+	if s.idleFor <= 0 {
+		return
+	}
+	s.unloadMu.Lock()
+	defer s.unloadMu.Unlock()
+	if s.idle == nil {
+		s.idle = time.AfterFunc(s.idleFor, s.idleUnload)
+		return
+	}
+	s.idle.Reset(s.idleFor)
+}
+
+// idleUnload is idle_unload_s running out, as server.py does it: the line
+// on stdout, then the engine and the encoder end (a relay, its ssh session
+// and the second PC's encoder with it).
+func (s *server) idleUnload() {
+	if s.busy.Load() > 0 {
+		s.touch()
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.loaded.Load() {
+		return
+	}
+	secs := strconv.FormatFloat(s.idleFor.Seconds(), 'f', -1, 64)
+	s.say("[strata] model unloaded after %s s idle; the next request loads it again", secs)
+	s.unloadLocked()
+}
+
+// unloadLocked ends the engine and the encoder (mu held).
+func (s *server) unloadLocked() {
+	s.loaded.Store(false)
+	s.endChildren()
+}
+
+// loadLocked loads the model again for a request (mu held): the encoder
+// first, as at a start, then the engine.
+func (s *server) loadLocked() error {
+	if s.loaded.Load() {
+		return nil
+	}
+	s.say("[strata] loading the model ...")
+	if s.cfg.Vision != nil && s.engineName == "strata" {
+		s.say("[strata] starting the vision encoder ...")
+		if line, err := s.startEncoder(); err != nil {
+			if !s.cfg.Vision.Remote {
+				s.say("the vision encoder did not start: %s", line)
+				return fmt.Errorf("the vision encoder did not start: %s", line)
+			}
+			s.say("[strata] the vision encoder did not start (%s); serving text only, an image will ask for it again", line)
+			s.encErr = line
+		}
+	}
+	if s.engineName == "strata" {
+		if err := s.startEngine(s.mode); err != nil {
+			return err
+		}
+	}
+	s.loaded.Store(true)
+	s.say("[strata] the model is loaded")
+	return nil
+}
+
+// endChildren tells the engine and the encoder QUIT and waits for them
+// (mu held); they are gone afterwards.
+func (s *server) endChildren() {
+	defer func() {
+		s.engine, s.engineIn = nil, nil
+		s.encoder, s.encIn, s.encOut = nil, nil, nil
+	}()
 	for _, p := range []struct {
 		in  io.WriteCloser
 		cmd *exec.Cmd
@@ -590,7 +706,6 @@ func (s *server) shutdown() int {
 			<-done
 		}
 	}
-	return 0
 }
 
 // childEnv is server.py's child_env (the engine's environment): the
@@ -799,7 +914,7 @@ func (s *server) handler() http.Handler {
 		writeJSON(w, 200, map[string]any{
 			"status": "ok", "model": s.model, "max_context": s.context(),
 			"images": s.cfg.Vision != nil, "api_key": s.cfg.APIKey != "",
-			"loaded": true, "service": "strata",
+			"loaded": s.loaded.Load(), "service": "strata",
 		})
 	})
 	// GET /status (no key): {"busy": true} while a request is answered.
@@ -853,8 +968,15 @@ func (s *server) handler() http.Handler {
 		json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req)
 		s.busy.Add(1)
 		defer s.busy.Add(-1)
+		s.touch()
+		defer s.touch()
 		s.mu.Lock()
+		err := s.loadLocked()
 		s.mu.Unlock()
+		if err != nil {
+			writeJSON(w, 500, map[string]any{"error": "the model could not be loaded: " + err.Error()})
+			return
+		}
 		content := "Hello from the stand-in engine."
 		if req.MaxTokens > 0 {
 			n := 0
@@ -890,6 +1012,10 @@ func (s *server) handler() http.Handler {
 			writeJSON(w, 400, map[string]any{"error": err.Error()})
 			return
 		}
+		s.busy.Add(1)
+		defer s.busy.Add(-1)
+		s.touch()
+		defer s.touch()
 		reply, sveBytes, err := s.encode(img)
 		if err != nil {
 			writeJSON(w, 400, map[string]any{"error": "the image could not be read: " + err.Error()})
@@ -897,12 +1023,42 @@ func (s *server) handler() http.Handler {
 		}
 		writeJSON(w, 200, map[string]any{"reply": reply, "sve_bytes": sveBytes})
 	})
+	// POST /v1/unload and /v1/load (with the key): the model out (its
+	// engine and encoder ended) or in, on request.
+	mux.HandleFunc("POST /v1/unload", func(w http.ResponseWriter, r *http.Request) {
+		if !s.keyOK(r) {
+			writeJSON(w, 401, map[string]any{"error": "an API key is required"})
+			return
+		}
+		s.mu.Lock()
+		s.unloadLocked()
+		s.mu.Unlock()
+		writeJSON(w, 200, map[string]any{"loaded": false})
+	})
+	mux.HandleFunc("POST /v1/load", func(w http.ResponseWriter, r *http.Request) {
+		if !s.keyOK(r) {
+			writeJSON(w, 401, map[string]any{"error": "an API key is required"})
+			return
+		}
+		s.touch()
+		s.mu.Lock()
+		err := s.loadLocked()
+		s.mu.Unlock()
+		if err != nil {
+			writeJSON(w, 500, map[string]any{"error": err.Error()})
+			return
+		}
+		writeJSON(w, 200, map[string]any{"loaded": true})
+	})
 	return s.guard(mux)
 }
 
 func (s *server) encode(img []byte) (string, int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.loadLocked(); err != nil {
+		return "", 0, err
+	}
 	sum := sha256.Sum256(img)
 	key := hex.EncodeToString(sum[:])
 	if c, ok := s.cache[key]; ok {

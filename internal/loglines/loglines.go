@@ -38,9 +38,8 @@ func (s Source) String() string {
 }
 
 // ModelUnloaded is Strata's "model unloaded after N s idle" (lazy load /
-// idle_unload_s). The events package has no kind for it; it is a server
-// detail, not a failure. Details: idle_s.
-const ModelUnloaded events.Kind = "server.model_unloaded"
+// idle_unload_s): events.ModelUnloaded. Details: idle_s.
+const ModelUnloaded = events.ModelUnloaded
 
 var (
 	// ready: http://127.0.0.1:8080/v1  (OpenAI: ..., context 32768 tokens, images on, API key required)

@@ -29,7 +29,8 @@ type Config struct {
 	Vision *Vision // nil: no vision block (images off)
 	// Lazy: `lazy_load` is truthy or args has `--lazy` (text-only: Strata
 	// refuses to start with a vision block then).
-	Lazy bool
+	Lazy    bool
+	lazyKey bool // the lazy_load key (not only --lazy) says so
 
 	port   int
 	host   string
@@ -122,6 +123,43 @@ func (c *Config) VRAMReserveMiB() int {
 
 // Err is nil for a valid config, else one error naming the file and every
 // problem.
+// LazyKey is the key of the problem "lazy loading with vision": Strata
+// refuses to start with both ("lazy loading is text-only; disable vision in
+// the config", exit 2), so a restart cannot help; a vision change fixes it
+// (on: lazy loading is turned off, shown in the diff; off: the vision block
+// goes and lazy loading stays).
+const LazyKey = "lazy_load"
+
+// LazyWithVision reports a config Strata refuses to start: lazy loading
+// (`lazy_load`, or `--lazy` in args) together with a vision block.
+func (c *Config) LazyWithVision() bool { return c.Lazy && c.Vision != nil }
+
+// lazyProblem is the LazyKey problem, in words with the fix.
+func (c *Config) lazyProblem() Problem {
+	what := "is on"
+	if !c.lazyKey {
+		what = "(--lazy in args) is on"
+	}
+	return Problem{Key: LazyKey, Msg: what + " together with vision, and Strata refuses to start with both (\"lazy loading is text-only; disable vision in the config\"): " + LazyFix}
+}
+
+// LazyFix says how to fix lazy loading with vision, in words.
+const LazyFix = "choose where pictures are read again (the tray's Vision menu, or strata-service vision gpu, cpu or remote), which turns lazy loading off, " +
+	"or turn vision off (strata-service vision off) to keep lazy loading"
+
+// EditErr is Err without the problems a vision change fixes itself (lazy
+// loading with vision): what keeps the companion from editing the config.
+func (c *Config) EditErr() error {
+	k := *c
+	k.Problems = nil
+	for _, p := range c.Problems {
+		if p.Key != LazyKey {
+			k.Problems = append(k.Problems, p)
+		}
+	}
+	return k.Err()
+}
+
 func (c *Config) Err() error {
 	if len(c.Problems) == 0 {
 		return nil
@@ -191,6 +229,7 @@ func fromBytes(path string, b []byte) (*Config, error) {
 		}
 	}
 	c.Lazy = d.truthy(r, "lazy_load")
+	c.lazyKey = c.Lazy
 	for _, a := range c.Args {
 		c.Lazy = c.Lazy || a == "--lazy"
 	}
@@ -215,6 +254,9 @@ func fromBytes(path string, b []byte) (*Config, error) {
 				c.Vision.CUDADevice = &n
 			}
 		}
+	}
+	if c.LazyWithVision() {
+		c.Problems = append(c.Problems, c.lazyProblem())
 	}
 	return c, nil
 }

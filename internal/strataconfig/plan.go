@@ -117,8 +117,8 @@ func (p *planner) plan(src []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(cur.Problems) > 0 {
-		return nil, fmt.Errorf("not changing it: %w", cur.Err())
+	if err := cur.EditErr(); err != nil { // lazy loading with vision: turnOffLazy or vision off fixes it
+		return nil, fmt.Errorf("not changing it: %w", err)
 	}
 	before := cur.Placement()
 	if p.req.Placement == settings.PlacementOff {
@@ -591,7 +591,7 @@ func (p *planner) visionFromBackups() (text, after, before, from string) {
 			continue
 		}
 		c, err := fromBytes(p.path, raw)
-		if err != nil || c.Vision == nil || len(c.Problems) > 0 {
+		if err != nil || c.Vision == nil || c.EditErr() != nil {
 			continue
 		}
 		if statFile(c.resolve(c.Vision.MMProj)) != nil || statFile(c.resolve(c.Vision.Model)) != nil {

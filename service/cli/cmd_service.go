@@ -404,16 +404,15 @@ func printServiceStatus(w interface{ Write([]byte) (int, error) }, ss *serviceSt
 		}
 	}
 	if st.Vision.Placement != "" {
-		enc := st.Vision.Encoder
-		if st.Vision.Error != "" {
+		// The words of the one table (controlapi.EncoderStates), as the
+		// tray says them.
+		enc := st.EncoderText(func(t time.Time) string { return t.Local().Format(time.TimeOnly) })
+		if st.Vision.Encoder != controlapi.EncoderFailed && st.Vision.Error != "" {
 			enc += ": " + st.Vision.Error
 		}
 		fmt.Fprintf(w, "Encoder:    %s\n", enc)
-		if where := VisionWhere(st.Vision); where != "" {
+		if where := VisionWhere(st.Vision); where != "" && st.Vision.Placement != "off" && st.Vision.EncoderHoldsVRAM() {
 			fmt.Fprintf(w, "Pictures:   %s\n", where)
-		}
-		if st.Vision.Degraded != "" {
-			fmt.Fprintf(w, "  degraded: %s\n", st.Vision.Degraded)
 		}
 	}
 	if r := st.Remote; r != nil {

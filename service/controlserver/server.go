@@ -58,6 +58,11 @@ type Backend struct {
 	Settings func(ctx context.Context, p controlapi.SettingsPatch) (*controlapi.State, error)
 	// Relay takes POST /v1/relay (what the relay learned or did).
 	Relay func(ctx context.Context, r controlapi.RelayReport) error
+	// RelayStarted, when set, says whether secret is the one the service
+	// handed the Strata it runs now (controlapi.EnvRelaySecret): a report
+	// with the relay token and another secret (a relay started by hand, or
+	// by a Strata the service did not start) is refused.
+	RelayStarted func(secret string) bool
 	// Remote reads (rec nil: GET /v1/remote) or records (POST /v1/remote)
 	// the second PC; it returns the record after it (nil: none).
 	Remote func(ctx context.Context, rec *controlapi.RemoteRecord) (*settings.Remote, error)
@@ -507,6 +512,11 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request) {
 	}
 	var rep controlapi.RelayReport
 	if !decode(w, r, &rep, "a relay report") {
+		return
+	}
+	if s.b.RelayStarted != nil && RoleOf(r.Context()) == RoleRelay && !s.b.RelayStarted(rep.Secret) {
+		fail(w, http.StatusForbidden, "this relay was not started by the Strata server the service runs (a relay started by hand, "+
+			"or by a Strata started outside the service): its reports are not taken; the relay reads pictures all the same")
 		return
 	}
 	if len(rep.Events) > events.MaxRelayEvents {

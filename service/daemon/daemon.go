@@ -380,6 +380,10 @@ func (d *Daemon) newServer() error {
 			st := d.tracker.Snapshot()
 			return &st, nil
 		},
+		RelayStarted: func(secret string) bool {
+			r := d.current()
+			return r != nil && r.sup != nil && r.sup.StartedRelay(secret)
+		},
 		Relay: func(rctx context.Context, r controlapi.RelayReport) error {
 			if err := d.owner().RelayReport(rctx, r); err != nil {
 				return httpError(err)

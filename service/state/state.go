@@ -99,12 +99,19 @@ func (t *Tracker) SetNEmbd(n int) {
 func Fold(st *controlapi.State, e events.Event) {
 	srv := &st.Server
 	vis := &st.Vision
-	if pid := int(num(e.Details["relay"])); pid > 0 && pid != vis.Relay {
+	pid := int(num(e.Details["relay"]))
+	if pid > 0 && pid == vis.EndedRelay {
+		// A late report of the relay Strata ended with its unload (the
+		// connection's end, a picture given up): it says nothing of the
+		// encoder the next request starts.
+		return
+	}
+	if pid > 0 && pid != vis.Relay {
 		// Another relay (Strata started it again): what the last one saw
 		// of where pictures are read and how they went is not this one's.
 		vis.Relay = pid
 		vis.Device, vis.Host, vis.GPU, vis.VRAMMiB, vis.Degraded, vis.LastOK = "", "", "", 0, "", nil
-		if vis.Encoder == controlapi.EncoderFailed || vis.Encoder == controlapi.EncoderDegraded {
+		if vis.Encoder == controlapi.EncoderFailed || vis.Encoder == controlapi.EncoderDegraded || vis.Encoder == controlapi.EncoderUnloaded {
 			vis.Encoder, vis.Error = controlapi.EncoderUnknown, ""
 		}
 	}
@@ -120,6 +127,8 @@ func Fold(st *controlapi.State, e events.Event) {
 		srv.Detail = "starting"
 		srv.PID = 0
 		srv.Foreign = nil
+		srv.Unloaded = time.Time{}
+		endEncoder(vis)
 		if p := num(e.Details["port"]); p > 0 {
 			srv.Port = int(p)
 		}
@@ -165,6 +174,8 @@ func Fold(st *controlapi.State, e events.Event) {
 		expected, _ := e.Details["expected"].(bool)
 		srv.PID = 0
 		srv.URL = ""
+		srv.Unloaded = time.Time{}
+		endEncoder(vis) // it ended with its server
 		if !expected {
 			setPhase(controlapi.PhaseStopped)
 			srv.LastError = e.Message
@@ -226,6 +237,31 @@ func Fold(st *controlapi.State, e events.Event) {
 		if g := num(e.Details["gib"]); g > 0 {
 			srv.ExpertCacheGiB = g
 		}
+		if vis.Encoder == controlapi.EncoderStarting {
+			// Strata starts its engine only once the encoder answered
+			// READY (the encoder first, at a start and at a reload): the
+			// encoder's own start is over. A relay's READY is at once;
+			// the second PC's encoder starts with the first picture.
+			vis.Encoder = controlapi.EncoderReady
+		}
+	case events.ModelUnloaded:
+		srv.Unloaded = e.Time
+		srv.Detail = e.Message + "; the next request loads it again"
+		if vis.Placement != "" && vis.Placement != "off" && vis.Encoder != controlapi.EncoderOff {
+			vis.Encoder = controlapi.EncoderUnloaded
+			vis.Error = ""
+		}
+		vis.EndedRelay = vis.Relay
+		endEncoder(vis)
+	case events.ModelLoaded:
+		srv.Unloaded = time.Time{}
+		if srv.Phase == controlapi.PhaseReady {
+			srv.Detail = ""
+		}
+		if vis.Encoder == controlapi.EncoderUnloaded || vis.Encoder == controlapi.EncoderStarting {
+			// Loaded again: Strata started its encoder first.
+			vis.Encoder = controlapi.EncoderReady
+		}
 	case events.EngineRestarted:
 		if running, _ := e.Details["running"].(bool); !running {
 			srv.Detail = e.Message
@@ -238,6 +274,7 @@ func Fold(st *controlapi.State, e events.Event) {
 	case events.EncoderReady:
 		vis.Encoder = controlapi.EncoderReady
 		vis.Error = ""
+		vis.IdleStopped = time.Time{}
 		if d, ok := e.Details["device"].(string); ok && d != "" {
 			vis.Device = d
 			vis.Host, _ = e.Details["host"].(string)
@@ -255,6 +292,8 @@ func Fold(st *controlapi.State, e events.Event) {
 	case events.EncoderWoke:
 		vis.Encoder = controlapi.EncoderReady
 		vis.Error = ""
+		vis.IdleStopped = time.Time{}
+		vis.WokeAt = e.Time
 		if w := num(e.Details["wake_ms"]); w > 0 {
 			vis.LastWakeMS = int(w)
 		} else if w := num(e.Details["start_ms"]); w > 0 {
@@ -266,6 +305,7 @@ func Fold(st *controlapi.State, e events.Event) {
 		}
 	case events.EncoderIdleStopped:
 		vis.Encoder = controlapi.EncoderIdle
+		vis.IdleStopped = e.Time
 	case events.EncoderFailed:
 		vis.Encoder = controlapi.EncoderFailed
 		vis.Error = e.Message
@@ -284,6 +324,7 @@ func Fold(st *controlapi.State, e events.Event) {
 			vis.LastPicture = e.Time
 			vis.Error = ""
 			vis.Encoder = controlapi.EncoderReady
+			vis.IdleStopped = time.Time{}
 			if vis.Degraded != "" && where == "remote" {
 				vis.Encoder = controlapi.EncoderDegraded
 			}
@@ -349,6 +390,10 @@ func Fold(st *controlapi.State, e events.Event) {
 			if p == "off" {
 				vis.Encoder = controlapi.EncoderOff
 				vis.Error = ""
+				// Where the last encoder read is no longer where pictures
+				// go: nothing reads them now.
+				vis.Device, vis.Host, vis.GPU, vis.VRAMMiB, vis.Degraded = "", "", "", 0, ""
+				vis.IdleStopped, vis.WokeAt = time.Time{}, time.Time{}
 			} else if vis.Encoder == controlapi.EncoderOff {
 				// Back on without a restart (the relay routes by the
 				// settings): the next picture tells how it goes.
@@ -359,6 +404,15 @@ func Fold(st *controlapi.State, e events.Event) {
 			st.Config.Path = p
 		}
 	}
+}
+
+// endEncoder forgets the running encoder (its server ended it): its relay,
+// where it read and the VRAM it held. What pictures did (the last one, the
+// fallbacks, the wakes) stays.
+func endEncoder(vis *controlapi.VisionState) {
+	vis.Relay = 0
+	vis.Device, vis.Host, vis.GPU, vis.VRAMMiB, vis.Degraded = "", "", "", 0, ""
+	vis.IdleStopped = time.Time{}
 }
 
 func remote(st *controlapi.State, e events.Event) *controlapi.RemoteInfo {

@@ -20,6 +20,9 @@ package supervisor
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +37,7 @@ import (
 	"gopkg.in/natefinch/lumberjack.v2"
 
 	"github.com/strata-companion/companion/internal/account"
+	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/fserr"
 	"github.com/strata-companion/companion/internal/loglines"
@@ -169,6 +173,11 @@ type Supervisor struct {
 	// folders are removed when the next one starts.
 	lastRun *process
 
+	// secret is the current start's controlapi.EnvRelaySecret ("" while
+	// no server runs), under secretMu: the API's goroutines ask StartedRelay.
+	secretMu sync.Mutex
+	secret   string
+
 	outMu sync.Mutex // guards ring and the drop count
 	ring  []string
 	log   *lumberjack.Logger // written only by writeLog
@@ -291,11 +300,20 @@ type process struct {
 	restart  bool           // start again after the expected exit
 	timedOut bool
 
+	// reload nudges the health poller to poll at the start's pace: a
+	// line came while the model was unloaded (the next request is loading
+	// it again).
+	reload chan struct{}
+
 	mu           sync.Mutex // guards the fields below, set by the readers
 	isReady      bool
 	portInUse    bool
 	encoderFatal string
 	lastStrata   string // the last [strata] line, for progress
+	lastWords    string // the last line that can say why it ended (lastWordsOf)
+	// unloaded: Strata unloaded its model (its line, or /health); the
+	// health poller publishes the reload when /health says loaded again.
+	unloaded bool
 }
 
 func (p *process) flag(f func(p *process)) {
@@ -455,7 +473,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			code, how := s.finish(p)
 			last := s.LastLines()
 			p.mu.Lock()
-			portInUse, encFatal := p.portInUse, p.encoderFatal
+			portInUse, encFatal, words, wasReady := p.portInUse, p.encoderFatal, p.lastWords, p.isReady
 			p.mu.Unlock()
 			details := map[string]any{"code": code, "expected": p.stopping && !p.timedOut, "pid": p.pid, "last_lines": last}
 			if p.stopping && !p.timedOut {
@@ -467,7 +485,14 @@ func (s *Supervisor) Run(ctx context.Context) error {
 				}
 				continue
 			}
-			s.pub(events.ServerExited, "the Strata server exited unexpectedly ("+how+")", details)
+			exitMsg := "the Strata server exited unexpectedly (" + how + ")"
+			if words != "" {
+				// Strata's own reason, for the owner (status, the tray), not
+				// only in the operators' last_lines and the log.
+				exitMsg += ": " + words
+				details["last_words"] = words
+			}
+			s.pub(events.ServerExited, exitMsg, details)
 			var reason string
 			switch {
 			case p.timedOut:
@@ -476,6 +501,12 @@ func (s *Supervisor) Run(ctx context.Context) error {
 				reason = fmt.Sprintf("port %d is already in use: another program (perhaps another Strata) listens there. Stop it, or set another port, then start the server again", p.port)
 			case encFatal != "":
 				reason = "the vision encoder did not start: " + encFatal + ". Change where pictures are read (strata-service vision ...) or turn vision off, then start the server again"
+			case code == 2 && !wasReady:
+				// Exit code 2 before ready is Strata refusing its config or
+				// its arguments (lazy loading with vision, a remote stage
+				// with vision, ...): the same config meets the same refusal,
+				// so no restart loop.
+				reason = s.refusal(words)
 			}
 			if reason == "" {
 				now := time.Now()
@@ -502,6 +533,44 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			restartTimer = time.After(delay)
 		}
 	}
+}
+
+// refusal is the reason given when Strata refused to start (exit code 2
+// before ready): its own words, and the fix when the config says what it is.
+func (s *Supervisor) refusal(words string) string {
+	reason := "Strata refused to start"
+	if words != "" {
+		reason += ": " + words
+	}
+	if sc, err := strataconfig.Read(s.cfg.ConfigPath); err == nil {
+		for _, p := range sc.Problems {
+			if p.Key == strataconfig.LazyKey {
+				return reason + ". " + s.cfg.ConfigPath + " has lazy loading on together with vision: " + strataconfig.LazyFix + ". Restarting cannot fix this, so the service does not restart it"
+			}
+		}
+	}
+	return reason + ". Restarting with the same config cannot fix this, so the service does not restart it: change the config, then start the server again. Its last output is in " + s.logName()
+}
+
+// lastWordsOf says whether an output line can be the server's last words
+// (why it ended): not a blank line, not a traceback's frames, not its
+// routine progress; argparse's "usage:" line neither. A "prog: error: X"
+// line gives "X".
+func lastWordsOf(line string) (string, bool) {
+	t := strings.TrimSpace(line)
+	switch {
+	case t == "", line[0] == ' ', line[0] == '\t', strings.HasPrefix(t, "Traceback ("), strings.HasPrefix(t, "usage:"),
+		strings.Contains(t, "[strata] stopping"), strings.HasPrefix(t, "ready:"):
+		return "", false
+	}
+	if i := strings.Index(t, ": error: "); i >= 0 && !strings.Contains(t[:i], " ") {
+		t = t[i+len(": error: "):]
+	}
+	t = strings.TrimSpace(strings.TrimPrefix(t, "[strata]"))
+	if r := []rune(t); len(r) > 300 {
+		t = string(r[:299]) + "…"
+	}
+	return t, t != ""
 }
 
 func (s *Supervisor) logName() string {
@@ -548,6 +617,13 @@ func (s *Supervisor) launch() (*process, error) {
 	cmd.Env = append(cmd.Env, "PYTHONUNBUFFERED=1") // lines as they happen, not at exit
 	mark := newMark()
 	cmd.Env = append(cmd.Env, EnvServerMark+"="+mark) // how the next run knows a leftover is ours
+	// The relay Strata starts inherits the server's environment: with this
+	// secret, and only then, its reports go into the service's state.
+	secret, err := newSecret()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(cmd.Env, controlapi.EnvRelaySecret+"="+secret)
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -570,7 +646,8 @@ func (s *Supervisor) launch() (*process, error) {
 		errW.Close()
 		return nil, err
 	}
-	p := &process{cmd: cmd, port: port, started: time.Now(), exited: make(chan struct{}), apiKey: sc.APIKey(), vision: sc.Vision != nil, mark: mark}
+	p := &process{cmd: cmd, port: port, started: time.Now(), exited: make(chan struct{}), apiKey: sc.APIKey(), vision: sc.Vision != nil, mark: mark,
+		reload: make(chan struct{}, 1)}
 	s.pub(events.ServerStarting, fmt.Sprintf("starting the Strata server on port %d", port),
 		map[string]any{"port": port, "config": s.cfg.ConfigPath})
 	if note != "" {
@@ -601,6 +678,9 @@ func (s *Supervisor) launch() (*process, error) {
 	}
 	p.pid = cmd.Process.Pid
 	p.sys = attach(cmd)
+	s.secretMu.Lock()
+	s.secret = secret
+	s.secretMu.Unlock()
 	s.writePID(p)
 	as := ""
 	if acct != nil {
@@ -630,8 +710,29 @@ func (s *Supervisor) launch() (*process, error) {
 	return p, nil
 }
 
+// StartedRelay reports whether secret is the one the running server was
+// started with (controlapi.EnvRelaySecret): only its relay has it.
+func (s *Supervisor) StartedRelay(secret string) bool {
+	s.secretMu.Lock()
+	cur := s.secret
+	s.secretMu.Unlock()
+	return cur != "" && subtle.ConstantTimeCompare([]byte(secret), []byte(cur)) == 1
+}
+
+// newSecret is 32 random bytes in hex.
+func newSecret() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("making the relay's secret: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
 // finish releases p's process group / job and says how it ended.
 func (s *Supervisor) finish(p *process) (int, string) {
+	s.secretMu.Lock()
+	s.secret = "" // its relay is gone with it
+	s.secretMu.Unlock()
 	p.sys.close()
 	s.removePID(p)
 	st := p.cmd.ProcessState
@@ -785,9 +886,28 @@ func (s *Supervisor) line(p *process, stream, text string) {
 	if loglines.IsPortInUse(text) {
 		p.flag(func(p *process) { p.portInUse = true })
 	}
+	words, isWords := lastWordsOf(text)
+	p.mu.Lock()
+	if isWords {
+		p.lastWords = words
+	}
+	unloaded := p.unloaded
+	p.mu.Unlock()
 	e, ok := loglines.Parse(loglines.Stdout, text)
 	if !ok {
 		return
+	}
+	switch e.Kind {
+	case events.ServerProgress, events.EncoderStarting, events.ExpertCache:
+		if unloaded {
+			// Strata's own start lines while unloaded (not a request's
+			// log line, not the health poll's): a request is loading the
+			// model again; the health poller follows it at the start's pace.
+			select {
+			case p.reload <- struct{}{}:
+			default:
+			}
+		}
 	}
 	switch e.Kind {
 	case events.ServerReady:
@@ -805,6 +925,8 @@ func (s *Supervisor) line(p *process, stream, text string) {
 		if ready {
 			return // a running server's chatter is in the log, not the event stream
 		}
+	case events.ModelUnloaded:
+		p.flag(func(p *process) { p.unloaded = true })
 	case events.EncoderFailed:
 		if fatal, _ := e.Details["fatal"].(bool); fatal {
 			reason, _ := e.Details["reason"].(string)

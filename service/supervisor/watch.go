@@ -205,14 +205,30 @@ func (s *Supervisor) pollHealth(ctx context.Context, p *process) {
 	base := "http://127.0.0.1:" + strconv.Itoa(p.port)
 	var lastVision *statusVision
 	calm := false
+	var reloadSince time.Time
 	t := time.NewTicker(s.cfg.HealthEvery)
 	defer t.Stop()
+	calmEvery := func() time.Duration {
+		if p.vision {
+			return s.cfg.CalmHealthEvery
+		}
+		return 5 * s.cfg.CalmHealthEvery
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-p.exited:
 			return
+		case <-p.reload:
+			// A reload after an unload: follow it as a start (for as
+			// long as a start may take).
+			if calm {
+				reloadSince = time.Now()
+			}
+			t.Reset(s.cfg.HealthEvery)
+			calm = false
+			continue
 		case <-t.C:
 		}
 		var h health
@@ -238,23 +254,32 @@ func (s *Supervisor) pollHealth(ctx context.Context, p *process) {
 		if !ready {
 			continue
 		}
-		if !calm {
-			// Ready: exits come from waitpid and log lines by notification,
-			// so health only follows the encoder's availability, and
-			// without vision hardly at all.
+		// Strata's own unload (idle_unload_s, POST /v1/unload) ends its
+		// engine and encoder; the idle one says so in a line, the one on
+		// request only here. Loaded again: the next request reloaded both.
+		p.mu.Lock()
+		wasUnloaded := p.unloaded
+		p.unloaded = !h.Loaded
+		p.mu.Unlock()
+		switch {
+		case !h.Loaded && !wasUnloaded:
+			s.pub(events.ModelUnloaded, "the model is not loaded (Strata's /health says so)", map[string]any{"source": "health"})
+		case h.Loaded && wasUnloaded:
+			s.pub(events.ModelLoaded, "the model is loaded again", map[string]any{"source": "health", "images": h.Images})
+		}
+		if !calm && (h.Loaded || !wasUnloaded || time.Since(reloadSince) > s.cfg.StartTimeout) {
+			// Ready (or loaded again): exits come from waitpid and log
+			// lines by notification, so health only follows the encoder's
+			// availability, and without vision hardly at all.
 			calm = true
-			if p.vision {
-				t.Reset(s.cfg.CalmHealthEvery)
-			} else {
-				t.Reset(5 * s.cfg.CalmHealthEvery)
-			}
+			t.Reset(calmEvery())
 		}
 		select {
 		case s.healthRound <- struct{}{}: // the log backstop rides along
 		default:
 		}
-		if !p.vision {
-			continue
+		if !p.vision || !h.Loaded {
+			continue // nothing to follow, or an encoder gone with the model on purpose
 		}
 		var st struct {
 			Vision *statusVision `json:"vision"`
