@@ -884,7 +884,7 @@ func TestSecondPCReadsOnItsGPU(t *testing.T) {
 	}
 	restart()
 	ready = g.svc.waitFor(t, events.EncoderReady, 2, 10*time.Second)
-	if ready.Details["device"] != "cpu" || ready.Details["expected"] != "gpu" {
+	if ready.Details["device"] != "cpu" || ready.Details["expected_device"] != "gpu" {
 		t.Errorf("vision.ready without the GPU: %v, want cpu where gpu was expected", ready.Details)
 	}
 	deg := g.svc.waitFor(t, events.EncoderDegraded, 1, 10*time.Second)

@@ -39,34 +39,35 @@ func (v *RelayView) Fold(evs []events.Event) {
 	for _, e := range evs {
 		switch e.Kind {
 		case events.PictureEncoded:
-			if ok, known := e.Details["ok"].(bool); known && !ok {
-				if w, _ := e.Details["where"].(string); w != "off" {
+			d := events.Get[events.PictureEncodedDetails](e)
+			if d.OK != nil && !*d.OK {
+				if d.Where != events.WhereOff {
 					v.LastError = e.Message
 				}
 				continue
 			}
 			v.LastError = ""
-			if w, ok := e.Details["where"].(string); ok {
-				v.LastWhere = w
+			if d.Where != "" {
+				v.LastWhere = d.Where
 			}
-			v.LastMS = int64(number(e.Details["ms"]))
+			v.LastMS = d.MS
 			v.LastAt = e.Time
 		case events.EncoderReady:
-			if d, _ := e.Details["device"].(string); d != "" {
-				v.Device, v.Degraded = deviceWords(d, e.Details), ""
+			if d := events.Get[events.EncoderReadyDetails](e); d.Device != "" {
+				v.Device, v.Degraded = deviceWords(d.Device, d.GPU), ""
 			}
 		case events.EncoderDegraded:
 			v.Degraded = e.Message
 		case events.VisionFallback:
 			v.Failovers++
 		case events.RemoteWake:
-			ok, known := e.Details["ok"].(bool)
+			d := events.Get[events.RemoteWakeDetails](e)
 			switch {
-			case !known:
+			case d.OK == nil:
 				v.Wakes++
 				v.LastWake = "waking it"
-			case ok:
-				v.LastWake = "woke in " + seconds(int64(number(e.Details["woke_ms"])))
+			case *d.OK:
+				v.LastWake = "woke in " + seconds(d.WokeMS)
 			default:
 				v.LastWake = "did not wake"
 			}
@@ -75,9 +76,9 @@ func (v *RelayView) Fold(evs []events.Event) {
 }
 
 // deviceWords names the device an encoder reads on.
-func deviceWords(device string, d map[string]any) string {
-	if g, _ := d["gpu"].(string); device == "gpu" && g != "" {
-		return g
+func deviceWords(device, gpu string) string {
+	if device == "gpu" && gpu != "" {
+		return gpu
 	}
 	if device == "gpu" {
 		return "its GPU"
@@ -85,17 +86,6 @@ func deviceWords(device string, d map[string]any) string {
 	return "its CPU"
 }
 
-func number(v any) float64 {
-	switch n := v.(type) {
-	case float64:
-		return n
-	case int:
-		return float64(n)
-	case int64:
-		return float64(n)
-	}
-	return 0
-}
 
 // WhereWords names a picture's place for people.
 func WhereWords(where string) string {
@@ -152,7 +142,7 @@ func RelayNotices(evs []events.Event) []Notice {
 			out = append(out, Notice{Topic: TopicDegraded, Title: "Pictures are read on the second PC's CPU",
 				Body: e.Message + ". Run the second PC's preparation again (it looks for its GPU), or check its NVIDIA driver."})
 		case events.RemoteWake:
-			if ok, known := e.Details["ok"].(bool); known && !ok {
+			if ok := events.Get[events.RemoteWakeDetails](e).OK; ok != nil && !*ok {
 				out = append(out, Notice{Topic: TopicWake, Title: "The second PC did not wake",
 					Body: e.Message + ". Check that Wake-on-LAN is on in its firmware and network card settings."})
 			}
@@ -183,7 +173,7 @@ func (v *RelayView) Seed(st *controlapi.State) {
 	}
 	v.Wakes, v.Failovers = vis.Wakes, vis.Fallbacks
 	if vis.Device != "" {
-		v.Device = deviceWords(vis.Device, map[string]any{"gpu": vis.GPU})
+		v.Device = deviceWords(vis.Device, vis.GPU)
 	}
 	v.Degraded = vis.Degraded
 	switch vis.LastWake {

@@ -37,7 +37,7 @@ import (
 
 // SettingsChanged is the event kind of a settings-only change (fallback,
 // wake, idle stop, pairing, prepare results, n_embd).
-const SettingsChanged events.Kind = "settings.changed"
+const SettingsChanged = events.SettingsChanged
 
 // Options configure a Backend.
 type Options struct {
@@ -193,7 +193,7 @@ func (b *Backend) save(s *settings.Settings, before []byte) (bool, error) {
 
 // eventSettings is the one SettingsChanged event of a change.
 func eventSettings(what, path string) events.Event {
-	return events.Event{Kind: SettingsChanged, Message: what, Details: map[string]any{"path": path}}
+	return events.New(what, events.SettingsChangedDetails{Path: path})
 }
 
 func (b *Backend) publish(e events.Event) {

@@ -68,6 +68,10 @@ const (
 	// ConfigRewritten: the config in use was rewritten by someone else
 	// (Strata's setup): Details: path, findings (what was replaced or dropped).
 	ConfigRewritten Kind = "config.rewritten"
+	// SettingsChanged: the companion's settings were saved (a change that
+	// touches no Strata config: fallback, notifications, idle stop...);
+	// Details: path.
+	SettingsChanged Kind = "settings.changed"
 
 	// ServerForeign: a Strata server the service did not start holds the
 	// port; Details: port, pid, cmdline.

@@ -61,126 +61,105 @@ var (
 	rePortInUse   = regexp.MustCompile(`(?i)(port\b.*\b(already )?in use|address already in use|only one usage of each socket address|EADDRINUSE|errno 98\b|errno 10048\b)`)
 )
 
-// Parse turns one line from src into an event. Relay event lines
-// (events.LinePrefix) are recognised from either source, and only the
-// relay's own kinds, bounded (events.BoundRelay).
+// Parse turns one line of Strata's from src into an event.
 func Parse(src Source, line string) (events.Event, bool) {
 	line = strings.TrimRight(line, "\r\n")
-	if strings.Contains(line, events.LinePrefix) {
-		// Only the relay writes such lines: only its kinds, bounded.
-		if e, ok := events.ParseLine(line); ok {
-			if e, err := events.BoundRelay(e); err == nil {
-				return e, true
-			}
-		}
-		return events.Event{}, false
-	}
+	// The relay reports to the service over the control API, never in
+	// this log: a line here that looks like one of its events is only
+	// words someone wrote (the log's owner included), not a report.
 	// Most output lines are request logs: leave them before the regexps.
 	if !strings.Contains(line, "ready:") && !strings.Contains(line, "strata") &&
 		!strings.Contains(line, "vision") && !strings.Contains(line, "engine") &&
 		!strings.Contains(line, "model unloaded") {
 		return events.Event{}, false
 	}
-	details := func(kv ...any) map[string]any {
-		m := map[string]any{"source": src.String()}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i].(string)] = kv[i+1]
-		}
-		return m
-	}
+	from := events.Source{Source: src.String()}
+	ev := func(msg string, d events.Payload) (events.Event, bool) { return events.New(msg, d), true }
 
 	if m := reReady.FindStringSubmatch(line); m != nil && src == Stdout {
-		d := details("url", m[1])
+		d := events.ServerReadyDetails{Source: from, URL: m[1]}
 		if p := reReadyPort.FindStringSubmatch(m[1]); p != nil {
-			d["port"] = atoi(p[1])
+			d.Port = atoi(p[1])
 		}
+		yes, no := true, false
 		if tail := m[2]; tail != "" {
 			if c := reReadyCtx.FindStringSubmatch(tail); c != nil {
-				d["context"] = atoi(c[1])
+				d.Context = atoi(c[1])
 			}
 			low := strings.ToLower(tail)
 			switch {
 			case strings.Contains(low, "images on"):
-				d["images"] = true
+				d.Images = &yes
 			case strings.Contains(low, "images off"), strings.Contains(low, "no images"):
-				d["images"] = false
+				d.Images = &no
 			}
 			switch {
 			case strings.Contains(low, "no api key"), strings.Contains(low, "api key not required"):
-				d["api_key"] = false
+				d.APIKey = &no
 			case strings.Contains(low, "api key required"):
-				d["api_key"] = true
+				d.APIKey = &yes
 			}
 		}
-		return events.Event{Kind: events.ServerReady, Message: "the server is ready at " + m[1], Details: d}, true
+		return ev("the server is ready at "+m[1], d)
 	}
 	if m := reCacheFill.FindStringSubmatch(line); m != nil {
-		return cacheEvent(details, m[1], m[2], "filling the GPU's expert cache"), true
+		return cacheEvent(from, m[1], m[2], "filling the GPU's expert cache"), true
 	}
 	if m := reCacheGen.FindStringSubmatch(line); m != nil {
-		return cacheEvent(details, m[1], m[2], "expert cache"), true
+		return cacheEvent(from, m[1], m[2], "expert cache"), true
 	}
 	if m := reHotWake.FindStringSubmatch(line); m != nil {
 		s, st, e := atoi(m[1]), atoi(m[2]), atoi(m[3])
-		return events.Event{Kind: events.EncoderWoke,
-			Message: "the vision encoder woke for a picture",
-			Details: details("shrink_ms", s, "start_ms", st, "encode_ms", e, "wake_ms", s+st)}, true
+		return ev("the vision encoder woke for a picture", events.EncoderWokeDetails{Source: from, ShrinkMS: int64(s), StartMS: int64(st), EncodeMS: int64(e), WakeMS: int64(s + st)})
 	}
 	if m := reHotStop.FindStringSubmatch(line); m != nil {
-		d := details("idle_s", atof(m[1]))
+		d := events.EncoderIdleStoppedDetails{Source: from, IdleS: atof(m[1])}
 		if m[2] != "" {
-			d["stop_ms"] = atoi(m[2])
-			d["grow_ms"] = atoi(m[3])
+			d.StopMS, d.GrowMS = int64(atoi(m[2])), int64(atoi(m[3]))
 		}
-		return events.Event{Kind: events.EncoderIdleStopped,
-			Message: "the vision encoder stopped after " + m[1] + " s without pictures", Details: d}, true
+		return ev("the vision encoder stopped after "+m[1]+" s without pictures", d)
 	}
 	if m := reEncForkFail.FindStringSubmatch(line); m != nil {
-		return events.Event{Kind: events.EncoderFailed,
-			Message: "the vision encoder did not start (" + m[1] + "); Strata serves text only and tries again on the next picture",
-			Details: details("reason", m[1], "fatal", false)}, true
+		return ev("the vision encoder did not start ("+m[1]+"); Strata serves text only and tries again on the next picture", events.EncoderFailedDetails{Source: from, Reason: m[1]})
 	}
 	if m := reEncMainFail.FindStringSubmatch(line); m != nil {
-		return events.Event{Kind: events.EncoderFailed,
-			Message: "the vision encoder did not start: " + m[1],
-			Details: details("reason", m[1], "fatal", true)}, true
+		return ev("the vision encoder did not start: "+m[1], events.EncoderFailedDetails{Source: from, Reason: m[1], Fatal: true})
 	}
 	if m := reWarmed.FindStringSubmatch(line); m != nil {
-		return events.Event{Kind: events.EncoderReady, Message: "the vision encoder warmed up on the GPU",
-			Details: details("gpu", true, "max_tokens", atoi(m[1]))}, true
+		on := true
+		return ev("the vision encoder warmed up on the GPU", events.EncoderReadyDetails{Source: from, OnGPU: &on, MaxTokens: atoi(m[1])})
 	}
 	if m := reCPU.FindStringSubmatch(line); m != nil {
-		return events.Event{Kind: events.EncoderReady, Message: "the vision encoder runs on the CPU",
-			Details: details("gpu", false, "threads", atoi(m[1]))}, true
+		off := false
+		return ev("the vision encoder runs on the CPU", events.EncoderReadyDetails{Source: from, OnGPU: &off, Threads: atoi(m[1])})
 	}
 	if strings.Contains(line, "starting the vision encoder") {
-		return events.Event{Kind: events.EncoderStarting, Message: "starting the vision encoder", Details: details("phase", "starting")}, true
+		return ev("starting the vision encoder", events.EncoderStartingDetails{Source: from, Phase: "starting"})
 	}
 	if strings.Contains(line, "loading the vision encoder") {
-		return events.Event{Kind: events.EncoderStarting, Message: "loading the vision encoder", Details: details("phase", "loading")}, true
+		return ev("loading the vision encoder", events.EncoderStartingDetails{Source: from, Phase: "loading"})
 	}
 	if m := reEngStopped.FindStringSubmatch(line); m != nil {
-		d := details("running", false)
+		d := events.EngineRestartedDetails{Source: from}
 		msg := "the engine had stopped; Strata is starting it again"
 		if m[1] != "" {
-			d["exit_code"] = atoi(m[1])
+			d.ExitCode = atoi(m[1])
 			msg = "the engine had stopped (exit code " + m[1] + "); Strata is starting it again"
 		}
-		return events.Event{Kind: events.EngineRestarted, Message: msg, Details: d}, true
+		return ev(msg, d)
 	}
 	if strings.Contains(line, "the engine is running again") {
-		return events.Event{Kind: events.EngineRestarted, Message: "the engine is running again", Details: details("running", true)}, true
+		return ev("the engine is running again", events.EngineRestartedDetails{Source: from, EngineRunning: true})
 	}
 	if m := reUnloaded.FindStringSubmatch(line); m != nil {
-		return events.Event{Kind: ModelUnloaded, Message: "the model was unloaded after " + m[1] + " s idle",
-			Details: details("idle_s", atof(m[1]))}, true
+		return ev("the model was unloaded after "+m[1]+" s idle", events.ModelUnloadedDetails{Source: from, IdleS: atof(m[1])})
 	}
 	if src == Stdout {
 		if i := strings.Index(line, "[strata]"); i >= 0 {
 			msg := strings.TrimSpace(line[i+len("[strata]"):])
 			msg = strings.TrimSpace(strings.TrimSuffix(msg, "..."))
 			if msg != "" {
-				return events.Event{Kind: events.ServerProgress, Message: msg, Details: details()}, true
+				return ev(msg, events.ServerProgressDetails{Source: from})
 			}
 		}
 	}
@@ -200,12 +179,11 @@ func IsPortInUse(line string) bool {
 	return rePortInUse.MatchString(line)
 }
 
-func cacheEvent(details func(...any) map[string]any, experts, gib, what string) events.Event {
+func cacheEvent(from events.Source, experts, gib, what string) events.Event {
 	n := atoi(experts)
 	g := atof(gib)
-	return events.Event{Kind: events.ExpertCache,
-		Message: what + ": " + strconv.Itoa(n) + " experts, " + strconv.FormatFloat(g, 'f', 2, 64) + " GiB of VRAM",
-		Details: details("experts", n, "gib", g)}
+	return events.New(what+": "+strconv.Itoa(n)+" experts, "+strconv.FormatFloat(g, 'f', 2, 64)+" GiB of VRAM",
+		events.ExpertCacheDetails{Source: from, Experts: n, GiB: g})
 }
 
 func atoi(s string) int {

@@ -782,7 +782,7 @@ func (r *Relay) reportWhere(place, host string, startMS int64, w *framing.Where,
 			details["tokens"] = w.Tokens
 		}
 		if w.Expected != "" {
-			details["expected"] = w.Expected
+			details["expected_device"] = w.Expected
 		}
 	}
 	if len(args) > 0 {
@@ -804,6 +804,6 @@ func (r *Relay) reportWhere(place, host string, startMS int64, w *framing.Where,
 			why = "its start line says so"
 		}
 		msg := fmt.Sprintf("pictures are read on the second PC's CPU, not its GPU (%s); they take several times longer", why)
-		r.emit(events.EncoderDegraded, msg, map[string]any{"where": place, "host": host, "device": w.Device, "expected": w.Expected, "reason": why})
+		r.emit(events.EncoderDegraded, msg, map[string]any{"where": place, "host": host, "device": w.Device, "expected_device": w.Expected, "reason": why})
 	}
 }

@@ -302,7 +302,7 @@ func (d *Daemon) start(ctx context.Context, r *running) {
 	d.useAccounts(r)
 	if r.sup == nil {
 		if r.resolveErr != nil {
-			d.publish(events.Event{Kind: events.ServerFailed, Message: r.resolveErr.Error(), Details: map[string]any{"reason": "install"}})
+			d.publish(events.New(r.resolveErr.Error(), events.ServerFailedDetails{Reason: "install"}))
 		}
 		return
 	}

@@ -103,7 +103,7 @@ func (d *Daemon) checkConfig(r *running) {
 	if len(found) > 0 {
 		msg = fmt.Sprintf("%s was rewritten (by Strata's setup?): %s. Put the companion's placement back with strata-service vision repair, or the tray's item", filepath.Base(r.path()), found[0])
 	}
-	d.publish(events.Event{Kind: events.ConfigRewritten, Message: msg, Details: map[string]any{"path": r.path(), "findings": found}})
+	d.publish(events.New(msg, events.ConfigRewrittenDetails{Path: r.path(), Findings: found}))
 }
 
 // watchConfig checks r's config now and whenever its folder changes, until ctx ends.

@@ -76,20 +76,14 @@ func (d *Daemon) addVersion(r *running, e *events.Event) {
 		key = c.APIKey()
 	}
 	port := d.port(r.in)
-	if p, ok := e.Details["port"].(int); ok && p > 0 {
-		port = p
+	det := events.Get[events.ServerReadyDetails](*e)
+	if det.Port > 0 {
+		port = det.Port
 	}
 	ver = runningVersion(context.Background(), port, key)
 	if ver == "" {
 		ver = b.Version
 	}
-	if e.Details == nil {
-		e.Details = map[string]any{}
-	}
-	if ver != "" {
-		e.Details["version"] = ver
-	}
-	if b.Source != "" {
-		e.Details["engine"] = b.Source
-	}
+	det.Version, det.Engine = ver, b.Source
+	e.Details = events.ToMap(det)
 }

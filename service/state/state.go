@@ -99,7 +99,7 @@ func (t *Tracker) SetNEmbd(n int) {
 func Fold(st *controlapi.State, e events.Event) {
 	srv := &st.Server
 	vis := &st.Vision
-	pid := int(num(e.Details["relay"]))
+	pid := relayOf(e)
 	if pid > 0 && pid == vis.EndedRelay {
 		// A late report of the relay Strata ended with its unload (the
 		// connection's end, a picture given up): it says nothing of the
@@ -129,8 +129,8 @@ func Fold(st *controlapi.State, e events.Event) {
 		srv.Foreign = nil
 		srv.Unloaded = time.Time{}
 		endEncoder(vis)
-		if p := num(e.Details["port"]); p > 0 {
-			srv.Port = int(p)
+		if p := events.Get[events.ServerStartingDetails](e).Port; p > 0 {
+			srv.Port = p
 		}
 		srv.URL = ""
 		if vis.Placement != "" && vis.Placement != "off" {
@@ -144,34 +144,35 @@ func Fold(st *controlapi.State, e events.Event) {
 		setPhase(controlapi.PhaseReady)
 		srv.Detail = ""
 		srv.LastError = ""
-		if p := num(e.Details["pid"]); p > 0 {
-			srv.PID = int(p)
+		d := events.Get[events.ServerReadyDetails](e)
+		if d.PID > 0 {
+			srv.PID = d.PID
 		}
-		if u, ok := e.Details["url"].(string); ok {
-			srv.URL = u
+		if d.URL != "" {
+			srv.URL = d.URL
 		}
-		if p := num(e.Details["port"]); p > 0 {
-			srv.Port = int(p)
+		if d.Port > 0 {
+			srv.Port = d.Port
 		}
-		if m, ok := e.Details["model"].(string); ok && m != "" {
-			srv.Model = m
+		if d.Model != "" {
+			srv.Model = d.Model
 		}
-		if c := num(e.Details["context"]); c > 0 {
-			srv.Context = int(c)
+		if d.Context > 0 {
+			srv.Context = d.Context
 		}
-		if v, ok := e.Details["version"].(string); ok {
-			srv.Version = v
+		if d.Version != "" {
+			srv.Version = d.Version
 		}
-		if v, ok := e.Details["engine"].(string); ok {
-			srv.Engine = v
+		if d.Engine != "" {
+			srv.Engine = d.Engine
 		}
 		if (vis.Encoder == controlapi.EncoderUnknown || vis.Encoder == controlapi.EncoderStarting) && vis.Placement != "" && vis.Placement != "off" {
-			if img, ok := e.Details["images"].(bool); ok && img {
+			if d.Images != nil && *d.Images {
 				vis.Encoder = controlapi.EncoderReady
 			}
 		}
 	case events.ServerExited:
-		expected, _ := e.Details["expected"].(bool)
+		expected := events.Get[events.ServerExitedDetails](e).Expected
 		srv.PID = 0
 		srv.URL = ""
 		srv.Unloaded = time.Time{}
@@ -201,41 +202,33 @@ func Fold(st *controlapi.State, e events.Event) {
 		srv.Detail = e.Message
 		srv.PID = 0
 		srv.URL = ""
-		f := &controlapi.ForeignServer{Port: int(num(e.Details["port"])), PID: int(num(e.Details["pid"]))}
-		f.Cmdline, _ = e.Details["cmdline"].(string)
-		srv.Foreign = f
+		d := events.Get[events.ServerForeignDetails](e)
+		srv.Foreign = &controlapi.ForeignServer{Port: d.Port, PID: d.PID, Cmdline: d.Cmdline}
 	case events.ConfigSwitched:
-		if p, ok := e.Details["running"].(string); ok {
-			st.Config.Path = p
+		d := events.Get[events.ConfigSwitchedDetails](e)
+		if d.Running != "" {
+			st.Config.Path = d.Running
 		}
-		if r, ok := e.Details["strata_root"].(string); ok && r != "" {
-			st.Config.StrataRoot = r
+		if d.StrataRoot != "" {
+			st.Config.StrataRoot = d.StrataRoot
 		}
 		st.Config.Rewritten = nil
 	case events.ConfigRewritten:
-		st.Config.Rewritten = nil
-		switch f := e.Details["findings"].(type) {
-		case []string:
-			st.Config.Rewritten = append([]string(nil), f...)
-		case []any:
-			for _, x := range f {
-				if s, ok := x.(string); ok {
-					st.Config.Rewritten = append(st.Config.Rewritten, s)
-				}
-			}
-		}
+		st.Config.Rewritten = events.Get[events.ConfigRewrittenDetails](e).Findings
 	case events.ServerLogDropped:
-		srv.LogDropped = int(num(e.Details["dropped"]))
+		d := events.Get[events.ServerLogDroppedDetails](e)
+		srv.LogDropped = d.Dropped
 		srv.LogProblem = ""
-		if w, _ := e.Details["writing"].(bool); !w {
+		if !d.Writing {
 			srv.LogProblem = e.Message
 		}
 	case events.ExpertCache:
-		if n := num(e.Details["experts"]); n > 0 {
-			srv.Experts = int(n)
+		d := events.Get[events.ExpertCacheDetails](e)
+		if d.Experts > 0 {
+			srv.Experts = d.Experts
 		}
-		if g := num(e.Details["gib"]); g > 0 {
-			srv.ExpertCacheGiB = g
+		if d.GiB > 0 {
+			srv.ExpertCacheGiB = d.GiB
 		}
 		if vis.Encoder == controlapi.EncoderStarting {
 			// Strata starts its engine only once the encoder answered
@@ -263,7 +256,7 @@ func Fold(st *controlapi.State, e events.Event) {
 			vis.Encoder = controlapi.EncoderReady
 		}
 	case events.EngineRestarted:
-		if running, _ := e.Details["running"].(bool); !running {
+		if !events.Get[events.EngineRestartedDetails](e).EngineRunning {
 			srv.Detail = e.Message
 		} else if srv.Phase == controlapi.PhaseReady {
 			srv.Detail = ""
@@ -275,13 +268,11 @@ func Fold(st *controlapi.State, e events.Event) {
 		vis.Encoder = controlapi.EncoderReady
 		vis.Error = ""
 		vis.IdleStopped = time.Time{}
-		if d, ok := e.Details["device"].(string); ok && d != "" {
-			vis.Device = d
-			vis.Host, _ = e.Details["host"].(string)
-			vis.GPU, _ = e.Details["gpu"].(string)
-			vis.VRAMMiB = int(num(e.Details["vram_mib"]))
+		if r := events.Get[events.EncoderReadyDetails](e); r.Device != "" {
+			d := r.Device
+			vis.Device, vis.Host, vis.GPU, vis.VRAMMiB = d, r.Host, r.GPU, r.VRAMMiB
 			vis.Degraded = ""
-			if x, _ := e.Details["expected"].(string); x == "gpu" && d != "gpu" {
+			if r.ExpectedDevice == "gpu" && d != "gpu" {
 				vis.Encoder = controlapi.EncoderDegraded
 				vis.Degraded = "a GPU was expected"
 			}
@@ -294,13 +285,14 @@ func Fold(st *controlapi.State, e events.Event) {
 		vis.Error = ""
 		vis.IdleStopped = time.Time{}
 		vis.WokeAt = e.Time
-		if w := num(e.Details["wake_ms"]); w > 0 {
-			vis.LastWakeMS = int(w)
-		} else if w := num(e.Details["start_ms"]); w > 0 {
-			vis.LastWakeMS = int(w)
+		d := events.Get[events.EncoderWokeDetails](e)
+		if d.WakeMS > 0 {
+			vis.LastWakeMS = int(d.WakeMS)
+		} else if d.StartMS > 0 {
+			vis.LastWakeMS = int(d.StartMS)
 		}
-		if m := num(e.Details["encode_ms"]); m > 0 {
-			vis.LastPictureMS = int(m)
+		if d.EncodeMS > 0 {
+			vis.LastPictureMS = int(d.EncodeMS)
 			vis.LastPicture = e.Time
 		}
 	case events.EncoderIdleStopped:
@@ -311,12 +303,12 @@ func Fold(st *controlapi.State, e events.Event) {
 		vis.Error = e.Message
 	case events.PictureEncoded:
 		// One per picture, OK or not (an older relay sent OK ones only).
-		ok, known := e.Details["ok"].(bool)
-		where, _ := e.Details["where"].(string)
-		if !known || ok {
-			ok = true
-			if m := num(e.Details["ms"]); m > 0 {
-				vis.LastPictureMS = int(m)
+		d := events.Get[events.PictureEncodedDetails](e)
+		where := d.Where
+		ok := d.OK == nil || *d.OK
+		if ok {
+			if d.MS > 0 {
+				vis.LastPictureMS = int(d.MS)
 			}
 			if where != "" {
 				vis.LastWhere = where
@@ -348,14 +340,19 @@ func Fold(st *controlapi.State, e events.Event) {
 		}
 		r.Reachable = true
 		r.Reason = ""
-		if v := num(e.Details["rtt_ms"]); v > 0 {
-			r.RTTms = v
+		d := events.Get[events.RemoteConnectedDetails](e)
+		if e.Kind == events.RemoteReachable {
+			x := events.Get[events.RemoteReachableDetails](e)
+			d = events.RemoteConnectedDetails{RTTms: x.RTTms, FreeVRAMMiB: x.FreeVRAMMiB, GPU: x.GPU}
 		}
-		if v := num(e.Details["free_vram_mib"]); v > 0 {
-			r.FreeVRAMMiB = int(v)
+		if d.RTTms > 0 {
+			r.RTTms = d.RTTms
 		}
-		if g, ok := e.Details["gpu"].(string); ok && g != "" {
-			r.GPU = g
+		if d.FreeVRAMMiB > 0 {
+			r.FreeVRAMMiB = d.FreeVRAMMiB
+		}
+		if d.GPU != "" {
+			r.GPU = d.GPU
 		}
 	case events.RemoteDisconnected:
 		// A connection that closed (sshd restarted, the relay switched
@@ -373,19 +370,20 @@ func Fold(st *controlapi.State, e events.Event) {
 		vis.Fallbacks++
 		vis.LastFallback = e.Time
 	case events.RemoteWake:
-		ok, known := e.Details["ok"].(bool)
+		d := events.Get[events.RemoteWakeDetails](e)
 		switch {
-		case !known:
+		case d.OK == nil:
 			vis.Wakes++
 			vis.LastWake = "sent"
-		case ok:
+		case *d.OK:
 			vis.LastWake = "woke"
-			vis.LastWokeMS = int(num(e.Details["woke_ms"]))
+			vis.LastWokeMS = int(d.WokeMS)
 		default:
 			vis.LastWake = "no_answer"
 		}
 	case events.ConfigChanged:
-		if p, ok := e.Details["placement"].(string); ok && p != "" {
+		d := events.Get[events.ConfigChangedDetails](e)
+		if p := d.Placement; p != "" {
 			vis.Placement = p
 			if p == "off" {
 				vis.Encoder = controlapi.EncoderOff
@@ -400,8 +398,8 @@ func Fold(st *controlapi.State, e events.Event) {
 				vis.Encoder = controlapi.EncoderUnknown
 			}
 		}
-		if p, ok := e.Details["path"].(string); ok && p != "" {
-			st.Config.Path = p
+		if d.Path != "" {
+			st.Config.Path = d.Path
 		}
 	}
 }
@@ -419,27 +417,14 @@ func remote(st *controlapi.State, e events.Event) *controlapi.RemoteInfo {
 	if st.Remote == nil {
 		st.Remote = &controlapi.RemoteInfo{}
 	}
-	if h, ok := e.Details["host"].(string); ok && h != "" {
+	if h := events.CommonOf(e).Host; h != "" {
 		st.Remote.Host = h
 	}
 	return st.Remote
 }
 
-// num reads a JSON number whether it arrived as int (in process) or float64
-// (through JSON, e.g. a relay line).
-func num(v any) float64 {
-	switch x := v.(type) {
-	case int:
-		return float64(x)
-	case int64:
-		return float64(x)
-	case float64:
-		return x
-	case uint64:
-		return float64(x)
-	}
-	return 0
-}
+// relayOf is the relay that reported e (0: not a relay's report).
+func relayOf(e events.Event) int { return events.CommonOf(e).Relay }
 
 // Summary is a one-line description of st for `status` and logs.
 func Summary(st controlapi.State) string {

@@ -220,11 +220,11 @@ func TestFoldPictureOutcomes(t *testing.T) {
 			func(s controlapi.State) bool { return !s.Remote.Reachable && s.Remote.Reason != "" }},
 		{"a picture read there again", ev(events.PictureEncoded, "", "ok", true, "where", "remote", "host", "pc2"),
 			func(s controlapi.State) bool { return s.Remote.Reachable && s.Remote.Reason == "" }},
-		{"the encoder on its GPU", ev(events.EncoderReady, "", "where", "remote", "host", "pc2", "device", "gpu", "gpu", "RTX 3060 Laptop GPU", "vram_mib", 1383, "expected", "gpu"),
+		{"the encoder on its GPU", ev(events.EncoderReady, "", "where", "remote", "host", "pc2", "device", "gpu", "gpu", "RTX 3060 Laptop GPU", "vram_mib", 1383, "expected_device", "gpu"),
 			func(s controlapi.State) bool {
 				return s.Vision.Device == "gpu" && s.Vision.GPU == "RTX 3060 Laptop GPU" && s.Vision.VRAMMiB == 1383 && s.Vision.Degraded == "" && s.Vision.Host == "pc2"
 			}},
-		{"then on its CPU where a GPU was expected", ev(events.EncoderReady, "", "where", "remote", "host", "pc2", "device", "cpu", "expected", "gpu"),
+		{"then on its CPU where a GPU was expected", ev(events.EncoderReady, "", "where", "remote", "host", "pc2", "device", "cpu", "expected_device", "gpu"),
 			func(s controlapi.State) bool {
 				return s.Vision.Device == "cpu" && s.Vision.Encoder == controlapi.EncoderDegraded
 			}},
@@ -248,7 +248,7 @@ func TestFoldPictureOutcomes(t *testing.T) {
 // encoder are not the new one's.
 func TestFoldFollowsTheCurrentRelay(t *testing.T) {
 	st := controlapi.State{Vision: controlapi.VisionState{Placement: "remote"}}
-	Fold(&st, ev(events.EncoderReady, "", "relay", 100, "where", "remote", "device", "cpu", "expected", "gpu"))
+	Fold(&st, ev(events.EncoderReady, "", "relay", 100, "where", "remote", "device", "cpu", "expected_device", "gpu"))
 	Fold(&st, ev(events.PictureEncoded, "timed out", "relay", 100, "ok", false, "where", "remote"))
 	if st.Vision.Encoder != controlapi.EncoderFailed || st.Vision.Device != "cpu" {
 		t.Fatalf("first relay: %+v", st.Vision)

@@ -29,7 +29,7 @@ func TestDroppedLogLinesAreCountedAndShown(t *testing.T) {
 	logFile := filepath.Join(disk, "strata-server.log")
 	h := newHarness(t, fakestrata.RootOptions{}, func(c *Config) { c.LogFile = logFile })
 	e := h.waitFor(events.ServerLogDropped)
-	if w, _ := e.Details["writing"].(bool); w || e.Details["dropped"].(int) < 1 {
+	if d := events.Get[events.ServerLogDroppedDetails](e); d.Writing || d.Dropped < 1 {
 		t.Fatalf("first drop event: %+v", e)
 	}
 	if !strings.Contains(e.Message, "the disk holding "+disk+" is full") || !strings.Contains(e.Message, logFile) {
@@ -47,7 +47,7 @@ func TestDroppedLogLinesAreCountedAndShown(t *testing.T) {
 	before := h.sup.Dropped()
 	h.sup.Restart(context.Background())
 	e = h.waitFor(events.ServerLogDropped)
-	if w, _ := e.Details["writing"].(bool); !w || e.Details["dropped"].(int) != before {
+	if d := events.Get[events.ServerLogDroppedDetails](e); !d.Writing || d.Dropped != before {
 		t.Fatalf("recovery event: %+v (dropped before %d)", e, before)
 	}
 	h.waitFor(events.ServerReady)
@@ -130,7 +130,7 @@ func TestHelperSupervisor(t *testing.T) {
 		for _, e := range evs {
 			since = e.Seq
 			if e.Kind == events.ServerReady {
-				fmt.Printf("READY-PID %d\n", e.Details["pid"])
+				fmt.Printf("READY-PID %d\n", events.Get[events.ServerReadyDetails](e).PID)
 			}
 		}
 	}
@@ -189,10 +189,10 @@ func TestLeftoverServerIsFoundNamedAndEnded(t *testing.T) {
 		c.StopTimeout = 300 * time.Millisecond
 	})
 	e := h.waitFor(events.ServerProgress)
-	for e.Details["leftover_pid"] == nil {
+	for events.Get[events.ServerProgressDetails](e).LeftoverPID == 0 {
 		e = h.waitFor(events.ServerProgress)
 	}
-	if e.Details["leftover_pid"] != pid || !strings.Contains(e.Message, "left behind by an earlier run") || !strings.Contains(e.Message, strconv.Itoa(old.Port)) {
+	if events.Get[events.ServerProgressDetails](e).LeftoverPID != pid || !strings.Contains(e.Message, "left behind by an earlier run") || !strings.Contains(e.Message, strconv.Itoa(old.Port)) {
 		t.Fatalf("the leftover is not named: %+v", e)
 	}
 	ready := h.waitFor(events.ServerReady)
@@ -220,7 +220,7 @@ func TestPidFileDoesNotEndAnotherProgram(t *testing.T) {
 		t.Fatalf("another program's processes were ended: %v left", alive(rec.PID))
 	}
 	for _, e := range h.seen {
-		if e.Details["leftover_pid"] != nil {
+		if events.Get[events.ServerProgressDetails](e).LeftoverPID != 0 {
 			t.Fatalf("another program was taken for a leftover: %+v", e)
 		}
 	}

@@ -89,7 +89,7 @@ func (s *Supervisor) endLeftover() error {
 		return nil
 	}
 	what := fmt.Sprintf("a Strata server left behind by an earlier run of the service (pid %d, port %d: %s; %d process(es) in its group: %v)", rec.PID, rec.Port, rec.Cmd, len(left), left)
-	s.pub(events.ServerProgress, "found "+what+"; ending it", map[string]any{"leftover_pid": rec.PID, "leftover_pids": left, "port": rec.Port})
+	s.pub("found "+what+"; ending it", events.ServerProgressDetails{LeftoverPID: rec.PID, LeftoverPIDs: left, Port: rec.Port})
 	s.line(nil, "supervisor", "found "+what+"; ending it")
 	endGroup(rec.PGID, true)
 	deadline := time.Now().Add(s.cfg.StopTimeout)

@@ -220,7 +220,7 @@ var errLogBehind = errors.New("the log file does not keep up (a stalled disk?), 
 
 type readyMsg struct {
 	proc    *process
-	details map[string]any
+	details events.ServerReadyDetails
 }
 
 // New checks cfg and returns a supervisor; Run starts it.
@@ -278,8 +278,8 @@ func (s *Supervisor) LastLines() []string {
 	return append([]string(nil), s.ring...)
 }
 
-func (s *Supervisor) pub(kind events.Kind, msg string, details map[string]any) events.Event {
-	return s.cfg.Events.Publish(events.Event{Kind: kind, Message: msg, Details: details})
+func (s *Supervisor) pub(msg string, d events.Payload) events.Event {
+	return s.cfg.Events.Publish(events.New(msg, d))
 }
 
 // process is one run of the server.
@@ -361,7 +361,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 		p, err := s.launch()
 		if err != nil {
 			want, failed = false, true
-			s.pub(events.ServerFailed, err.Error(), map[string]any{"reason": "launch"})
+			s.pub(err.Error(), events.ServerFailedDetails{Reason: "launch"})
 			return
 		}
 		proc = p
@@ -387,7 +387,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 				s.terminate(proc)
 				<-proc.exited
 				s.finish(proc)
-				s.pub(events.ServerStopped, "the Strata server was stopped because the service is stopping", nil)
+				s.pub("the Strata server was stopped because the service is stopping", events.ServerStoppedDetails{})
 			}
 			stopProgress()
 			if healthStop != nil {
@@ -413,7 +413,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 					proc.restart = false
 					s.terminate(proc)
 				} else if !failed {
-					s.pub(events.ServerStopped, "the Strata server is stopped", nil)
+					s.pub("the Strata server is stopped", events.ServerStoppedDetails{})
 				}
 			case "restart":
 				want, failed, crashes = true, false, nil
@@ -436,9 +436,8 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			proc.flag(func(p *process) { p.isReady = true })
 			startTimer = nil
 			stopProgress()
-			r.details["pid"] = proc.pid
-			url, _ := r.details["url"].(string)
-			s.pub(events.ServerReady, fmt.Sprintf("the Strata server is ready at %s (after %.1f s)", url, time.Since(proc.started).Seconds()), r.details)
+			r.details.PID = proc.pid
+			s.pub(fmt.Sprintf("the Strata server is ready at %s (after %.1f s)", r.details.URL, time.Since(proc.started).Seconds()), r.details)
 
 		case <-progressC:
 			proc.mu.Lock()
@@ -448,7 +447,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			if last != "" {
 				msg += "; last: " + last
 			}
-			s.pub(events.ServerProgress, msg, map[string]any{"elapsed_s": int(time.Since(proc.started).Seconds())})
+			s.pub(msg, events.ServerProgressDetails{ElapsedS: int(time.Since(proc.started).Seconds())})
 			s.toConsole(outLine{at: time.Now(), stream: "supervisor", text: msg})
 
 		case <-startTimer:
@@ -475,13 +474,13 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			p.mu.Lock()
 			portInUse, encFatal, words, wasReady := p.portInUse, p.encoderFatal, p.lastWords, p.isReady
 			p.mu.Unlock()
-			details := map[string]any{"code": code, "expected": p.stopping && !p.timedOut, "pid": p.pid, "last_lines": last}
+			details := events.ServerExitedDetails{Code: code, Expected: p.stopping && !p.timedOut, PID: p.pid, LastLines: last}
 			if p.stopping && !p.timedOut {
-				s.pub(events.ServerExited, "the Strata server stopped ("+how+")", details)
+				s.pub("the Strata server stopped ("+how+")", details)
 				if p.restart && want {
 					launch()
 				} else {
-					s.pub(events.ServerStopped, "the Strata server is stopped", nil)
+					s.pub("the Strata server is stopped", events.ServerStoppedDetails{})
 				}
 				continue
 			}
@@ -490,9 +489,9 @@ func (s *Supervisor) Run(ctx context.Context) error {
 				// Strata's own reason, for the owner (status, the tray), not
 				// only in the operators' last_lines and the log.
 				exitMsg += ": " + words
-				details["last_words"] = words
+				details.LastWords = words
 			}
-			s.pub(events.ServerExited, exitMsg, details)
+			s.pub(exitMsg, details)
 			var reason string
 			switch {
 			case p.timedOut:
@@ -520,16 +519,16 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			}
 			if reason != "" {
 				want, failed = false, true
-				s.pub(events.ServerFailed, reason, map[string]any{"last_lines": last, "code": code})
+				s.pub(reason, events.ServerFailedDetails{LastLines: last, Code: code})
 				continue
 			}
 			if !want {
-				s.pub(events.ServerStopped, "the Strata server is stopped", nil)
+				s.pub("the Strata server is stopped", events.ServerStoppedDetails{})
 				continue
 			}
 			delay := s.cfg.Backoff(len(crashes))
-			s.pub(events.ServerRestarting, fmt.Sprintf("restarting the Strata server in %s (attempt %d)", delay, len(crashes)),
-				map[string]any{"attempt": len(crashes), "delay_s": delay.Seconds()})
+			s.pub(fmt.Sprintf("restarting the Strata server in %s (attempt %d)", delay, len(crashes)),
+				events.ServerRestartingDetails{Attempt: len(crashes), DelayS: delay.Seconds()})
 			restartTimer = time.After(delay)
 		}
 	}
@@ -648,8 +647,8 @@ func (s *Supervisor) launch() (*process, error) {
 	}
 	p := &process{cmd: cmd, port: port, started: time.Now(), exited: make(chan struct{}), apiKey: sc.APIKey(), vision: sc.Vision != nil, mark: mark,
 		reload: make(chan struct{}, 1)}
-	s.pub(events.ServerStarting, fmt.Sprintf("starting the Strata server on port %d", port),
-		map[string]any{"port": port, "config": s.cfg.ConfigPath})
+	s.pub(fmt.Sprintf("starting the Strata server on port %d", port),
+		events.ServerStartingDetails{Port: port, Config: s.cfg.ConfigPath})
 	if note != "" {
 		s.line(p, "supervisor", note)
 	}
@@ -827,7 +826,7 @@ func (s *Supervisor) countDrop(err error) *events.Event {
 		s.dropping, s.reported = false, now
 		return &events.Event{Kind: events.ServerLogDropped,
 			Message: fmt.Sprintf("writing the server log %s again; %d lines were lost", s.cfg.LogFile, s.dropped),
-			Details: map[string]any{"dropped": s.dropped, "file": s.cfg.LogFile, "writing": true}}
+			Details: events.ToMap(events.ServerLogDroppedDetails{Dropped: s.dropped, File: s.cfg.LogFile, Writing: true})}
 	}
 	s.dropped++
 	if s.dropping && now.Sub(s.reported) < DropReportEvery {
@@ -836,7 +835,7 @@ func (s *Supervisor) countDrop(err error) *events.Event {
 	s.dropping, s.reported = true, now
 	return &events.Event{Kind: events.ServerLogDropped,
 		Message: fmt.Sprintf("server output lines are not being written to %s: %v; %d lost so far (the last %d lines are kept in memory)", s.cfg.LogFile, fserr.Explain(err, s.cfg.LogFile), s.dropped, s.cfg.KeepLines),
-		Details: map[string]any{"dropped": s.dropped, "file": s.cfg.LogFile, "writing": false}}
+		Details: events.ToMap(events.ServerLogDroppedDetails{Dropped: s.dropped, File: s.cfg.LogFile})}
 }
 
 // Dropped is how many output lines the log file refused so far.
@@ -911,10 +910,10 @@ func (s *Supervisor) line(p *process, stream, text string) {
 	}
 	switch e.Kind {
 	case events.ServerReady:
-		if _, ok := e.Details["model"]; ok {
-			s.announceReady(p, e.Details) // nothing to ask: at once
+		if d := events.Get[events.ServerReadyDetails](e); d.Model != "" {
+			s.announceReady(p, d) // nothing to ask: at once
 		} else {
-			go s.announceReady(p, e.Details)
+			go s.announceReady(p, d)
 		}
 		return
 	case events.ServerProgress:
@@ -928,9 +927,8 @@ func (s *Supervisor) line(p *process, stream, text string) {
 	case events.ModelUnloaded:
 		p.flag(func(p *process) { p.unloaded = true })
 	case events.EncoderFailed:
-		if fatal, _ := e.Details["fatal"].(bool); fatal {
-			reason, _ := e.Details["reason"].(string)
-			p.flag(func(p *process) { p.encoderFatal = reason })
+		if d := events.Get[events.EncoderFailedDetails](e); d.Fatal {
+			p.flag(func(p *process) { p.encoderFatal = d.Reason })
 		}
 	}
 	s.cfg.Events.Publish(e)
@@ -939,8 +937,8 @@ func (s *Supervisor) line(p *process, stream, text string) {
 // announceReady hands a ready line to the decision loop, with the model's
 // name from /health when the line has none (a short ask, here and not in
 // the loop, so a server slow to answer delays only its own announcement).
-func (s *Supervisor) announceReady(p *process, details map[string]any) {
-	if _, ok := details["model"]; !ok {
+func (s *Supervisor) announceReady(p *process, details events.ServerReadyDetails) {
+	if details.Model == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		go func() {
 			select {
@@ -951,9 +949,9 @@ func (s *Supervisor) announceReady(p *process, details map[string]any) {
 		}()
 		var h health
 		if getJSON(ctx, http.DefaultClient, "http://127.0.0.1:"+strconv.Itoa(p.port)+"/health", "", &h) == nil && h.Service == "strata" {
-			details["model"] = h.Model
+			details.Model = h.Model
 			if h.MaxContext > 0 {
-				details["context"] = h.MaxContext
+				details.Context = h.MaxContext
 			}
 		}
 		cancel()

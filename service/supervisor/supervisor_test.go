@@ -137,8 +137,8 @@ func (h *harness) count(kind events.Kind) int {
 
 func pidOf(t *testing.T, e events.Event) int {
 	t.Helper()
-	p, ok := e.Details["pid"].(int)
-	if !ok || p <= 0 {
+	p := detailInt(e, "pid")
+	if p <= 0 {
 		t.Fatalf("event %s has no pid: %v", e.Kind, e.Details)
 	}
 	return p
@@ -177,7 +177,7 @@ func TestStartsAsStrataSaysAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex := h.waitFor(events.ServerExited)
-	if ex.Details["expected"] != true || ex.Details["code"] != 0 {
+	if !events.Get[events.ServerExitedDetails](ex).Expected || events.Get[events.ServerExitedDetails](ex).Code != 0 {
 		t.Errorf("exit details %v", ex.Details)
 	}
 	h.waitFor(events.ServerStopped)
@@ -222,7 +222,7 @@ func TestCrashRestartsWithBackoff(t *testing.T) {
 		t.Errorf("a kill was taken as expected: %v", ex.Details)
 	}
 	rs := h.waitFor(events.ServerRestarting)
-	if rs.Details["attempt"] != 1 {
+	if events.Get[events.ServerRestartingDetails](rs).Attempt != 1 {
 		t.Errorf("restart details %v", rs.Details)
 	}
 	second := pidOf(t, h.waitFor(events.ServerReady))
@@ -233,7 +233,7 @@ func TestCrashRestartsWithBackoff(t *testing.T) {
 		t.Errorf("the crashed server left processes behind: %v", left)
 	}
 	syscall.Kill(second, syscall.SIGKILL)
-	if rs := h.waitFor(events.ServerRestarting); rs.Details["attempt"] != 2 {
+	if rs := h.waitFor(events.ServerRestarting); events.Get[events.ServerRestartingDetails](rs).Attempt != 2 {
 		t.Errorf("second restart details %v", rs.Details)
 	}
 	h.waitFor(events.ServerReady)
@@ -250,7 +250,7 @@ func TestCrashLoopGivesUpWithTheLastLines(t *testing.T) {
 	if !strings.Contains(f.Message, "crashed 3 times") {
 		t.Errorf("failure %q", f.Message)
 	}
-	last, _ := f.Details["last_lines"].([]string)
+	last := events.Get[events.ServerFailedDetails](f).LastLines
 	if !strings.Contains(strings.Join(last, "\n"), "RuntimeError: stand-in crash") {
 		t.Errorf("last lines %q", last)
 	}
@@ -329,7 +329,7 @@ func TestStopKillsAStubbornTree(t *testing.T) {
 	}
 	h.sup.Stop(context.Background())
 	ex := h.waitFor(events.ServerExited)
-	if ex.Details["code"] != -1 {
+	if events.Get[events.ServerExitedDetails](ex).Code != -1 {
 		t.Errorf("exit %v, want killed", ex.Details)
 	}
 	h.waitFor(events.ServerStopped)
@@ -361,17 +361,20 @@ func TestEngineLogRelayLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintln(f, events.FormatLine(events.Event{Kind: events.RemoteUnreachable, Message: "pc2: connection refused", Details: map[string]any{"host": "pc2"}}))
+	// A line in the form an older relay wrote its events in: words in the
+	// log (its owner may write anything there), never a report.
+	fmt.Fprintln(f, `strata-companion-event: {"kind":"remote.unreachable","message":"pc2: connection refused","details":{"host":"pc2"}}`)
 	fmt.Fprint(f, "strata-vision: warmed up at 1024 ")
 	f.Sync()
-	e := h.waitFor(events.RemoteUnreachable)
-	if e.Message != "pc2: connection refused" {
-		t.Errorf("relay event %+v", e)
-	}
 	fmt.Fprintln(f, "image tokens") // a line written in two parts is read whole
 	f.Close()
-	if e := h.waitFor(events.EncoderReady); e.Details["max_tokens"] != 1024 {
+	if e := h.waitFor(events.EncoderReady); events.Get[events.EncoderReadyDetails](e).MaxTokens != 1024 {
 		t.Errorf("encoder event %+v", e)
+	}
+	for _, k := range h.kinds() {
+		if k == string(events.RemoteUnreachable) {
+			t.Error("a relay-event line in the engine log became an event")
+		}
 	}
 }
 
@@ -425,10 +428,11 @@ func TestStartDuringStop(t *testing.T) {
 func TestEngineRestartLines(t *testing.T) {
 	h := newHarness(t, fakestrata.RootOptions{Mode: "engine-restart-after=50ms"}, nil)
 	h.waitFor(events.ServerReady)
-	if e := h.waitFor(events.EngineRestarted); e.Details["running"] != false || e.Details["exit_code"] != -9 {
+	e := h.waitFor(events.EngineRestarted)
+	if d := events.Get[events.EngineRestartedDetails](e); d.EngineRunning || d.ExitCode != -9 {
 		t.Errorf("first %+v", e)
 	}
-	if e := h.waitFor(events.EngineRestarted); e.Details["running"] != true {
+	if e := h.waitFor(events.EngineRestarted); !events.Get[events.EngineRestartedDetails](e).EngineRunning {
 		t.Errorf("second %+v", e)
 	}
 	if n := h.count(events.ServerStarting); n != 1 {
@@ -505,4 +509,13 @@ func TestRestartRemovesThePreviousRunsImageFolder(t *testing.T) {
 	if _, ok := now["strata-vision-other123"]; !ok || len(now) != 2 {
 		t.Errorf("after the restart: %v; want the new run's and the other one", now)
 	}
+}
+
+// detailInt reads a number detail of e, whether it was made in process or
+// came through JSON.
+func detailInt(e events.Event, key string) int {
+	b, _ := json.Marshal(e.Details[key])
+	var n int
+	json.Unmarshal(b, &n)
+	return n
 }

@@ -244,9 +244,8 @@ func (s *Supervisor) pollHealth(ctx context.Context, p *process) {
 		// ready line was likely worded otherwise.
 		if !ready && (h.Loaded || time.Since(p.started) > 2*time.Minute) {
 			select {
-			case s.ready <- readyMsg{proc: p, details: map[string]any{
-				"url": base + "/v1", "port": p.port, "model": h.Model, "context": h.MaxContext,
-				"images": h.Images, "api_key": h.APIKey, "source": "health"}}:
+			case s.ready <- readyMsg{proc: p, details: events.ServerReadyDetails{Source: events.Source{Source: "health"},
+				URL: base + "/v1", Port: p.port, Model: h.Model, Context: h.MaxContext, Images: &h.Images, APIKey: &h.APIKey}}:
 			default:
 			}
 			continue
@@ -263,9 +262,9 @@ func (s *Supervisor) pollHealth(ctx context.Context, p *process) {
 		p.mu.Unlock()
 		switch {
 		case !h.Loaded && !wasUnloaded:
-			s.pub(events.ModelUnloaded, "the model is not loaded (Strata's /health says so)", map[string]any{"source": "health"})
+			s.pub("the model is not loaded (Strata's /health says so)", events.ModelUnloadedDetails{Source: events.Source{Source: "health"}})
 		case h.Loaded && wasUnloaded:
-			s.pub(events.ModelLoaded, "the model is loaded again", map[string]any{"source": "health", "images": h.Images})
+			s.pub("the model is loaded again", events.ModelLoadedDetails{Source: events.Source{Source: "health"}, Images: &h.Images})
 		}
 		if !calm && (h.Loaded || !wasUnloaded || time.Since(reloadSince) > s.cfg.StartTimeout) {
 			// Ready (or loaded again): exits come from waitpid and log
@@ -295,9 +294,9 @@ func (s *Supervisor) pollHealth(ctx context.Context, p *process) {
 		lastVision = v
 		switch {
 		case v.Available && changed:
-			s.pub(events.EncoderReady, "the vision encoder is available", map[string]any{"source": "status"})
+			s.pub("the vision encoder is available", events.EncoderReadyDetails{Source: events.Source{Source: "status"}})
 		case !v.Available && v.Error != "":
-			s.pub(events.EncoderFailed, "the vision encoder is not available: "+v.Error, map[string]any{"source": "status", "reason": v.Error, "fatal": false})
+			s.pub("the vision encoder is not available: "+v.Error, events.EncoderFailedDetails{Source: events.Source{Source: "status"}, Reason: v.Error})
 		}
 	}
 }

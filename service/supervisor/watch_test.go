@@ -23,16 +23,16 @@ func TestEngineLogFollowedByNotification(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	fmt.Fprintln(f, events.FormatLine(events.Event{Kind: events.RemoteUnreachable, Message: "pc2: refused", Details: map[string]any{"host": "pc2"}}))
-	if e := h.waitFor(events.RemoteUnreachable); e.Message != "pc2: refused" {
-		t.Errorf("relay event %+v", e)
+	fmt.Fprintln(f, "strata-vision: on the CPU, 3 threads, no warm-up")
+	if e := h.waitFor(events.EncoderReady); events.Get[events.EncoderReadyDetails](e).Threads != 3 {
+		t.Errorf("encoder event %+v", e)
 	}
 	// Truncated (Strata starts a new log): read from the start again.
 	if err := os.Truncate(h.root.Log, 0); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintln(f, events.FormatLine(events.Event{Kind: events.RemoteUnreachable, Message: "pc3: refused", Details: map[string]any{"host": "pc3"}}))
-	if e := h.waitFor(events.RemoteUnreachable); e.Message != "pc3: refused" {
+	fmt.Fprintln(f, "strata-vision: on the CPU, 5 threads, no warm-up")
+	if e := h.waitFor(events.EncoderReady); events.Get[events.EncoderReadyDetails](e).Threads != 5 {
 		t.Errorf("after truncation: %+v", e)
 	}
 }
