@@ -66,6 +66,7 @@ func TestLinkCutMidPicture(t *testing.T) {
 		return all
 	}
 	var before map[string]int64
+	var started int // vision.ready events before the phase's picture
 	// newImg is the size of this phase's picture on the second PC so far.
 	newImg := func() int64 {
 		for f, n := range scratchImgs() {
@@ -107,8 +108,12 @@ func TestLinkCutMidPicture(t *testing.T) {
 			// at 2 Mbit/s, 3 MiB take ~12 s: cut once 256 KiB are there
 			ready: func(int, string) bool { return newImg() >= 256<<10 }},
 		{name: "encode", env: "STRATA_STANDIN_ENCODE_MS=20000", size: 4000, tokens: rigTokens + 1, words: "while it was reading the picture",
-			// the whole picture is there: the 20 s encode has begun
-			ready: func(size int, _ string) bool { return newImg() == int64(size) }},
+			// the whole picture is there and the new agent's encoder has
+			// started (it starts as the picture streams in: a cut before
+			// is "while its encoder was starting"): the 20 s encode is on
+			ready: func(size int, _ string) bool {
+				return newImg() == int64(size) && g.svc.count(events.EncoderReady) > started
+			}},
 		{name: "download", env: "STRATA_STANDIN_NO_DEVICE_TIME=1", size: 4000, tokens: 16384, words: "while the result came back",
 			// a 2 MiB .sve at 2 Mbit/s takes ~8 s: cut once 64 KiB are here
 			ready: func(_ int, out string) bool { return partialResult(out) >= 64<<10 }},
@@ -128,6 +133,7 @@ func TestLinkCutMidPicture(t *testing.T) {
 		os.WriteFile(img, data, 0o600)
 		connected := g.svc.count(events.RemoteConnected)
 		before = scratchImgs()
+		started = g.svc.count(events.EncoderReady)
 		fmt.Fprintf(g.stdin, "ENC %s %s\n", img, out)
 		testenv.WaitFor(t, 60*time.Second, "the picture's "+p.name+" under way", func() bool { return p.ready(p.size, out) })
 		if err := ns.CutLink(); err != nil {
