@@ -191,3 +191,49 @@ func TestLinkCutMidPicture(t *testing.T) {
 	g.quit()
 	g.noStrataLines()
 }
+
+// TestLostLinkTextWaitsNoLonger: the relay runs under the stand-in Strata
+// server (which reads pictures under its request FIFO, as Strata's main
+// repository does); the second PC's link is cut while it reads a picture
+// (a 20 s encode): the picture gets its 400 within seconds, saying the link
+// was lost, and a text request sent meanwhile waits no longer than that.
+func TestLostLinkTextWaitsNoLonger(t *testing.T) {
+	if testing.Short() {
+		t.Skip("network namespaces")
+	}
+	ns := testenv.NewNetns(t, testenv.NetnsOptions{})
+	g := newRig(t, testenv.SSHDOptions{Netns: ns.Name, ListenHost: ns.PeerAddr}, "STRATA_STANDIN_ENCODE_MS=20000")
+	t.Cleanup(func() {
+		ns.RestoreLink()
+		for _, pid := range g.remoteProcs() {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	post := g.standinServer()
+	pic, text := make(chan standinAnswer, 1), make(chan standinAnswer, 1)
+	go post("/standin/encode", "\x89PNG\r\n\x1a\npicture whose link is cut", pic)
+	g.pictureThere()
+	if err := ns.CutLink(); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	go post("/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`, text)
+	var p, x standinAnswer
+	select {
+	case p = <-pic:
+	case <-time.After(15 * time.Second): // the 20 s encode would come later
+		t.Fatal("the picture whose link was cut got no answer within 15 s")
+	}
+	select {
+	case x = <-text:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the text request got no answer within 10 s of the picture's")
+	}
+	if p.code != 400 || !strings.Contains(p.body, "link to second PC") || !strings.Contains(p.body, "was lost") {
+		t.Errorf("the picture: %d %s", p.code, p.body)
+	}
+	if x.code != 200 {
+		t.Errorf("the text request: %d %s", x.code, x.body)
+	}
+	t.Logf("link cut: picture answered after %v, text after %v (it waited behind the picture): %s", p.at.Sub(t0), x.at.Sub(t0), p.body)
+}
