@@ -184,6 +184,23 @@ const (
 	LostVerdict = 200 * time.Millisecond
 )
 
+// Reporting events to the companion service (best effort: a report never
+// delays a reply to Strata).
+const (
+	// ReportSend bounds one POST of events to the service (on this PC: it
+	// answers in milliseconds, or it is not running).
+	ReportSend = 2 * time.Second
+	// ReportRetry is the first pause before events are sent again after a
+	// failure, doubled each time up to ReportRetryMax (a service that is
+	// restarting is back within seconds; one that is stopped is not asked
+	// more than once a minute).
+	ReportRetry    = 2 * time.Second
+	ReportRetryMax = time.Minute
+	// ReportFlush is how long the relay, as it exits, waits for its last
+	// events to reach the service: Strata waits on its encoder's exit.
+	ReportFlush = 300 * time.Millisecond
+)
+
 // Preparing the second PC (strata-service remote prepare, the wizard):
 // a person watches a progress line, so these are generous.
 const (
