@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/framing"
 )
 
@@ -217,5 +218,72 @@ func TestLostLinkToldFromHungAgent(t *testing.T) {
 			}
 			conn.Close()
 		})
+	}
+}
+
+// TestLinkCutBetweenPicturesClosesTheConnection: a kept connection whose
+// link is cut while no picture is in flight is closed once nothing came from
+// the second PC for ConnectTimeout (bounds.IdleLinkLost; 1 s here), checked
+// every bounds.KeepaliveIdle, with one remote.disconnected event (the second
+// PC is then known down: the background retry dials it, refused here).
+func TestLinkCutBetweenPicturesClosesTheConnection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a keepalive interval")
+	}
+	conn := newSilentConn(false)
+	var mu sync.Mutex
+	var evs []events.Event
+	dials := 0
+	dial := func(context.Context, time.Duration) (Conn, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if dials++; dials > 1 {
+			return nil, errors.New("connection refused")
+		}
+		return conn, nil
+	}
+	r := New(Options{Host: "pc-1", Dial: dial, AgentCommand: "agent", NEmbd: 8, ConnectTimeout: time.Second,
+		Report: func(e events.Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background(), inR, outW); outW.Close() }()
+	out := bufio.NewReader(outR)
+	if l, _ := out.ReadString('\n'); l != "READY 8\n" {
+		t.Fatalf("first line %q", l)
+	}
+	// The connection the relay keeps between pictures (what the first
+	// picture, or the background dial at start, opens).
+	if err := r.connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	close(conn.cut)
+	var gone time.Duration
+	for deadline := time.Now().Add(10 * time.Second); gone == 0; time.Sleep(10 * time.Millisecond) {
+		select {
+		case <-conn.Done():
+			gone = time.Since(t0)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the connection whose link was cut between pictures was not closed within 10 s")
+		}
+	}
+	t.Logf("link cut between pictures: connection closed after %v", gone)
+	mu.Lock()
+	n := 0
+	for _, e := range evs {
+		if e.Kind == events.RemoteDisconnected && strings.Contains(e.Message, "did not answer within 1s") {
+			n++
+		}
+	}
+	mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d remote.disconnected events saying so; events: %v", n, evs)
+	}
+	io.WriteString(inW, "QUIT\n")
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
 	}
 }
