@@ -56,6 +56,10 @@ const (
 const (
 	PhaseStarting = "starting" // the encoder starts (a GPU warms up)
 	PhaseEncoding = "encoding" // the encoder reads the picture
+	// PhaseReceiving: the picture streams in (a slow link may take seconds
+	// to drain what the relay already wrote); it proves the agent and its
+	// link alive and changes no bound.
+	PhaseReceiving = "receiving"
 )
 
 // BeatInfo is a Beat's payload: the picture (0: none) and what is done now.

@@ -415,7 +415,12 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 	} else if refused != "" {
 		return refused
 	}
-	sess.phase.CompareAndSwap(phaseUpload, phaseEncoding)
+	if sess.info.BeatMS <= 0 {
+		// An older agent says nothing more: it has it. A newer one is in
+		// the upload until its first "starting" or "encoding" beat (on a
+		// slow link the picture may drain for seconds after the write).
+		sess.phase.CompareAndSwap(phaseUpload, phaseEncoding)
+	}
 	// The bound follows what the agent says it does (its Beat frames): a
 	// start (a GPU's warm-up) may take what prepare measured it to take, a
 	// picture what the last pictures took; and an agent that says nothing
@@ -447,6 +452,9 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 					r.host(), quiet.Round(100*time.Millisecond), hungWords[sess.phase.Load()], unavailable)
 			}
 		case b := <-sess.beats:
+			if b.Phase == framing.PhaseReceiving {
+				continue // the upload's beats: heard, no phase of the picture's
+			}
 			// id 0: the keep-running agent's warm-up at its start.
 			// A picture goes from starting to encoding, never back: a
 			// "starting" beat after an "encoding" one is a late beat of
@@ -455,15 +463,18 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 			if b.ID == id && b.Phase == framing.PhaseEncoding {
 				sawEncoding = true
 			}
-			if (b.ID == id || b.ID == 0) && b.Phase != phase && !late {
+			if (b.ID != id && b.ID != 0) || late {
+				continue
+			}
+			ph := phaseEncoding
+			if b.Phase == framing.PhaseStarting {
+				ph = phaseStarting
+			}
+			if cur := sess.phase.Load(); cur == phaseUpload || cur == phaseStarting || cur == phaseEncoding {
+				sess.phase.CompareAndSwap(cur, ph) // not once the result comes (phaseDownload)
+			}
+			if b.Phase != phase {
 				phase = b.Phase
-				ph := phaseEncoding
-				if phase == framing.PhaseStarting {
-					ph = phaseStarting
-				}
-				if cur := sess.phase.Load(); cur == phaseStarting || cur == phaseEncoding {
-					sess.phase.CompareAndSwap(cur, ph)
-				}
 				bound = r.times.bound(picSize, r.opt.RequestTimeout)
 				if phase == framing.PhaseStarting {
 					bound = r.startBound()
