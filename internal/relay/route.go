@@ -84,7 +84,7 @@ func (r *Relay) route(ctx context.Context, img, out string) string {
 		}
 		return r.encodeLocal(ctx, st, img, out, events.WhereLocalCPU)
 	case settings.PlacementGPU:
-		r.local.stop(bounds.LocalEncoderQuit)
+		r.local.stop(time.Second)
 		return "ERR pictures move to this PC's GPU when Strata restarts (its GPU encoder must take its VRAM before the expert cache is sized); restart Strata from the tray or with `strata-service restart`"
 	}
 	r.pic.where = events.WhereRemote
