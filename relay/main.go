@@ -223,7 +223,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		ReportNEmbd: rep.NEmbd,
 	})
 	err = rl.Run(ctx, stdin, stdout)
-	rep.Close(relay.ReportFlush)
+	rep.Close(300 * time.Millisecond)
 	if err != nil && ctx.Err() == nil {
 		say(stderr, "reading Strata's requests failed: %v", err)
 	}
