@@ -29,8 +29,10 @@ const (
 	// came for this long (no keepalive answer, no frame) is closed and the
 	// second PC is known down, so the next picture is answered at once.
 	// Longer than LinkLost: nobody waits, and a Wi-Fi hiccup of a few
-	// seconds need not cost a reconnect.
-	IdleLinkLost = 5 * time.Second
+	// seconds need not cost a reconnect. The same as Connect: the relay's
+	// ConnectTimeout option carries both (a test that shortens one shortens
+	// the other).
+	IdleLinkLost = Connect
 
 	// KeepalivePicture is how often the link is checked while a picture is
 	// in flight: often enough that when the agent falls silent, whether its
