@@ -115,9 +115,9 @@ func TestLinkCutMidPicture(t *testing.T) {
 
 	type phase struct {
 		name   string
-		env    string // the second PC's encoder
-		tokens int    // image tokens: the .sve is 20 + 4 x tokens x n_embd bytes
-		size   int    // the picture's bytes
+		env    string   // the second PC's encoder
+		tokens int      // image tokens: the .sve is 20 + 4 x tokens x n_embd bytes
+		size   int      // the picture's bytes
 		words  []string // what the ERR must say happened (one of)
 		ready  func(size int, out string) bool
 	}
