@@ -1068,6 +1068,49 @@ func TestNewerStrataArgumentsStillServe(t *testing.T) {
 // text request sent meanwhile waits no longer than that.
 func TestHungAgentTextWaitsNoLonger(t *testing.T) {
 	g := newRig(t, testenv.SSHDOptions{}, "STRATA_STANDIN_ENCODE_MS=20000")
+	post := g.standinServer()
+	pic, text := make(chan standinAnswer, 1), make(chan standinAnswer, 1)
+	go post("/standin/encode", "\x89PNG\r\n\x1a\nhung picture", pic)
+	agent := g.pictureThere()
+	if err := syscall.Kill(agent, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(agent, syscall.SIGKILL) })
+	t0 := time.Now()
+	go post("/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`, text)
+	var p, x standinAnswer
+	select {
+	case p = <-pic:
+	case <-time.After(15 * time.Second): // the 20 s encode would come later; 120 s before
+		t.Fatal("the picture with its agent stopped got no answer within 15 s")
+	}
+	select {
+	case x = <-text:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the text request got no answer within 10 s of the picture's")
+	}
+	if p.code != 400 || !strings.Contains(p.body, "stopped answering") {
+		t.Errorf("the picture: %d %s", p.code, p.body)
+	}
+	if x.code != 200 {
+		t.Errorf("the text request: %d %s", x.code, x.body)
+	}
+	t.Logf("agent stopped: picture answered after %v, text after %v (it waited behind the picture)", p.at.Sub(t0), x.at.Sub(t0))
+}
+
+// standinAnswer is one HTTP answer of the stand-in Strata server.
+type standinAnswer struct {
+	code int
+	body string
+	at   time.Time
+}
+
+// standinServer starts the stand-in Strata server (which reads pictures
+// under its request FIFO, as Strata's main repository does) with the built
+// relay as its encoder, the rig's settings and second PC; the returned func
+// POSTs body to path there and sends the answer to to.
+func (g *rig) standinServer() func(path, body string, to chan<- standinAnswer) {
+	t := g.t
 	relayBin, _ := builtBinaries(t)
 	r := fakestrata.NewRoot(t, fakestrata.RootOptions{Extra: map[string]any{
 		"env":    map[string]string{"STRATA_COMPANION_SETTINGS": g.settingsFile, locations.EnvHome: g.home},
@@ -1095,46 +1138,15 @@ func TestHungAgentTextWaitsNoLonger(t *testing.T) {
 		t.Fatal("the stand-in server did not get ready")
 	}
 	base := "http://127.0.0.1:" + strconv.Itoa(r.Port)
-	type answer struct {
-		code int
-		body string
-		at   time.Time
-	}
-	post := func(path, body string, to chan<- answer) {
+	post := func(path, body string, to chan<- standinAnswer) {
 		resp, err := http.Post(base+path, "application/octet-stream", strings.NewReader(body))
 		if err != nil {
-			to <- answer{code: -1, body: err.Error(), at: time.Now()}
+			to <- standinAnswer{code: -1, body: err.Error(), at: time.Now()}
 			return
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		to <- answer{resp.StatusCode, string(b), time.Now()}
+		to <- standinAnswer{resp.StatusCode, string(b), time.Now()}
 	}
-	pic, text := make(chan answer, 1), make(chan answer, 1)
-	go post("/standin/encode", "\x89PNG\r\n\x1a\nhung picture", pic)
-	agent := g.pictureThere()
-	if err := syscall.Kill(agent, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Kill(agent, syscall.SIGKILL) })
-	t0 := time.Now()
-	go post("/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`, text)
-	var p, x answer
-	select {
-	case p = <-pic:
-	case <-time.After(15 * time.Second): // the 20 s encode would come later; 120 s before
-		t.Fatal("the picture with its agent stopped got no answer within 15 s")
-	}
-	select {
-	case x = <-text:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the text request got no answer within 10 s of the picture's")
-	}
-	if p.code != 400 || !strings.Contains(p.body, "stopped answering") {
-		t.Errorf("the picture: %d %s", p.code, p.body)
-	}
-	if x.code != 200 {
-		t.Errorf("the text request: %d %s", x.code, x.body)
-	}
-	t.Logf("agent stopped: picture answered after %v, text after %v (it waited behind the picture)", p.at.Sub(t0), x.at.Sub(t0))
+	return post
 }

@@ -731,7 +731,7 @@ func BenchmarkRelayRSS(b *testing.B) {
 // BenchmarkRelayIdle: the relay's and the agent's CPU per minute while a
 // connection is kept and no picture comes (loopback; after one picture, so
 // the agent and its encoder run). The relay checks the connection every
-// keepaliveEvery; the agent checks its idle stop every second.
+// bounds.KeepaliveIdle (2 s); the agent checks its idle stop every second.
 func BenchmarkRelayIdle(b *testing.B) {
 	e := setup(b, link{name: "loopback"})
 	img := filepath.Join(e.work, "p.img")

@@ -29,6 +29,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/framing"
 	"github.com/strata-companion/companion/internal/gguf"
+	"github.com/strata-companion/companion/internal/relay/bounds"
 	"github.com/strata-companion/companion/internal/version"
 )
 
@@ -62,7 +63,8 @@ type Config struct {
 	// dropped, with a note).
 	ExtraArgs []string
 	// BeatEvery is how often a Beat frame is sent while the agent works
-	// (default 1 s).
+	// (default bounds.Beat, 1 s: the relay gives up an agent that misses
+	// three, bounds.HungAgent).
 	BeatEvery time.Duration
 	// IdleStop stops the encoder after this long without a picture; 0 keeps
 	// it running from the session's start to its end.
@@ -71,13 +73,13 @@ type Config struct {
 	Dir string
 	// ScratchParent holds the private scratch folder (default: the OS temp folder).
 	ScratchParent string
-	// ReadyTimeout bounds the encoder's start (warm-up included). Default 300 s,
-	// as Strata's own STRATA_VISION_READY_S.
+	// ReadyTimeout bounds the encoder's start (warm-up included). Default
+	// bounds.EncoderStart (300 s, as Strata's own STRATA_VISION_READY_S).
 	ReadyTimeout time.Duration
-	// EncodeTimeout bounds one picture. Default 120 s.
+	// EncodeTimeout bounds one picture. Default bounds.Encode (120 s).
 	EncodeTimeout time.Duration
 	// Silence ends the agent when no frame came from the relay for this long
-	// (it pings every 10 s while idle). Default 60 s.
+	// (it pings every bounds.Ping). Default bounds.AgentSilence (60 s).
 	Silence time.Duration
 	// Log receives diagnostics and the encoder's stderr (the ssh session's
 	// stderr, which the relay forwards to Strata's log).
@@ -94,13 +96,13 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.ReadyTimeout <= 0 {
-		c.ReadyTimeout = 300 * time.Second
+		c.ReadyTimeout = bounds.EncoderStart
 	}
 	if c.EncodeTimeout <= 0 {
-		c.EncodeTimeout = 120 * time.Second
+		c.EncodeTimeout = bounds.Encode
 	}
 	if c.Silence <= 0 {
-		c.Silence = 60 * time.Second
+		c.Silence = bounds.AgentSilence
 	}
 	if c.Log == nil {
 		c.Log = io.Discard
@@ -117,7 +119,7 @@ func (c *Config) defaults() {
 		c.NvidiaSMI = "nvidia-smi"
 	}
 	if c.BeatEvery <= 0 {
-		c.BeatEvery = time.Second
+		c.BeatEvery = bounds.Beat
 	}
 }
 
@@ -430,7 +432,7 @@ func (a *agent) stopEncoder() {
 	if a.enc == nil {
 		return
 	}
-	a.enc.stop(5 * time.Second)
+	a.enc.stop(bounds.EncoderQuit)
 	a.enc = nil
 	if a.state == "running" {
 		a.state = "stopped"

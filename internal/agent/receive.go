@@ -32,6 +32,10 @@ type pictureIn struct {
 	path string
 	size int64
 	err  error // the first write error (the rest of the picture is drained)
+	// stopBeat ends its "receiving" beats: while a picture streams in, the
+	// relay hears from the agent every second, so a slow link still
+	// draining the picture is not taken for a lost one.
+	stopBeat func()
 }
 
 // readFrames reads the relay's frames. A streamed picture (PictureBegin,
@@ -44,6 +48,7 @@ func (a *agent) readFrames(fr *framing.Reader, frames chan<- inFrame, stop <-cha
 	buf := make([]byte, framing.ChunkSize)
 	drop := func() {
 		if pic != nil {
+			pic.stopBeat()
 			if pic.f != nil {
 				pic.f.Close()
 			}
@@ -99,7 +104,7 @@ func (a *agent) readFrames(fr *framing.Reader, frames chan<- inFrame, stop <-cha
 				send(inFrame{err: err})
 				return
 			}
-			pic = &pictureIn{id: id, path: a.picturePath(id)}
+			pic = &pictureIn{id: id, path: a.picturePath(id), stopBeat: a.beating(id, framing.PhaseReceiving)}
 			pic.f, pic.err = os.OpenFile(pic.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 			if pic.err != nil {
 				pic.f = nil
@@ -117,6 +122,7 @@ func (a *agent) readFrames(fr *framing.Reader, frames chan<- inFrame, stop <-cha
 				drop() // the relay refused it and told Strata why
 				continue
 			}
+			pic.stopBeat()
 			done := inFrame{t: framing.PictureEnd, id: id, path: pic.path, err: pic.err}
 			if pic.f != nil {
 				if cerr := pic.f.Close(); cerr != nil && done.err == nil {

@@ -47,7 +47,8 @@ const (
 	PictureEnd   Type = 'Z' // uint32 id + 1 byte: PictureComplete or PictureAborted
 	// Beat: the agent is working (JSON Beat), sent every Info.BeatMS while
 	// it starts its encoder or reads a picture, so the relay tells a busy
-	// agent from a stopped or frozen one within seconds.
+	// agent from a stopped or frozen one within seconds (the values and
+	// why: internal/relay/bounds, Beat and HungAgent).
 	Beat Type = 'K'
 )
 
@@ -55,6 +56,10 @@ const (
 const (
 	PhaseStarting = "starting" // the encoder starts (a GPU warms up)
 	PhaseEncoding = "encoding" // the encoder reads the picture
+	// PhaseReceiving: the picture streams in (a slow link may take seconds
+	// to drain what the relay already wrote); it proves the agent and its
+	// link alive and changes no bound.
+	PhaseReceiving = "receiving"
 )
 
 // BeatInfo is a Beat's payload: the picture (0: none) and what is done now.
@@ -320,8 +325,9 @@ type Info struct {
 	Dir string `json:"dir"`
 	// NEmbd from the second PC's mmproj metadata (0 if unknown).
 	NEmbd int `json:"n_embd,omitempty"`
-	// BeatMS: the agent sends Beat frames this often while it works (0: an
-	// older agent that sends none; the relay then does not expect them).
+	// BeatMS: the agent sends Beat frames this often while it works
+	// (bounds.Beat; 0: an older agent that sends none; the relay then does
+	// not expect them, and only a lost link ends its silence).
 	BeatMS int `json:"beat_ms,omitempty"`
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/framing"
 	"github.com/strata-companion/companion/internal/gguf"
+	"github.com/strata-companion/companion/internal/relay/bounds"
 	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
@@ -98,7 +99,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 		o.Remote.RemoteDir = DefaultRemoteDir
 	}
 	fmt.Fprintf(p, "connecting to %s ...\n", o.Remote.Host)
-	conn, err := o.Dial(ctx, 10*time.Second)
+	conn, err := o.Dial(ctx, bounds.PrepareDial)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +312,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	if err := cl.fw.Write(framing.Wake); err != nil {
 		return nil, err
 	}
-	t, b, err := cl.next(ctx, 330*time.Second, framing.StatusReply)
+	t, b, err := cl.next(ctx, bounds.PrepareWake, framing.StatusReply)
 	if err != nil {
 		return nil, err
 	}
@@ -379,7 +380,7 @@ func (c *client) status() (framing.StatusInfo, error) {
 	if err := c.fw.Write(framing.AskStatus); err != nil {
 		return st, err
 	}
-	t, b, err := c.next(context.Background(), 30*time.Second, framing.StatusReply)
+	t, b, err := c.next(context.Background(), bounds.PrepareStatus, framing.StatusReply)
 	if err != nil {
 		return st, err
 	}
@@ -503,7 +504,7 @@ func bootstrapAgent(ctx context.Context, conn Conn, goos, dir, bin string, p io.
 		// The remote side ended early: its stderr says why.
 		select {
 		case <-errDone:
-		case <-time.After(5 * time.Second):
+		case <-time.After(bounds.PrepareStderr):
 		}
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			return fmt.Errorf("copying the agent to the second PC failed: %s", msg)
@@ -514,7 +515,7 @@ func bootstrapAgent(ctx context.Context, conn Conn, goos, dir, bin string, p io.
 	proc.Stdin.Close()
 	select {
 	case <-errDone:
-	case <-time.After(30 * time.Second):
+	case <-time.After(bounds.PrepareShellCopy):
 	}
 	// Success is judged by the agent's own checksum afterwards; stderr
 	// explains a failure.
@@ -538,7 +539,7 @@ func (p *progress) Write(b []byte) (int, error) {
 		p.start, p.last = now, now
 	}
 	p.sent += int64(len(b))
-	if now.Sub(p.last) >= time.Second {
+	if now.Sub(p.last) >= bounds.PrepareProgress {
 		p.last = now
 		p.print()
 	}
@@ -630,7 +631,7 @@ func startClient(ctx context.Context, conn Conn, cmd string, p io.Writer) (*clie
 		defer close(c.stderrDone)
 		io.Copy(io.MultiWriter(c.tail, prefixed(p, "  second PC: ")), proc.Stderr)
 	}()
-	t, b, err := c.next(ctx, 15*time.Second, framing.Hello)
+	t, b, err := c.next(ctx, bounds.PrepareHello, framing.Hello)
 	if err != nil || t != framing.Hello || json.Unmarshal(b, &c.info) != nil {
 		c.close()
 		if err == nil {
@@ -688,7 +689,7 @@ func (c *client) close() {
 	c.proc.Close()
 	select { // the session's end ends its stderr; bounded all the same
 	case <-c.stderrDone:
-	case <-time.After(2 * time.Second):
+	case <-time.After(bounds.PrepareClose):
 	}
 }
 
@@ -697,7 +698,7 @@ func (c *client) stat(name string) (framing.FileInfo, error) {
 	if err := c.fw.WriteJSON(framing.Stat, map[string]string{"name": name}); err != nil {
 		return fi, err
 	}
-	t, b, err := c.next(context.Background(), 5*time.Minute, framing.StatReply)
+	t, b, err := c.next(context.Background(), bounds.PrepareStat, framing.StatReply)
 	if err != nil {
 		return fi, err
 	}
@@ -781,7 +782,7 @@ func (c *client) send(ctx context.Context, local string, h framing.PutHeader) er
 	if err := c.fw.Write(framing.PutEnd); err != nil {
 		return err
 	}
-	t, b, err := c.next(ctx, 10*time.Minute, framing.PutReply)
+	t, b, err := c.next(ctx, bounds.PreparePut, framing.PutReply)
 	if err != nil {
 		return err
 	}

@@ -28,26 +28,24 @@ import (
 
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/framing"
+	"github.com/strata-companion/companion/internal/relay/bounds"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
 )
 
-// Bounds (documented in docs/relay.md).
+// Bounds: every value and why it is what it is are in internal/relay/bounds
+// (docs/relay.md, "Bounds", gives the user's view).
 const (
 	// DefaultConnectTimeout bounds reaching the second PC: TCP connect plus
-	// the ssh handshake; also how long a kept connection may leave a
-	// keepalive unanswered before it is declared dead.
-	DefaultConnectTimeout = 5 * time.Second
+	// the ssh handshake; also how long a kept connection may go without a
+	// word between pictures before it is declared dead (bounds.IdleLinkLost).
+	DefaultConnectTimeout = bounds.Connect
 	// DefaultHelloTimeout bounds the agent's start on the second PC.
-	DefaultHelloTimeout = 10 * time.Second
+	DefaultHelloTimeout = bounds.AgentStart
 	// DefaultRequestTimeout bounds a picture until a few were timed (the
 	// agent's own bound for one encode); then the bound follows what
 	// pictures take (pictureTimes.bound).
-	DefaultRequestTimeout = 120 * time.Second
-	// keepaliveEvery is how often a kept connection is checked.
-	keepaliveEvery = 2 * time.Second
-	// pingEvery keeps the agent's silence watchdog (60 s) from firing.
-	pingEvery = 10 * time.Second
+	DefaultRequestTimeout = bounds.Encode
 )
 
 // Options configure a Relay.
@@ -104,6 +102,9 @@ type Options struct {
 	// second PC known down (default 1 s; a quicker failure is retried by
 	// the next picture). Negative: every failure.
 	SlowFailure time.Duration
+	// LinkLost: while a picture is in flight, nothing from the second PC
+	// for this long gives the link up (default bounds.LinkLost, 3 s).
+	LinkLost time.Duration
 }
 
 // Target is the second PC as the relay reaches it.
@@ -143,6 +144,7 @@ type Relay struct {
 	conn      Conn
 	connStop  chan struct{} // closed to stop the conn's monitor
 	connDead  chan string   // the monitor's reason when it closed the conn
+	check     *linkCheck    // what the conn's monitor learns of its link
 	nextID    uint32
 	targetKey string
 	targetErr error  // Target.Err of the second PC in use
@@ -158,6 +160,7 @@ type Relay struct {
 	pic       pictureNote // what the picture in hand did, for its outcome event
 
 	// Shared with the monitor and the session's readers.
+	inPicture     atomic.Bool // a picture is on the second PC: its link is checked often
 	abortMu       sync.Mutex
 	abortConn     Conn       // the connection in use, for abortLink
 	outMu         sync.Mutex // Options.Log is written from several goroutines
@@ -198,10 +201,13 @@ func New(opt Options) *Relay {
 		opt.RequestTimeout = DefaultRequestTimeout
 	}
 	if opt.RetryEvery <= 0 {
-		opt.RetryEvery = 2 * time.Second
+		opt.RetryEvery = bounds.Retry
 	}
 	if opt.SlowFailure == 0 {
-		opt.SlowFailure = time.Second
+		opt.SlowFailure = bounds.SlowFailure
+	}
+	if opt.LinkLost <= 0 {
+		opt.LinkLost = bounds.LinkLost
 	}
 	if opt.Log == nil {
 		opt.Log = io.Discard
@@ -329,7 +335,7 @@ func (r *Relay) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 					select {
 					case rep := <-res:
 						reply(rep)
-					case <-time.After(300 * time.Millisecond):
+					case <-time.After(bounds.StuckPicture):
 						// Stuck on the link (a write into a dead link's
 						// full window): closing the connection ends it.
 						r.abortLink()
@@ -391,17 +397,35 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 	sess.takeWoke() // a wake reported before this picture is not its wake
 	sess.expect(id, out)
 	defer sess.expect(0, "")
-	stopWatch := r.watchSend(sess)
+	// From here the link is checked every bounds.KeepalivePicture, and a
+	// silence is judged every bounds.Check (liveness.go).
+	r.inPicture.Store(true)
+	defer r.inPicture.Store(false)
+	lc := r.check
+	if lc != nil {
+		lc.wake()
+	}
+	sess.phase.Store(phaseUpload)
+	sess.wrote.Store(time.Now().UnixNano()) // the agent's silence counts from the picture's start
+	stopWatch := r.watchSend(sess, lc, r.conn)
 	refused, err = sendPicture(ctx, sess.fw, id, pic)
-	if stopWatch() {
-		r.killAgent(sess)
-		r.dropSession()
-		return fmt.Sprintf("ERR the agent on second PC %s stopped taking the picture (nothing for over %s); it was ended, the next picture starts it again%s", r.host(), r.silenceBound(sess), unavailable)
+	switch v, quiet := stopWatch(); v {
+	case linkLost:
+		return r.linkGone(sess, quiet)
+	case agentHung:
+		r.endHungAgent(sess)
+		return fmt.Sprintf("ERR the agent on second PC %s stopped taking the picture (nothing from it for %s, though its link answers); it was ended, the next picture starts it again%s", r.host(), quiet.Round(100*time.Millisecond), unavailable)
 	}
 	if err != nil {
 		return "ERR " + r.lostReason(sess, err)
 	} else if refused != "" {
 		return refused
+	}
+	if sess.info.BeatMS <= 0 {
+		// An older agent says nothing more: it has it. A newer one is in
+		// the upload until its first "starting" or "encoding" beat (on a
+		// slow link the picture may drain for seconds after the write).
+		sess.phase.CompareAndSwap(phaseUpload, phaseEncoding)
 	}
 	// The bound follows what the agent says it does (its Beat frames): a
 	// start (a GPU's warm-up) may take what prepare measured it to take, a
@@ -409,33 +433,53 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 	// for silenceBound (stopped, frozen, or its link gone) is given up at
 	// once, whatever the bound.
 	phase := framing.PhaseEncoding
+	sawEncoding := false
 	bound := r.times.bound(picSize, r.opt.RequestTimeout)
 	if sess.info.BeatMS > 0 && r.times.count() < minSamples {
 		bound = r.firstBound()
 	}
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
-	var silence <-chan time.Time
-	if sess.info.BeatMS > 0 {
-		tick := time.NewTicker(silenceCheck)
-		defer tick.Stop()
-		silence = tick.C
-	}
-	limit := r.silenceBound(sess)
+	// The agent's silence (an agent that sends Beats) and the link's (any
+	// agent) are judged every bounds.Check.
+	silence := time.NewTicker(bounds.Check)
+	defer silence.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return "ERR the relay is stopping"
-		case <-silence:
-			if quiet := sess.quietFor(); quiet > limit {
-				r.killAgent(sess) // stopped or frozen: leave nothing running there
-				r.dropSession()
-				return fmt.Sprintf("ERR the agent on second PC %s stopped answering (nothing for %s while it was %s the picture); it was ended, the next picture starts it again%s",
-					r.host(), quiet.Round(100*time.Millisecond), map[string]string{framing.PhaseStarting: "starting the encoder for", framing.PhaseEncoding: "reading"}[phase], unavailable)
+		case <-silence.C:
+			switch v, quiet := r.judge(sess, lc, time.Now()); v {
+			case linkLost:
+				return r.linkGone(sess, quiet)
+			case agentHung:
+				r.endHungAgent(sess) // stopped or frozen: leave nothing running there
+				return fmt.Sprintf("ERR the agent on second PC %s stopped answering (nothing from it for %s while it was %s the picture, though its link answers); it was ended, the next picture starts it again%s",
+					r.host(), quiet.Round(100*time.Millisecond), hungWords[sess.phase.Load()], unavailable)
 			}
 		case b := <-sess.beats:
+			if b.Phase == framing.PhaseReceiving {
+				continue // the upload's beats: heard, no phase of the picture's
+			}
 			// id 0: the keep-running agent's warm-up at its start.
-			if (b.ID == id || b.ID == 0) && b.Phase != phase {
+			// A picture goes from starting to encoding, never back: a
+			// "starting" beat after an "encoding" one is a late beat of
+			// the agent's (its beats are not waited for when a phase ends).
+			late := b.Phase == framing.PhaseStarting && sawEncoding
+			if b.ID == id && b.Phase == framing.PhaseEncoding {
+				sawEncoding = true
+			}
+			if (b.ID != id && b.ID != 0) || late {
+				continue
+			}
+			ph := phaseEncoding
+			if b.Phase == framing.PhaseStarting {
+				ph = phaseStarting
+			}
+			if cur := sess.phase.Load(); cur == phaseUpload || cur == phaseStarting || cur == phaseEncoding {
+				sess.phase.CompareAndSwap(cur, ph) // not once the result comes (phaseDownload)
+			}
+			if b.Phase != phase {
 				phase = b.Phase
 				bound = r.times.bound(picSize, r.opt.RequestTimeout)
 				if phase == framing.PhaseStarting {
@@ -446,8 +490,7 @@ func (r *Relay) encodeRemote(ctx context.Context, img, out string) string {
 				timer.Reset(bound)
 			}
 		case <-timer.C:
-			r.killAgent(sess) // it may be hung: leave nothing running there
-			r.dropSession()
+			r.endHungAgent(sess) // it may be hung: leave nothing running there
 			if phase == framing.PhaseStarting {
 				return fmt.Sprintf("ERR the encoder on second PC %s did not start within %s; pictures are unavailable for now, text still works", r.host(), bound.Round(100*time.Millisecond))
 			}
@@ -510,20 +553,17 @@ func (r *Relay) reportPicture(sess *agentSession, okLine string) {
 	}
 }
 
-// silenceCheck is how often a picture's wait looks at the agent's silence.
-const silenceCheck = 250 * time.Millisecond
-
 // silenceBound is how long an agent that sends Beat frames may say nothing
-// while it has a picture: three beats.
+// while it has a picture: three of its beats, at least bounds.HungAgent.
 func (r *Relay) silenceBound(s *agentSession) time.Duration {
-	return max(3*time.Duration(s.info.BeatMS)*time.Millisecond, 3*time.Second)
+	return max(3*time.Duration(s.info.BeatMS)*time.Millisecond, bounds.HungAgent)
 }
 
 // firstBound bounds a picture before minSamples were timed: a GPU reads one
 // in seconds (docs/strata.md: 1.6 s at 1024 tokens), a CPU in tens of seconds.
 func (r *Relay) firstBound() time.Duration {
 	if r.device.GPU {
-		return 30 * time.Second
+		return bounds.FirstGPUPicture
 	}
 	return r.opt.RequestTimeout
 }
@@ -533,39 +573,51 @@ func (r *Relay) firstBound() time.Duration {
 // bound (Strata's STRATA_VISION_READY_S, 300 s).
 func (r *Relay) startBound() time.Duration {
 	if ms := r.startMS; ms > 0 {
-		return min(max(4*time.Duration(ms)*time.Millisecond, 30*time.Second), 300*time.Second)
+		return min(max(bounds.EncoderStartFactor*time.Duration(ms)*time.Millisecond, bounds.EncoderStartMin), bounds.EncoderStart)
 	}
-	return 300 * time.Second
+	return bounds.EncoderStart
 }
 
-// watchSend closes the session when the agent falls silent while a picture
-// is written to it (a stopped agent stops reading: the write would wait on
-// the full ssh window for ever); the returned func stops the watch and says
-// whether it fired.
-func (r *Relay) watchSend(s *agentSession) func() bool {
-	if s.info.BeatMS <= 0 {
-		return func() bool { return false }
+// watchSend judges the silence while a picture is written to the agent (a
+// stopped agent stops reading: the write would wait on the full ssh window
+// for ever; a lost link holds it in a full socket buffer) and ends the write:
+// a hung agent's session is closed and the agent signalled, a lost link's
+// connection closed (c). The returned func stops the watch and says what it
+// concluded (waitOn: nothing) and after how long a silence.
+func (r *Relay) watchSend(s *agentSession, lc *linkCheck, c Conn) func() (verdict, time.Duration) {
+	type found struct {
+		v     verdict
+		quiet time.Duration
 	}
-	stop, done := make(chan struct{}), make(chan bool, 1)
-	limit := r.silenceBound(s)
+	stop, done := make(chan struct{}), make(chan found, 1)
 	go func() {
-		t := time.NewTicker(silenceCheck)
+		t := time.NewTicker(bounds.Check)
 		defer t.Stop()
 		for {
 			select {
 			case <-stop:
-				done <- false
+				done <- found{}
 				return
 			case <-t.C:
-				if s.quietFor() > limit {
+				switch v, quiet := r.judge(s, lc, time.Now()); v {
+				case linkLost:
+					if c != nil {
+						c.Close() // the write returns; nothing else is waited on
+					}
+					done <- found{v, quiet}
+					return
+				case agentHung:
+					if s.proc.Kill != nil {
+						s.proc.Kill() // its sshd ends the channel: the write returns
+					}
 					s.close()
-					done <- true
+					done <- found{v, quiet}
 					return
 				}
 			}
 		}
 	}()
-	return func() bool { close(stop); return <-done }
+	return func() (verdict, time.Duration) { close(stop); f := <-done; return f.v, f.quiet }
 }
 
 func oneLine(s string) string {
@@ -670,12 +722,12 @@ func (r *Relay) connect(ctx context.Context) error {
 			return err
 		}
 	}
-	r.conn, r.connStop, r.connDead = c, make(chan struct{}), make(chan string, 1)
+	r.conn, r.connStop, r.connDead, r.check = c, make(chan struct{}), make(chan string, 1), newLinkCheck()
 	r.abortMu.Lock()
 	r.abortConn = c
 	r.abortMu.Unlock()
 	r.wg.Add(1)
-	go r.monitor(c, r.connStop, r.connDead)
+	go r.monitor(c, r.check, r.connStop, r.connDead)
 	return nil
 }
 
@@ -740,15 +792,24 @@ func (r *Relay) dialMessage(err error) string {
 	return prefix + ": " + de.Error() + unavailable
 }
 
-// monitor checks the connection every few seconds and pings the agent; a
-// keepalive left unanswered for ConnectTimeout closes the connection, which
-// ends any wait on it: a PC that vanished without a word is noticed in
-// keepaliveEvery + ConnectTimeout.
-func (r *Relay) monitor(c Conn, stop chan struct{}, dead chan string) {
+// monitor checks the connection: a keepalive every bounds.KeepaliveIdle
+// between pictures and every bounds.KeepalivePicture while one is in flight
+// (answers are recorded in lc, which a picture's wait judges: liveness.go),
+// never more than one on its way, and a ping to the agent every bounds.Ping.
+// Between pictures, nothing from the second PC for ConnectTimeout
+// (bounds.IdleLinkLost) closes the connection, which ends any wait on it: a
+// PC that vanished without a word is noticed within that, plus one check.
+func (r *Relay) monitor(c Conn, lc *linkCheck, stop chan struct{}, dead chan string) {
 	defer r.wg.Done()
-	tick := time.NewTicker(keepaliveEvery)
+	// It wakes every bounds.Check during a picture, every
+	// bounds.KeepaliveIdle between pictures (an idle relay wakes seldom),
+	// and at once when a picture begins (lc.kick).
+	tick := time.NewTimer(0)
 	defer tick.Stop()
-	lastPing := time.Now()
+	// Close does not wait out a keepalive on a dead link.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lastPing, lastSent := time.Now(), time.Time{}
 	for {
 		select {
 		case <-stop:
@@ -764,22 +825,33 @@ func (r *Relay) monitor(c Conn, stop chan struct{}, dead chan string) {
 			r.logf("the connection to second PC %s closed", r.host())
 			return
 		case <-tick.C:
-			ctx, cancel := context.WithTimeout(context.Background(), r.opt.ConnectTimeout)
+		case <-lc.kick:
+		}
+		now := time.Now()
+		every, wake := bounds.KeepaliveIdle, bounds.KeepaliveIdle
+		if r.inPicture.Load() {
+			every, wake = bounds.KeepalivePicture, bounds.Check
+		}
+		tick.Reset(wake)
+		// Half a check early counts as due: a timer that fires a moment
+		// before the interval must not skip a whole one.
+		if now.Sub(lastSent) >= every-bounds.Check/2 && lc.pending.CompareAndSwap(false, true) {
+			lastSent = now
+			r.wg.Add(1)
 			go func() {
-				select {
-				case <-stop: // Close does not wait out a keepalive on a dead link
-					cancel()
-				case <-ctx.Done():
+				defer r.wg.Done()
+				if c.Alive(ctx) == nil {
+					lc.answered.Store(time.Now().UnixNano())
 				}
+				lc.pending.Store(false)
 			}()
-			err := c.Alive(ctx)
-			cancel()
-			select {
-			case <-stop:
-				return
-			default:
+		}
+		if !r.inPicture.Load() {
+			heard := lc.answeredAt()
+			if s := r.currentSession(); s != nil && s.lastProgress().After(heard) {
+				heard = s.lastProgress()
 			}
-			if err != nil {
+			if now.Sub(heard) > r.opt.ConnectTimeout {
 				reason := fmt.Sprintf("second PC %s did not answer within %s", r.host(), r.opt.ConnectTimeout.Round(time.Second))
 				dead <- reason
 				c.Close()
@@ -790,12 +862,12 @@ func (r *Relay) monitor(c Conn, stop chan struct{}, dead chan string) {
 				r.markDown(reason + unavailable)
 				return
 			}
-			if time.Since(lastPing) >= pingEvery {
-				if s := r.currentSession(); s != nil {
-					s.fw.Write(framing.Ping)
-				}
-				lastPing = time.Now()
+		}
+		if now.Sub(lastPing) >= bounds.Ping-bounds.Check/2 {
+			if s := r.currentSession(); s != nil {
+				s.fw.Write(framing.Ping)
 			}
+			lastPing = now
 		}
 	}
 }
@@ -821,7 +893,7 @@ func (r *Relay) lostReason(s *agentSession, err error) string {
 		r.connDead <- why
 		r.dropSession()
 		return why + " while reading a picture" + unavailable
-	case <-time.After(200 * time.Millisecond):
+	case <-time.After(bounds.LostVerdict):
 	}
 	tail := s.stderrTail()
 	r.dropSession()
@@ -875,14 +947,14 @@ func (r *Relay) Close() {
 		s.proc.Stdin.Close()
 		select {
 		case <-s.done:
-		case <-time.After(300 * time.Millisecond):
+		case <-time.After(bounds.AgentEnd):
 			killed := make(chan struct{})
 			r.wg.Add(1)
 			c := r.conn
 			go func() { defer r.wg.Done(); r.killAgentOn(s, c); close(killed) }()
 			select {
 			case <-killed:
-			case <-time.After(300 * time.Millisecond):
+			case <-time.After(bounds.KillWait):
 				// The link does not answer: closing it below ends the wait.
 			}
 		}
@@ -890,7 +962,7 @@ func (r *Relay) Close() {
 	r.dropSession()
 	r.closeConn()
 	r.link.stopRetry()
-	r.local.stop(time.Second)
+	r.local.stop(bounds.LocalEncoderQuit)
 	r.wg.Wait()
 }
 
@@ -909,7 +981,7 @@ func (r *Relay) killAgentOn(s *agentSession, c Conn) {
 	select {
 	case <-s.done:
 		return
-	case <-time.After(100 * time.Millisecond):
+	case <-time.After(bounds.KillSignal):
 	}
 	if c == nil || s.info.PID <= 0 {
 		return
@@ -928,12 +1000,12 @@ func (r *Relay) killAgentOn(s *agentSession, c Conn) {
 	go func() { io.Copy(io.Discard, p.Stdout); close(ended) }()
 	select {
 	case <-ended:
-	case <-time.After(500 * time.Millisecond):
+	case <-time.After(bounds.KillCommand):
 	}
 	p.Close()
 	select {
 	case <-s.done:
-	case <-time.After(300 * time.Millisecond):
+	case <-time.After(bounds.KillWait):
 	}
 }
 
@@ -1003,6 +1075,7 @@ func (s *agentSession) receiveResult(fr *framing.Reader, n int) (frame, error) {
 		return f, err
 	}
 	f.tmp = tmp.Name()
+	s.phase.Store(phaseDownload)
 	rest := int64(n - 6 - ll) // the .sve's bytes, announced by the frame
 	if s.proc.Expect != nil {
 		s.proc.Expect(rest)
@@ -1055,15 +1128,20 @@ type agentSession struct {
 	outID uint32
 
 	beats chan framing.BeatInfo // the agent's Beat frames (dropped when not read)
-	// heard and wrote are the last read from and write to the agent
-	// (UnixNano): an agent that sends Beats and does neither for a few
-	// seconds is stopped or frozen.
+	// heard and wrote are the last read from the agent and the last piece
+	// of picture data the ssh window let through to it (UnixNano): an agent
+	// that sends Beats and does neither for a few seconds is stopped or
+	// frozen, or its link is lost (liveness.go tells which).
 	heard, wrote atomic.Int64
+	// phase is where the picture in flight is (phaseUpload...): the
+	// picture's goroutine sets it, receiveResult moves it to phaseDownload.
+	phase atomic.Int32
 }
 
-// quietFor is how long nothing went either way on the session.
-func (s *agentSession) quietFor() time.Duration {
-	return time.Since(time.Unix(0, max(s.heard.Load(), s.wrote.Load())))
+// lastProgress is when the agent last proved it works: a frame from it, or
+// picture data taken.
+func (s *agentSession) lastProgress() time.Time {
+	return time.Unix(0, max(s.heard.Load(), s.wrote.Load()))
 }
 
 // touchReader and touchWriter record when the session last moved bytes.
@@ -1085,12 +1163,25 @@ type touchWriter struct {
 	t *atomic.Int64
 }
 
+// Write passes p on in pieces of progressPiece, recording each piece of
+// picture data (at least progressWrite bytes) that went through: the ssh
+// channel takes it only as the agent's window allows.
 func (x touchWriter) Write(p []byte) (int, error) {
-	n, err := x.w.Write(p)
-	if n > 0 {
-		x.t.Store(time.Now().UnixNano())
+	n := 0
+	for n < len(p) {
+		m, err := x.w.Write(p[n:min(len(p), n+progressPiece)])
+		if m >= progressWrite {
+			x.t.Store(time.Now().UnixNano())
+		}
+		n += m
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			return n, io.ErrShortWrite
+		}
 	}
-	return n, err
+	return n, nil
 }
 
 func (s *agentSession) expect(id uint32, out string) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/relay/bounds"
 )
 
 // ServiceReporter sends the relay's events and the n_embd it learned to the
@@ -36,13 +37,17 @@ type ServiceReporter struct {
 // maxQueued bounds the events kept while the service cannot be reached.
 const maxQueued = 256
 
+// ReportFlush is how long the relay gives its last events at exit
+// (ServiceReporter.Close): bounds.ReportFlush.
+const ReportFlush = bounds.ReportFlush
+
 // NewServiceReporter starts the sender; find nil means
 // controlapi.NewRelayClient (the relay's own token).
 func NewServiceReporter(find func() (*controlapi.Client, error)) *ServiceReporter {
 	if find == nil {
 		find = controlapi.NewRelayClient
 	}
-	return startReporter(&ServiceReporter{find: find, firstRetry: 2 * time.Second})
+	return startReporter(&ServiceReporter{find: find, firstRetry: bounds.ReportRetry})
 }
 
 func startReporter(s *ServiceReporter) *ServiceReporter {
@@ -134,7 +139,7 @@ func (s *ServiceReporter) loop() {
 			}
 			var err error = controlapi.ErrNotRunning
 			if c != nil {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), bounds.ReportSend)
 				err = c.ReportRelay(ctx, r)
 				cancel()
 			}
@@ -153,7 +158,7 @@ func (s *ServiceReporter) loop() {
 			// Try again after a pause, or when new events come.
 			select {
 			case <-time.After(retry):
-				retry = min(2*retry, time.Minute)
+				retry = min(2*retry, bounds.ReportRetryMax)
 			case <-s.wake:
 			case <-s.stop:
 				stopping = true

@@ -15,15 +15,13 @@ import (
 	"github.com/strata-companion/companion/internal/agent"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/framing"
+	"github.com/strata-companion/companion/internal/relay/bounds"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/wol"
 )
 
 // OffMessage answers every picture while pictures are switched off.
 const OffMessage = "ERR pictures are switched off in Strata Companion"
-
-// localReadyTimeout bounds this PC's CPU encoder's start (no warm-up on a CPU).
-const localReadyTimeout = 60 * time.Second
 
 // Encode reads one picture where the settings say now and returns the reply
 // line ("OK ..." or "ERR ..."): the second PC, this PC's CPU, or nowhere.
@@ -76,7 +74,7 @@ func (r *Relay) route(ctx context.Context, img, out string) string {
 	case settings.PlacementOff:
 		r.pic.where = events.WhereOff
 		r.dropSession() // the second PC gets its VRAM back
-		r.local.stop(time.Second)
+		r.local.stop(bounds.LocalEncoderQuit)
 		return OffMessage
 	case settings.PlacementCPU:
 		r.pic.where = events.WhereLocalCPU
@@ -121,7 +119,7 @@ func (r *Relay) route(ctx context.Context, img, out string) string {
 	epoch := r.link.epochNow()
 	reply := r.encodeRemote(ctx, img, out)
 	if strings.HasPrefix(reply, "OK ") {
-		r.local.stop(time.Second) // pictures left this PC's CPU: its RAM back
+		r.local.stop(bounds.LocalEncoderQuit) // pictures left this PC's CPU: its RAM back
 	}
 	if strings.HasPrefix(reply, "ERR ") && ctx.Err() == nil && (r.link.epochNow() != epoch || r.pic.dialFailed) {
 		// This picture found it down.
@@ -284,9 +282,9 @@ func (r *Relay) wake(ctx context.Context, st *settings.Settings) bool {
 	}
 	wait := time.Duration(rm.Wake.WaitS) * time.Second
 	if wait <= 0 {
-		wait = 60 * time.Second
+		wait = bounds.WakeWait
 	}
-	if !r.wokeAt.IsZero() && time.Since(r.wokeAt) < wait+time.Minute {
+	if !r.wokeAt.IsZero() && time.Since(r.wokeAt) < wait+bounds.WakeAgain {
 		return false // woken lately and still down: do not hold every picture
 	}
 	r.wokeAt = time.Now()
@@ -311,7 +309,7 @@ func (r *Relay) wake(ctx context.Context, st *settings.Settings) bool {
 	t0 := time.Now()
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	tick := time.NewTicker(500 * time.Millisecond)
+	tick := time.NewTicker(bounds.WakeKick)
 	defer tick.Stop()
 	r.link.ensureRetry(r, true)
 	for {
@@ -399,13 +397,13 @@ func (l *localEncoder) get(path string, args []string, note func(string)) (*agen
 		return l.enc, -1, nil
 	}
 	if l.enc != nil {
-		l.enc.Stop(time.Second)
+		l.enc.Stop(bounds.LocalEncoderQuit)
 		l.enc = nil
 	}
 	t0 := time.Now()
 	// Its stderr ("strata-vision: ...") must not reach Strata's engine log:
 	// only its last line is kept, for messages.
-	enc, err := agent.StartEncoderEnv(path, args, nil, noteWriter(note), localReadyTimeout)
+	enc, err := agent.StartEncoderEnv(path, args, nil, noteWriter(note), bounds.LocalEncoderStart)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -667,9 +665,9 @@ func (p *pictureTimes) median() time.Duration {
 // plus twice its transfer at the measured rate, and never less than
 // boundFloor (a GPU encoder's wake after an idle stop fits in it).
 const (
-	boundFactor = 4
-	boundFloor  = 15 * time.Second
-	minSamples  = 3
+	boundFactor = bounds.PictureFactor
+	boundFloor  = bounds.PictureFloor
+	minSamples  = bounds.TimedPictures
 )
 
 // bound is how long a picture of size bytes may take: first until
