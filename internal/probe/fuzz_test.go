@@ -21,7 +21,7 @@ func FuzzParseNvidiaSMI(f *testing.F) {
 			if !ok {
 				t.Fatalf("error of type %T", err)
 			}
-			if f := se.Finding(); f.What == "" || f.Severity == "" {
+			if f := SMIFinding(se); f.What == "" || f.Severity == "" {
 				t.Fatalf("empty finding for %v", err)
 			}
 			return

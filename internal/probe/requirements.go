@@ -71,9 +71,10 @@ func ArchSupported(g GPU) (ok, known bool) {
 
 // Usable says whether Strata's GPU encoder can run on g: an NVIDIA card,
 // not known to be older than RTX 20, with a driver not known to be older
-// than 525.
+// than 525, and not split into MIG slices (the encoder would get one
+// slice, not the card its total names).
 func Usable(g GPU) bool {
-	if g.Vendor != VendorNVIDIA || g.Source != SourceNvidiaSMI {
+	if g.Vendor != VendorNVIDIA || g.Source != SourceNvidiaSMI || g.MIG == MIGEnabled {
 		return false
 	}
 	if ok, known := ArchSupported(g); known && !ok {
