@@ -17,7 +17,9 @@ func reading(fresh bool, gs ...nvsmi.GPU) gpuReading { return gpuReading{gpus: g
 // 0); its VRAM is known only from two fresh readings with figures; a
 // measured 0 is kept as a figure.
 func TestMeasure(t *testing.T) {
-	card := func(idx, used int) nvsmi.GPU { return nvsmi.GPU{Index: idx, Name: "card" + string(rune('0'+idx)), UsedMiB: used} }
+	card := func(idx, used int) nvsmi.GPU {
+		return nvsmi.GPU{Index: idx, Name: "card" + string(rune('0'+idx)), UsedMiB: used}
+	}
 	gpu := framing.Where{Device: "gpu"}
 	cases := []struct {
 		name          string
