@@ -532,7 +532,14 @@ func (a *agent) status() framing.StatusInfo {
 			}
 		}
 	}
-	s.GPUs = toFraming(a.readGPUs(time.Time{}, statusWait).gpus)
+	r := a.readGPUs(time.Time{}, statusWait)
+	s.GPUs = toFraming(r.gpus)
+	switch {
+	case r.err != nil:
+		_, s.GPUProblem, _ = r.err.Explain()
+	case !r.fresh:
+		s.GPUProblem = fmt.Sprintf("nvidia-smi did not answer within %s; these figures are older", statusWait)
+	}
 	return s
 }
 

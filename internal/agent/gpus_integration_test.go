@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,8 +100,8 @@ func TestHungNvidiaSMIDoesNotStallFrames(t *testing.T) {
 		t0 := time.Now()
 		st := s.status()
 		t.Logf("status %d with a hung nvidia-smi took %s", i, time.Since(t0).Round(time.Millisecond))
-		if len(st.GPUs) != 0 {
-			t.Fatalf("GPUs %+v from a hung nvidia-smi", st.GPUs)
+		if len(st.GPUs) != 0 || !strings.Contains(st.GPUProblem, "did not answer in time") {
+			t.Fatalf("GPUs %+v from a hung nvidia-smi; problem %q", st.GPUs, st.GPUProblem)
 		}
 		if time.Since(t0) > 20*time.Second {
 			t.Fatal("a status waited on the hung nvidia-smi")

@@ -371,6 +371,9 @@ type StatusInfo struct {
 	// IdleStopS is the idle time after which the encoder is stopped (0: never).
 	IdleStopS int   `json:"idle_stop_s"`
 	GPUs      []GPU `json:"gpus,omitempty"`
+	// GPUProblem says, in words, why GPUs is empty or stale when nvidia-smi
+	// failed or did not answer in time ("" when it answered).
+	GPUProblem string `json:"gpu_problem,omitempty"`
 	// Where the running encoder reads pictures (nil: none runs).
 	Where *Where `json:"where,omitempty"`
 	// ScratchFiles counts files in the private scratch folder (0 between pictures).

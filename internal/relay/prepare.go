@@ -346,6 +346,9 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	for _, g := range st.GPUs {
 		fmt.Fprintf(p, "  GPU %d: %s, %s\n", g.Index, g.Name, g.MemWords())
 	}
+	if st.GPUProblem != "" {
+		fmt.Fprintf(p, "  its GPUs: %s\n", st.GPUProblem)
+	}
 	return res, nil
 }
 
