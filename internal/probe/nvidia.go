@@ -123,12 +123,6 @@ func queryNvidia(ctx context.Context, run Runner, where string) ([]GPU, string, 
 		problems = append(problems, SMIFinding(res.FellBack))
 	}
 	problems = append(problems, skippedFindings(res.Skipped)...)
-	for _, g := range res.GPUs {
-		if g.Partitioned() {
-			what, fix := nvsmi.MIGWords(g, where)
-			problems = append(problems, Finding{SeverityWarning, what, fix})
-		}
-	}
 	return fromNvsmi(res.GPUs), res.Query, problems, ""
 }
 

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/strata-companion/companion/internal/nvsmi"
 )
 
 // Strata's requirements (docs/strata.md): NVIDIA driver 580 or newer (525 for the
@@ -97,6 +99,10 @@ func CheckRequirements(gpus []GPU) []Finding {
 		case VendorNVIDIA:
 			if g.Source != SourceNvidiaSMI {
 				continue // listed by the OS only; the nvidia-smi finding covers it
+			}
+			if g.MIG == MIGEnabled {
+				what, fix := nvsmi.MIGWords(nvsmi.GPU{Index: g.Index, Name: g.Name}, "")
+				out = append(out, Finding{SeverityWarning, what, fix})
 			}
 			if ok, known := ArchSupported(g); known && !ok {
 				why := "by its name"
