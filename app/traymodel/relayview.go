@@ -86,7 +86,6 @@ func deviceWords(device, gpu string) string {
 	return "its CPU"
 }
 
-
 // WhereWords names a picture's place for people.
 func WhereWords(where string) string {
 	switch where {

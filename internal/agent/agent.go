@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/framing"
 	"github.com/strata-companion/companion/internal/gguf"
+	"github.com/strata-companion/companion/internal/nvsmi"
 	"github.com/strata-companion/companion/internal/relay/bounds"
 	"github.com/strata-companion/companion/internal/version"
 )
@@ -84,7 +84,8 @@ type Config struct {
 	// Log receives diagnostics and the encoder's stderr (the ssh session's
 	// stderr, which the relay forwards to Strata's log).
 	Log io.Writer
-	// NvidiaSMI overrides the nvidia-smi program (tests).
+	// NvidiaSMI overrides the nvidia-smi program (tests); "" finds it as
+	// the probe does (internal/nvsmi: PATH, then where drivers put it).
 	NvidiaSMI string
 	// InstallSHA256 are the sha256 sums of the programs this session may
 	// install (prepare's checksummed install of strata-vision and its
@@ -115,21 +116,32 @@ func (c *Config) defaults() {
 	if c.ScratchParent == "" {
 		c.ScratchParent = os.TempDir()
 	}
-	if c.NvidiaSMI == "" {
-		c.NvidiaSMI = "nvidia-smi"
-	}
 	if c.BeatEvery <= 0 {
 		c.BeatEvery = bounds.Beat
 	}
 }
 
-// encoderEnv is the encoder's environment: the agent's, with the chosen GPU
-// as the only one CUDA shows it.
+// encoderEnv is the encoder's environment: the agent's, with CUDA numbering
+// cards in PCI bus order, as nvidia-smi does (always: CUDA's own default
+// puts the fastest card first, so without it "card 0" could be another card
+// than the one the agent measures), and the chosen GPU as the only one CUDA
+// shows it.
 func (c *Config) encoderEnv() []string {
-	if !c.CUDADeviceSet || c.CUDADevice < 0 {
-		return nil
+	env := append(os.Environ(), "CUDA_DEVICE_ORDER=PCI_BUS_ID")
+	if c.CUDADeviceSet && c.CUDADevice >= 0 {
+		env = append(env, "CUDA_VISIBLE_DEVICES="+strconv.Itoa(c.CUDADevice))
 	}
-	return append(os.Environ(), "CUDA_DEVICE_ORDER=PCI_BUS_ID", "CUDA_VISIBLE_DEVICES="+strconv.Itoa(c.CUDADevice))
+	return env
+}
+
+// gpuIndex is the card the encoder runs on, by nvidia-smi index: the chosen
+// one, else the first in PCI bus order (what CUDA shows first with
+// encoderEnv's order).
+func (c *Config) gpuIndex() int {
+	if c.CUDADeviceSet && c.CUDADevice >= 0 {
+		return c.CUDADevice
+	}
+	return 0
 }
 
 // EncoderArgs is the strata-vision command line, as Strata itself builds it.
@@ -170,6 +182,8 @@ type agent struct {
 	// its encoder killed, so a relay told to QUIT leaves nothing running.
 	inputEnded chan struct{}
 	endOnce    sync.Once
+	// gpus reads nvidia-smi off the frame loop (gpus.go).
+	gpus *nvsmi.Watcher
 }
 
 type putState struct {
@@ -183,7 +197,9 @@ type putState struct {
 // scratch folder before returning.
 func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	cfg.defaults()
-	a := &agent{cfg: cfg, fw: framing.NewWriter(out), state: "stopped", inputEnded: make(chan struct{})}
+	a := &agent{cfg: cfg, fw: framing.NewWriter(out), state: "stopped", inputEnded: make(chan struct{}),
+		gpus: nvsmi.NewWatcher(cfg.NvidiaSMI, gpuReadTimeout)}
+	a.gpus.Read(time.Time{}, 0) // a first reading, ready by the relay's first status
 	a.cleanStaleScratch()
 	var err error
 	if a.scratch, err = os.MkdirTemp(cfg.ScratchParent, ScratchPrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
@@ -373,9 +389,9 @@ func (a *agent) ensureEncoder(woke bool) error {
 		a.state = "failed"
 	}
 	t0 := time.Now()
-	var before []framing.GPU
+	var before gpuReading
 	if a.cfg.GPU {
-		before = queryGPUs(a.cfg.NvidiaSMI)
+		before = a.readGPUs(t0, observeWait)
 	}
 	enc, err := startEncoderEnv(a.cfg.Encoder, a.cfg.EncoderArgs(), a.cfg.encoderEnv(), a.cfg.Log, a.cfg.ReadyTimeout)
 	if err != nil {
@@ -399,33 +415,19 @@ func (a *agent) ensureEncoder(woke bool) error {
 }
 
 // observe says where the encoder just started reads pictures: its own start
-// line, and on a GPU the card (the one CUDA shows it first) and the VRAM it
-// took there, from nvidia-smi before and after its start.
-func (a *agent) observe(enc *encoder, before []framing.GPU) framing.Where {
+// line, and on a GPU the card (the one CUDA shows it first: gpuIndex) and
+// the VRAM it took there, from nvidia-smi before and after its start.
+func (a *agent) observe(enc *encoder, before gpuReading) framing.Where {
 	w := Observe(enc.tail.Start(), enc.tail.CUDAFailure(), a.cfg.GPU)
 	if w.Device != "gpu" {
-		if w.Expected == "gpu" && w.Reason == "" && len(before) == 0 {
-			w.Reason = "nvidia-smi found no NVIDIA GPU on the second PC"
+		if w.Expected == "gpu" && w.Reason == "" && before.fresh && before.err != nil && len(before.gpus) == 0 {
+			_, what, _ := before.err.Explain()
+			w.Reason = "on the second PC, " + what
 		}
 		return w
 	}
-	idx := 0
-	if a.cfg.CUDADeviceSet && a.cfg.CUDADevice >= 0 {
-		idx = a.cfg.CUDADevice
-	}
-	after := queryGPUs(a.cfg.NvidiaSMI)
-	for _, g := range after {
-		if g.Index != idx {
-			continue
-		}
-		w.GPU, w.GPUIndex = g.Name, g.Index
-		for _, b := range before {
-			if b.Index == idx && g.UsedMiB > b.UsedMiB {
-				w.VRAMMiB = g.UsedMiB - b.UsedMiB
-			}
-		}
-	}
-	return w
+	after := a.readGPUs(time.Now(), observeWait)
+	return measure(w, a.cfg.gpuIndex(), before, after)
 }
 
 func (a *agent) stopEncoder() {
@@ -546,47 +548,15 @@ func (a *agent) status() framing.StatusInfo {
 			}
 		}
 	}
-	s.GPUs = queryGPUs(a.cfg.NvidiaSMI)
+	r := a.readGPUs(time.Time{}, statusWait)
+	s.GPUs = toFraming(r.gpus)
+	switch {
+	case r.err != nil:
+		_, s.GPUProblem, _ = r.err.Explain()
+	case !r.fresh:
+		s.GPUProblem = fmt.Sprintf("nvidia-smi did not answer within %s; these figures are older", statusWait)
+	}
 	return s
-}
-
-// queryGPUs asks nvidia-smi (docs/strata.md's query; nil when there is none).
-func queryGPUs(prog string) []framing.GPU {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, prog, "--query-gpu=index,name,memory.total,memory.used,memory.free,driver_version", "--format=csv,noheader,nounits").Output()
-	if err != nil {
-		return nil
-	}
-	return ParseNvidiaSMI(string(out))
-}
-
-// ParseNvidiaSMI reads the CSV lines of the query above.
-func ParseNvidiaSMI(s string) []framing.GPU {
-	var gpus []framing.GPU
-	for _, line := range strings.Split(s, "\n") {
-		f := strings.Split(line, ",")
-		if len(f) < 5 {
-			continue
-		}
-		for i := range f {
-			f[i] = strings.TrimSpace(f[i])
-		}
-		var g framing.GPU
-		var err error
-		if g.Index, err = strconv.Atoi(f[0]); err != nil {
-			continue
-		}
-		g.Name = f[1]
-		g.TotalMiB, _ = strconv.Atoi(f[2])
-		g.UsedMiB, _ = strconv.Atoi(f[3])
-		g.FreeMiB, _ = strconv.Atoi(f[4])
-		if len(f) > 5 {
-			g.Driver = f[5]
-		}
-		gpus = append(gpus, g)
-	}
-	return gpus
 }
 
 // removeScratch removes the session's scratch folder; on Windows a file the

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/framing"
-	"github.com/strata-companion/companion/internal/probe"
+	"github.com/strata-companion/companion/internal/nvsmi"
 	"github.com/strata-companion/companion/internal/version"
 )
 
@@ -113,17 +113,17 @@ func Probe(ctx context.Context, args []string, nvidiaSMI string, stdout, stderr 
 func ProbeThisPC(ctx context.Context, a ProbeArgs, dir, nvidiaSMI string) framing.ProbeInfo {
 	info := framing.ProbeInfo{Version: version.Version, OS: runtime.GOOS, Arch: runtime.GOARCH, Dir: dir,
 		Uname: unameLine(ctx), Files: []framing.ProbeFile{}, GGUF: []string{}}
-	o := probe.Options{NvidiaSMIPath: nvidiaSMI}
-	if cands := probe.NvidiaSMICandidates(o); len(cands) > 0 {
+	if cands := nvsmi.Candidates(nvidiaSMI, nil, nil); len(cands) > 0 {
 		info.NvidiaSMIFound, info.NvidiaSMI = true, cands[0]
-		run := probe.LocalRunner(cands[0], probe.DefaultTimeout)
-		// The local probe's own sequence (the rich query, the basic one
-		// when the driver refuses it), recorded raw for the companion.
-		probe.QueryNvidia(ctx, func(ctx context.Context, args []string) ([]byte, error) {
+		run := nvsmi.Local(cands[0], nvsmi.DefaultTimeout)
+		// The probe's own sequence (the rich query, the basic one when the
+		// driver refuses it, the MIG one), recorded raw for the companion,
+		// which reads it with the same reader.
+		nvsmi.Query(ctx, func(ctx context.Context, args []string) ([]byte, error) {
 			out, err := run(ctx, args)
 			info.Nvidia = append(info.Nvidia, nvidiaRun(args, out, err))
 			return out, err
-		}, "")
+		}, "", true)
 	}
 	if a.Encoder != "" {
 		p := a.Encoder
@@ -162,7 +162,7 @@ func nvidiaRun(args []string, out []byte, err error) framing.NvidiaRun {
 	case err == nil:
 	case errors.As(err, &ee):
 		r.Status = ee.ExitCode()
-	case errors.Is(err, probe.ErrNvidiaSMINotFound):
+	case errors.Is(err, nvsmi.ErrNotFound):
 		r.Status, r.Error, r.Detail = -1, framing.NvidiaNotFound, err.Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		r.Status, r.Error, r.Detail = -1, framing.NvidiaTimeout, err.Error()

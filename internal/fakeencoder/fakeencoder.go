@@ -59,6 +59,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/gguf"
+	"github.com/strata-companion/companion/internal/nvsmi"
 )
 
 // SVEMagic is "SVE1" read as a little-endian int32.
@@ -200,16 +201,14 @@ func findGPU() (index int, smiDir string, ok bool) {
 	if err != nil {
 		return 0, "", false
 	}
-	out, err := exec.Command(smi, "--query-gpu=index,name,memory.total,memory.used,memory.free,driver_version", "--format=csv,noheader,nounits").Output()
+	out, err := exec.Command(smi, strings.Fields(nvsmi.BasicQueryArgs)...).Output()
 	if err != nil {
 		return 0, "", false
 	}
+	gpus, _, _ := nvsmi.Parse(out)
 	var have []int
-	for _, l := range strings.Split(string(out), "\n") {
-		f := strings.Split(l, ",")
-		if i, err := strconv.Atoi(strings.TrimSpace(f[0])); err == nil && len(f) > 1 {
-			have = append(have, i)
-		}
+	for _, g := range gpus {
+		have = append(have, g.Index)
 	}
 	visible := have
 	if v, set := os.LookupEnv("CUDA_VISIBLE_DEVICES"); set {

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 )
 
@@ -73,16 +74,51 @@ type BeatInfo struct {
 // "strata-vision: on the CPU, N threads, no warm-up"), with what nvidia-smi
 // showed around its start.
 type Where struct {
-	Device   string `json:"device"`              // "gpu" or "cpu"
-	GPU      string `json:"gpu,omitempty"`       // the GPU's name
-	GPUIndex int    `json:"gpu_index,omitempty"` // its nvidia-smi index
-	VRAMMiB  int    `json:"vram_mib,omitempty"`  // what the encoder took there
-	Threads  int    `json:"threads,omitempty"`   // CPU threads
-	Tokens   int    `json:"tokens,omitempty"`    // image tokens of the warm-up
+	Device string `json:"device"`        // "gpu" or "cpu"
+	GPU    string `json:"gpu,omitempty"` // the GPU's name ("" when nvidia-smi did not name it)
+	// GPUIndex is the card the encoder runs on, by nvidia-smi index (PCI
+	// bus order, which the agent makes CUDA use too): the chosen
+	// cuda_device, else 0. Always written on a GPU, 0 included (an older
+	// agent left 0 out; it still reads as 0).
+	GPUIndex int `json:"gpu_index"`
+	// VRAMMiB is what the encoder took there (nvidia-smi's used memory on
+	// that card after its start less before), when VRAMKnown: nvidia-smi
+	// answered both times with a figure ("[N/A]" on vGPUs and some
+	// laptops, or no answer in time, leaves it unknown). Read it with VRAM.
+	VRAMMiB   int  `json:"vram_mib"`
+	VRAMKnown bool `json:"vram_known"`
+	// MIG says the card is split into MIG slices: the encoder got one slice.
+	MIG     bool `json:"mig,omitempty"`
+	Threads int  `json:"threads,omitempty"` // CPU threads
+	Tokens  int  `json:"tokens,omitempty"`  // image tokens of the warm-up
 	// Expected is the device it was started for ("gpu": with --gpu);
 	// Reason says why it runs elsewhere (the encoder's own words).
 	Expected string `json:"expected,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+}
+
+// VRAM is the VRAM the encoder took and whether it is known. An older
+// agent wrote no vram_known: its figure counts as known when it is not 0
+// (it left out both 0 and unknown).
+func (w *Where) VRAM() (mib int, known bool) {
+	if w == nil {
+		return 0, false
+	}
+	return w.VRAMMiB, w.VRAMKnown || w.VRAMMiB != 0
+}
+
+// VRAMWords says what the encoder took on its GPU: "1383 MiB of VRAM",
+// "VRAM taken not known" (nvidia-smi gave no figure), and ", one MIG
+// slice" on a MIG-partitioned card.
+func (w *Where) VRAMWords() string {
+	s := "VRAM taken not known"
+	if v, ok := w.VRAM(); ok {
+		s = strconv.Itoa(v) + " MiB of VRAM"
+	}
+	if w != nil && w.MIG {
+		s += ", one MIG slice"
+	}
+	return s
 }
 
 // Degraded says the encoder runs on the CPU although a GPU was asked for.
@@ -341,6 +377,9 @@ type StatusInfo struct {
 	// IdleStopS is the idle time after which the encoder is stopped (0: never).
 	IdleStopS int   `json:"idle_stop_s"`
 	GPUs      []GPU `json:"gpus,omitempty"`
+	// GPUProblem says, in words, why GPUs is empty or stale when nvidia-smi
+	// failed or did not answer in time ("" when it answered).
+	GPUProblem string `json:"gpu_problem,omitempty"`
 	// Where the running encoder reads pictures (nil: none runs).
 	Where *Where `json:"where,omitempty"`
 	// ScratchFiles counts files in the private scratch folder (0 between pictures).
@@ -355,6 +394,48 @@ type GPU struct {
 	UsedMiB  int    `json:"used_mib"`
 	FreeMiB  int    `json:"free_mib"`
 	Driver   string `json:"driver,omitempty"`
+	// Unknown names the memory figures nvidia-smi did not know ("total_mib",
+	// "used_mib", "free_mib": it said "[N/A]" or "[Not Supported]", as on
+	// vGPUs and MIG cards); they read 0. An older agent wrote none (and 0
+	// for an unknown figure). Read them with Known.
+	Unknown []string `json:"unknown,omitempty"`
+	// MIG says the card is split into MIG slices: a program gets one
+	// slice, not TotalMiB.
+	MIG bool `json:"mig,omitempty"`
+}
+
+// The memory figures' names, as GPU.Unknown lists them.
+const (
+	GPUTotal = "total_mib"
+	GPUUsed  = "used_mib"
+	GPUFree  = "free_mib"
+)
+
+// MemWords says the card's memory: "4727 MiB of 6144 MiB free", with
+// "not known" for a figure nvidia-smi did not give, and a MIG note.
+func (g GPU) MemWords() string {
+	fig := func(name string, v int) string {
+		if !g.Known(name) {
+			return "not known"
+		}
+		return strconv.Itoa(v) + " MiB"
+	}
+	s := fig(GPUFree, g.FreeMiB) + " free of " + fig(GPUTotal, g.TotalMiB)
+	if g.MIG {
+		s += " (split into MIG slices: a program gets one slice)"
+	}
+	return s
+}
+
+// Known says whether the memory figure named (GPUTotal, GPUUsed, GPUFree)
+// is a figure nvidia-smi gave.
+func (g GPU) Known(figure string) bool {
+	for _, u := range g.Unknown {
+		if u == figure {
+			return false
+		}
+	}
+	return true
 }
 
 // AgentEvent reports something the agent did on its own.

@@ -171,7 +171,8 @@ func (p *prober) agentGPUs(ctx context.Context, info *framing.ProbeInfo) {
 			}
 			return out, nil
 		}
-		return nil, fmt.Errorf("the agent did not run nvidia-smi %s", want)
+		// An older agent did not ask this (the MIG query): as if unasked.
+		return nil, fmt.Errorf("the agent did not run nvidia-smi %s: %w", want, probe.ErrNvidiaSMINotRun)
 	}
 	gpus, query, problems := probe.QueryNvidia(ctx, run, where)
 	p.r.GPUs = append(p.r.GPUs, gpus...)

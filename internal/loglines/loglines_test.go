@@ -11,12 +11,12 @@ import (
 func TestParse(t *testing.T) {
 	yes, no := true, false
 	tests := []struct {
-		name    string
-		src     Source
-		line    string
-		kind    events.Kind // "" = not recognised
-		want    events.Payload
-		msgHas  string
+		name   string
+		src    Source
+		line   string
+		kind   events.Kind // "" = not recognised
+		want   events.Payload
+		msgHas string
 	}{
 		{"ready with everything", Stdout,
 			"ready: http://127.0.0.1:8080/v1  (OpenAI: http://127.0.0.1:8080/v1, Anthropic: http://127.0.0.1:8080, context 32768 tokens, images on, API key required)",

@@ -41,20 +41,20 @@ func TestParseNvidiaSMI(t *testing.T) {
 		want []GPU
 	}{
 		{"one GPU, Windows CRLF", smiOne5080CRLF, []GPU{
-			{0, VendorNVIDIA, "NVIDIA GeForce RTX 5080", 16303, 1520, 14475, "581.57", "12.0", &tr, SourceNvidiaSMI}}},
+			{0, VendorNVIDIA, "NVIDIA GeForce RTX 5080", 16303, 1520, 14475, "581.57", "12.0", &tr, "", SourceNvidiaSMI}}},
 		{"two GPUs", smiTwo, []GPU{
-			{0, VendorNVIDIA, "NVIDIA GeForce RTX 4090", 24564, 1234, 22980, "570.86.15", "8.9", &tr, SourceNvidiaSMI},
-			{1, VendorNVIDIA, "NVIDIA GeForce RTX 3060", 12288, 5, 12006, "570.86.15", "8.6", &fa, SourceNvidiaSMI}}},
+			{0, VendorNVIDIA, "NVIDIA GeForce RTX 4090", 24564, 1234, 22980, "570.86.15", "8.9", &tr, "", SourceNvidiaSMI},
+			{1, VendorNVIDIA, "NVIDIA GeForce RTX 3060", 12288, 5, 12006, "570.86.15", "8.6", &fa, "", SourceNvidiaSMI}}},
 		{"laptop", smiLaptop, []GPU{
-			{0, VendorNVIDIA, "NVIDIA GeForce RTX 3060 Laptop GPU", 6144, 9, 5920, "581.57", "8.6", &fa, SourceNvidiaSMI}}},
+			{0, VendorNVIDIA, "NVIDIA GeForce RTX 3060 Laptop GPU", 6144, 9, 5920, "581.57", "8.6", &fa, "", SourceNvidiaSMI}}},
 		{"[N/A] and [Not Supported]", smiNA, []GPU{
-			{0, VendorNVIDIA, "NVIDIA GeForce RTX 4070 Ti", 12282, -1, -1, "581.15", "8.9", nil, SourceNvidiaSMI}}},
+			{0, VendorNVIDIA, "NVIDIA GeForce RTX 4070 Ti", 12282, -1, -1, "581.15", "8.9", nil, "", SourceNvidiaSMI}}},
 		{"basic six fields", smiBasic, []GPU{
-			{0, VendorNVIDIA, "NVIDIA GeForce GTX 1080 Ti", 11264, 500, 10764, "470.239.06", "", nil, SourceNvidiaSMI}}},
+			{0, VendorNVIDIA, "NVIDIA GeForce GTX 1080 Ti", 11264, 500, 10764, "470.239.06", "", nil, "", SourceNvidiaSMI}}},
 		{"extra spaces, header, units, blank lines", "\r\nindex, name, memory.total [MiB], memory.used [MiB], memory.free [MiB], driver_version\r\n   3 ,  Tesla T4  ,  15360 MiB , 0 MiB , 14913 MiB ,  535.183.01   \r\n\r\n", []GPU{
-			{3, VendorNVIDIA, "Tesla T4", 15360, 0, 14913, "535.183.01", "", nil, SourceNvidiaSMI}}},
+			{3, VendorNVIDIA, "Tesla T4", 15360, 0, 14913, "535.183.01", "", nil, "", SourceNvidiaSMI}}},
 		{"a lost GPU among good ones", smiLost, []GPU{
-			{0, VendorNVIDIA, "NVIDIA GeForce RTX 3090", 24576, 300, 23964, "575.57.08", "8.6", &tr, SourceNvidiaSMI}}},
+			{0, VendorNVIDIA, "NVIDIA GeForce RTX 3090", 24576, 300, 23964, "575.57.08", "8.6", &tr, "", SourceNvidiaSMI}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -135,7 +135,7 @@ func TestParseNvidiaSMIFailures(t *testing.T) {
 			if !errors.As(err, &se) || se.Kind != c.kind {
 				t.Fatalf("error %v, want kind %s", err, c.kind)
 			}
-			f := se.Finding()
+			f := SMIFinding(se)
 			if f.Fix == "" || !strings.Contains(f.What+" "+f.Fix, c.inWhat) {
 				t.Errorf("finding %+v does not say %q", f, c.inWhat)
 			}
@@ -169,7 +169,7 @@ func TestQueryNvidiaFallsBackForOldDrivers(t *testing.T) {
 	if q != QueryBasic || len(gpus) != 1 || gpus[0].Name != "NVIDIA GeForce GTX 1080 Ti" {
 		t.Fatalf("query %q gpus %+v", q, gpus)
 	}
-	if len(*calls) != 2 || (*calls)[0] != NvidiaSMIQueryArgs || (*calls)[1] != NvidiaSMIBasicQueryArgs {
+	if len(*calls) != 3 || (*calls)[0] != NvidiaSMIQueryArgs || (*calls)[1] != NvidiaSMIBasicQueryArgs || (*calls)[2] != NvidiaSMIMIGQueryArgs {
 		t.Errorf("calls %q", *calls)
 	}
 	if len(probs) != 1 || probs[0].Severity != SeverityWarning || !strings.Contains(probs[0].What, "too old") {
@@ -180,7 +180,8 @@ func TestQueryNvidiaFallsBackForOldDrivers(t *testing.T) {
 func TestQueryNvidiaRich(t *testing.T) {
 	run, calls := fakeRunner(smiTwo, "unused", nil)
 	gpus, q, probs := QueryNvidia(context.Background(), run, "")
-	if q != QueryRich || len(gpus) != 2 || len(probs) != 0 || len(*calls) != 1 {
+	// The GPU query, then the MIG one (a garbled MIG answer leaves MIG unknown).
+	if q != QueryRich || len(gpus) != 2 || len(probs) != 0 || len(*calls) != 2 || (*calls)[1] != NvidiaSMIMIGQueryArgs || gpus[0].MIG != "" {
 		t.Fatalf("query %q gpus %d problems %+v calls %q", q, len(gpus), probs, *calls)
 	}
 }

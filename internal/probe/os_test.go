@@ -137,11 +137,11 @@ func TestReadSysfsGPUs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []GPU{
-		{0, VendorIntel, "Intel GPU (PCI 8086:a780)", -1, -1, -1, "", "", nil, SourceSysfs},
-		{1, VendorAMD, "AMD Instinct MI210", 65520, -1, -1, "", "", nil, SourceSysfs},
-		{2, VendorAMD, "AMD GPU (PCI 1002:744c)", 24560, 1024, 23536, "", "", nil, SourceSysfs},
-		{3, VendorNVIDIA, "NVIDIA GPU (PCI 10de:2684)", -1, -1, -1, "", "", nil, SourceSysfs},
-		{4, VendorNVIDIA, "NVIDIA GPU (PCI 10de:2330)", -1, -1, -1, "", "", nil, SourceSysfs},
+		{0, VendorIntel, "Intel GPU (PCI 8086:a780)", -1, -1, -1, "", "", nil, "", SourceSysfs},
+		{1, VendorAMD, "AMD Instinct MI210", 65520, -1, -1, "", "", nil, "", SourceSysfs},
+		{2, VendorAMD, "AMD GPU (PCI 1002:744c)", 24560, 1024, 23536, "", "", nil, "", SourceSysfs},
+		{3, VendorNVIDIA, "NVIDIA GPU (PCI 10de:2684)", -1, -1, -1, "", "", nil, "", SourceSysfs},
+		{4, VendorNVIDIA, "NVIDIA GPU (PCI 10de:2330)", -1, -1, -1, "", "", nil, "", SourceSysfs},
 	}
 	if len(gpus) != len(want) {
 		t.Fatalf("got %+v", gpus)

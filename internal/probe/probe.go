@@ -50,6 +50,10 @@ type GPU struct {
 	ComputeCap string
 	// Display says whether a display is active on this GPU; nil when unknown.
 	Display *bool
+	// MIG is MIGEnabled for a card split into MIG slices (a program gets
+	// one slice, not the whole card: never recommended as a whole card),
+	// "disabled" for a whole card, "" when unknown.
+	MIG string
 	// Source is where the facts came from: SourceNvidiaSMI, SourceSysfs, SourceRegistry.
 	Source string
 }
@@ -212,7 +216,7 @@ func (g GPU) MarshalJSON() ([]byte, error) {
 	return json.Marshal(gpuJSON{
 		Index: g.Index, Vendor: g.Vendor, Name: g.Name,
 		TotalMiB: known(g.TotalMiB), UsedMiB: known(g.UsedMiB), FreeMiB: known(g.FreeMiB),
-		Driver: g.Driver, ComputeCap: g.ComputeCap, Display: g.Display, Source: g.Source,
+		Driver: g.Driver, ComputeCap: g.ComputeCap, Display: g.Display, MIG: g.MIG, Source: g.Source,
 	})
 }
 
@@ -224,7 +228,7 @@ func (g *GPU) UnmarshalJSON(b []byte) error {
 	}
 	*g = GPU{Index: j.Index, Vendor: j.Vendor, Name: j.Name,
 		TotalMiB: unknownIfNil(j.TotalMiB), UsedMiB: unknownIfNil(j.UsedMiB), FreeMiB: unknownIfNil(j.FreeMiB),
-		Driver: j.Driver, ComputeCap: j.ComputeCap, Display: j.Display, Source: j.Source}
+		Driver: j.Driver, ComputeCap: j.ComputeCap, Display: j.Display, MIG: j.MIG, Source: j.Source}
 	return nil
 }
 
@@ -238,6 +242,7 @@ type gpuJSON struct {
 	Driver     string `json:"driver"`
 	ComputeCap string `json:"compute_cap"`
 	Display    *bool  `json:"display"`
+	MIG        string `json:"mig,omitempty"`
 	Source     string `json:"source"`
 }
 

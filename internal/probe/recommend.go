@@ -380,9 +380,11 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 		rec.Reason = "with an AMD card on Windows, Strata cannot run its image encoder on this PC: pair a second PC with an NVIDIA card to read pictures"
 	}
 
-	// Local requirement failures that decide what is possible.
+	// Local requirement failures that decide what is possible (a MIG card
+	// is not used as a whole card).
 	for _, f := range local.Problems {
-		if f.Severity == SeverityError && (strings.Contains(f.What, "older than Strata supports") || strings.Contains(f.What, "too old for Strata")) {
+		if (f.Severity == SeverityError && (strings.Contains(f.What, "older than Strata supports") || strings.Contains(f.What, "too old for Strata"))) ||
+			strings.Contains(f.What, "split into MIG slices") {
 			rec.Warnings = append(rec.Warnings, f)
 		}
 	}

@@ -34,6 +34,13 @@ var (
 		RTT:  300 * time.Microsecond, UpBytesPerSec: 1.1e9, DownBytesPerSec: 1.1e9}
 )
 
+// mig80 is an A100 80 GB split into MIG slices: a program gets one slice.
+func mig80() GPU {
+	g := nv(0, "NVIDIA A100-SXM4-80GB", 81920, 81000, "8.0")
+	g.MIG = MIGEnabled
+	return g
+}
+
 func TestRecommend(t *testing.T) {
 	one := 1
 	cases := []struct {
@@ -62,6 +69,9 @@ func TestRecommend(t *testing.T) {
 		{"GTX 1080 with an old driver: CPU", report("linux", 16, gtx1080), nil, settings.PlacementCPU, nil, "card or driver too old", "older than Strata supports"},
 		{"eight H100s: a spare one", report("linux", 64, eightH100()...), nil, settings.PlacementGPU, &one, "spare", ""},
 		{"nil report", nil, nil, settings.PlacementCPU, nil, "CPU", ""},
+		{"an 80 GB card split into MIG slices alone: not a whole card, CPU", report("linux", 16, mig80()), nil, settings.PlacementCPU, nil, "", "is split into MIG slices"},
+		{"a MIG card beside a whole one: the whole one serves, no spare", report("linux", 16, mig80(), rtx3060), nil, settings.PlacementGPU, nil, "GPU 1", "is split into MIG slices"},
+		{"second PC with only a MIG card", report("windows", 16, rtx5080), &RemoteFacts{Host: "pc2", Reachable: true, EncoderPresent: true, GPUs: []GPU{mig80()}}, settings.PlacementGPU, nil, "", "on the second PC (pc2): GPU 0 (NVIDIA A100-SXM4-80GB) is split into MIG slices"},
 		{"second PC without a usable GPU", report("windows", 16, rtx5080), &RemoteFacts{Host: "pc2", Reachable: true, GPUs: []GPU{gtx1080}}, settings.PlacementGPU, nil, "", "on the second PC (pc2): GPU 0 (NVIDIA GeForce GTX 1080 Ti) is older"},
 	}
 	for _, c := range cases {

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/strata-companion/companion/internal/nvsmi"
 )
 
 // Strata's requirements (docs/strata.md): NVIDIA driver 580 or newer (525 for the
@@ -71,9 +73,10 @@ func ArchSupported(g GPU) (ok, known bool) {
 
 // Usable says whether Strata's GPU encoder can run on g: an NVIDIA card,
 // not known to be older than RTX 20, with a driver not known to be older
-// than 525.
+// than 525, and not split into MIG slices (the encoder would get one
+// slice, not the card its total names).
 func Usable(g GPU) bool {
-	if g.Vendor != VendorNVIDIA || g.Source != SourceNvidiaSMI {
+	if g.Vendor != VendorNVIDIA || g.Source != SourceNvidiaSMI || g.MIG == MIGEnabled {
 		return false
 	}
 	if ok, known := ArchSupported(g); known && !ok {
@@ -96,6 +99,10 @@ func CheckRequirements(gpus []GPU) []Finding {
 		case VendorNVIDIA:
 			if g.Source != SourceNvidiaSMI {
 				continue // listed by the OS only; the nvidia-smi finding covers it
+			}
+			if g.MIG == MIGEnabled {
+				what, fix := nvsmi.MIGWords(nvsmi.GPU{Index: g.Index, Name: g.Name}, "")
+				out = append(out, Finding{SeverityWarning, what, fix})
 			}
 			if ok, known := ArchSupported(g); known && !ok {
 				why := "by its name"

@@ -338,7 +338,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	if w := st.Where; w != nil {
 		switch {
 		case w.Device == "gpu":
-			fmt.Fprintf(p, "  it reads pictures on its GPU %s (%d MiB of VRAM)\n", w.GPU, w.VRAMMiB)
+			fmt.Fprintf(p, "  it reads pictures on its GPU %s (%s)\n", w.GPU, w.VRAMWords())
 		case w.Degraded():
 			fmt.Fprintf(p, "  it reads pictures on its CPU although a GPU was asked for: %s\n", w.Reason)
 		default:
@@ -346,7 +346,10 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 		}
 	}
 	for _, g := range st.GPUs {
-		fmt.Fprintf(p, "  GPU %d: %s, %d MiB of %d MiB free\n", g.Index, g.Name, g.FreeMiB, g.TotalMiB)
+		fmt.Fprintf(p, "  GPU %d: %s, %s\n", g.Index, g.Name, g.MemWords())
+	}
+	if st.GPUProblem != "" {
+		fmt.Fprintf(p, "  its GPUs: %s\n", st.GPUProblem)
 	}
 	return res, nil
 }

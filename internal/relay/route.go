@@ -770,8 +770,8 @@ func (r *Relay) reportWhere(place, host string, startMS int64, w *framing.Where,
 		if w.GPU != "" {
 			details["gpu"] = w.GPU
 		}
-		if w.VRAMMiB > 0 {
-			details["vram_mib"] = w.VRAMMiB
+		if v, ok := w.VRAM(); ok {
+			details["vram_mib"] = v // 0 included: a figure, not an unknown
 		}
 		if w.Threads > 0 {
 			details["threads"] = w.Threads

@@ -12,8 +12,9 @@ import (
 
 // NvidiaSMI puts the stand-in nvidia-smi (cmd/nvidia-smi-standin) into dir,
 // so that a PC whose PATH has dir has an NVIDIA GPU: gpus are its lines
-// ("NAME,TOTAL_MIB"; nil: one RTX 3060 Laptop GPU, 6 GB). SetGPUs changes
-// them later ("that GPU gone").
+// ("NAME,TOTAL_MIB", with ",mig" after it for a card split into MIG
+// slices; nil: one RTX 3060 Laptop GPU, 6 GB). SetGPUs changes them later
+// ("that GPU gone").
 func NvidiaSMI(t testing.TB, dir string, gpus []string) {
 	t.Helper()
 	if err := BuildGo(filepath.Join(dir, "nvidia-smi"), "github.com/strata-companion/companion/internal/testenv/cmd/nvidia-smi-standin", runtime.GOOS, runtime.GOARCH); err != nil {

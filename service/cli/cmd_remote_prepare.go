@@ -79,7 +79,7 @@ func remotePrepareCmd(env *cliEnv) *ffcli.Command {
 			if w := res.Where; w != nil {
 				switch {
 				case w.Device == "gpu":
-					fmt.Fprintf(env.stdout, "  Pictures are read on its GPU %s (%d MiB of VRAM).\n", w.GPU, w.VRAMMiB)
+					fmt.Fprintf(env.stdout, "  Pictures are read on its GPU %s (%s).\n", w.GPU, w.VRAMWords())
 				case w.Degraded():
 					fmt.Fprintf(env.stdout, "  Pictures are read on its CPU, not its GPU: %s. Check its NVIDIA driver, then run this again.\n", w.Reason)
 				default:

@@ -5,7 +5,8 @@
 // nvidia-smi on a Linux test second PC's PATH (testenv.NvidiaSMI).
 //
 // Two files beside it change what it shows, so a test can play a PC:
-//   - nvidia-smi.gpus: one GPU per line, "NAME,TOTAL_MIB"; the word "none"
+//   - nvidia-smi.gpus: one GPU per line, "NAME,TOTAL_MIB" (",mig" after it:
+//     a card split into MIG slices, as mig.mode.current says); the word "none"
 //     (or an empty file) is a PC whose driver finds no GPU: "No devices were
 //     found", exit code 6, as the real one says;
 //   - nvidia-smi.claims/<pid>: "<index> <MiB>", written by the stand-in
@@ -26,6 +27,7 @@ type gpu struct {
 	name  string
 	total int
 	used  int
+	mig   bool
 }
 
 const idleUsedMiB = 412 // the desktop's own use of the laptop GPU
@@ -46,11 +48,12 @@ func gpus(dir string) ([]gpu, bool) {
 			continue
 		}
 		name, total, _ := strings.Cut(l, ",")
+		total, mig, _ := strings.Cut(total, ",")
 		n, err := strconv.Atoi(strings.TrimSpace(total))
 		if err != nil {
 			continue
 		}
-		out = append(out, gpu{name: strings.TrimSpace(name), total: n, used: idleUsedMiB})
+		out = append(out, gpu{name: strings.TrimSpace(name), total: n, used: idleUsedMiB, mig: strings.TrimSpace(mig) == "mig"})
 	}
 	return out, len(out) > 0
 }
@@ -85,6 +88,13 @@ func main() {
 			if !ok {
 				fmt.Println("No devices were found")
 				os.Exit(6)
+			}
+			if a == "--query-gpu=index,mig.mode.current" {
+				// A card that cannot be split says [N/A], as laptop GPUs do.
+				for i, g := range gs {
+					fmt.Printf("%d, %s\n", i, map[bool]string{true: "Enabled", false: "[N/A]"}[g.mig])
+				}
+				return
 			}
 			addClaims(dir, gs)
 			for i, g := range gs {

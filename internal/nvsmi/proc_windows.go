@@ -1,6 +1,6 @@
 //go:build windows
 
-package probe
+package nvsmi
 
 import (
 	"os/exec"
@@ -12,13 +12,10 @@ import (
 // tray or the wizard (GUI programs) probe.
 const createNoWindow = 0x08000000
 
-// prepareTreeKill makes a timeout end nvidia-smi and whatever it started.
+// prepareTreeKill hides nvidia-smi's console window; killTree ends it and
+// whatever it started.
 func prepareTreeKill(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{HideWindow: true, CreationFlags: createNoWindow}
-	cmd.Cancel = func() error {
-		killTree(cmd)
-		return nil
-	}
 }
 
 func killTree(cmd *exec.Cmd) {

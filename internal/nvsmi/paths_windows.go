@@ -1,16 +1,16 @@
 //go:build windows
 
-package probe
+package nvsmi
 
 import (
 	"os"
 	"path/filepath"
 )
 
-// DefaultNvidiaSMIPaths are where NVIDIA drivers put nvidia-smi on Windows:
+// DefaultPaths are where NVIDIA drivers put nvidia-smi on Windows:
 // System32 for modern (DCH) drivers, the NVSMI folder for old ones. The
 // service's PATH may lack both.
-func DefaultNvidiaSMIPaths() []string {
+func DefaultPaths() []string {
 	sysRoot := os.Getenv("SystemRoot")
 	if sysRoot == "" {
 		sysRoot = `C:\Windows`

@@ -1,20 +1,16 @@
 //go:build !windows
 
-package probe
+package nvsmi
 
 import (
 	"os/exec"
 	"syscall"
 )
 
-// prepareTreeKill puts the command in its own process group, so a timeout
-// kills it and anything it started (a wrapper script's children too).
+// prepareTreeKill puts the command in its own process group, so that
+// killTree ends it and anything it started (a wrapper script's children too).
 func prepareTreeKill(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		killTree(cmd)
-		return nil
-	}
 }
 
 func killTree(cmd *exec.Cmd) {
