@@ -526,11 +526,13 @@ func (s *Supervisor) launch() (*process, error) {
 	}
 	// Whose the install is decides whose rights the server gets: never the
 	// service's own (root, SYSTEM) over a folder another account can change.
-	acct, err := account.ServerAccount(root, s.cfg.Python)
+	// The config first: what it names (programs, cwd, env paths) counts
+	// as much as the install's own files.
+	sc, err := strataconfig.Read(s.cfg.ConfigPath)
 	if err != nil {
 		return nil, err
 	}
-	sc, err := strataconfig.Read(s.cfg.ConfigPath)
+	acct, err := account.ServerAccount(root, s.cfg.Python, loads(s.cfg.ConfigPath, sc)...)
 	if err != nil {
 		return nil, err
 	}
