@@ -36,6 +36,7 @@ import (
 	"github.com/strata-companion/companion/internal/atomicfile"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/strataconfig"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -411,9 +412,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	reply(w, controlapi.EventsResponse{Events: forRole(r, evs), Next: next, Gap: gap})
 }
 
-// logDetails are event details that quote the server's output (its log
-// is the owner's): only an operator's events carry them.
-var logDetails = []string{"last_lines"}
+// logDetails are event details only an operator's events carry: those
+// that quote the server's output (its log is the owner's), and a config's
+// diff (config.switched, config.changed): its env values (an
+// NGROK_AUTHTOKEN, a DATABASE_URL with its password) and any key that
+// looks secret are the owner's, and a key name cannot tell them all apart.
+// Readers still see what changed (the event, its paths), not how.
+var logDetails = []string{"last_lines", "diff", "env"}
 
 // forRole is evs as the caller may see them.
 func forRole(r *http.Request, evs []events.Event) []events.Event {
@@ -424,6 +429,14 @@ func forRole(r *http.Request, evs []events.Event) []events.Event {
 	out := make([]events.Event, len(evs))
 	for i, e := range evs {
 		out[i] = e
+		for dk := range e.Details {
+			if strataconfig.SecretKey(dk) {
+				// any detail named like a secret goes too
+				e.Details = withoutSecrets(e.Details)
+				out[i].Details = e.Details
+				break
+			}
+		}
 		for _, k := range logDetails {
 			if _, ok := e.Details[k]; ok {
 				d := make(map[string]any, len(e.Details))
@@ -436,6 +449,18 @@ func forRole(r *http.Request, evs []events.Event) []events.Event {
 				out[i].Details = d
 				break
 			}
+		}
+	}
+	return out
+}
+
+// withoutSecrets is a copy of d without the keys strataconfig.SecretKey
+// names.
+func withoutSecrets(d map[string]any) map[string]any {
+	out := make(map[string]any, len(d))
+	for k, v := range d {
+		if !strataconfig.SecretKey(k) {
+			out[k] = v
 		}
 	}
 	return out
