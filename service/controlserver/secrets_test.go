@@ -3,9 +3,12 @@ package controlserver
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 )
 
@@ -45,4 +48,34 @@ func TestReadersSeeNoSecretsInEvents(t *testing.T) {
 			t.Errorf("token %s...: the switch's paths are gone: %v", who.tok[:6], r.Events[0].Details)
 		}
 	}
+}
+
+// A reader's long-poll is shorter than an operator's: wait=600 with the
+// read token ends after Limits.ReaderMaxWait (1 s here), not 10 minutes.
+func TestAReadersWaitIsBounded(t *testing.T) {
+	bus := events.NewBus(10)
+	bus.Publish(events.Event{Kind: events.ServerReady, Message: "ready"})
+	s, err := New(Backend{Bus: bus})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Limits = DefaultLimits
+	s.Limits.ReaderMaxWait = time.Second
+	l, err := Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(sctx, l); close(done) }()
+	t.Cleanup(func() { stop(); <-done })
+	rd := &controlapi.Client{BaseURL: "http://" + l.Addr().String(), Token: s.ReadToken(), HTTP: &http.Client{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	r, err := rd.Events(ctx, 1, 600*time.Second)
+	if err != nil || len(r.Events) != 0 {
+		t.Fatalf("a reader's wait: %v %+v", err, r)
+	}
+	t.Logf("a reader's wait=600 answered after %s", time.Since(start).Round(time.Millisecond))
 }

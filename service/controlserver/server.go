@@ -36,8 +36,8 @@ import (
 	"github.com/strata-companion/companion/internal/atomicfile"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
-	"github.com/strata-companion/companion/internal/strataconfig"
 	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/strataconfig"
 )
 
 // Control is what the API can ask of the supervisor.
@@ -124,6 +124,11 @@ type Server struct {
 	// Timeouts bound what a connection may hold without sending a whole,
 	// authorised request (defaults: DefaultTimeouts). Set before Serve.
 	Timeouts Timeouts
+	// Limits bound what accounts other than the owner and the
+	// administrators may hold (default: DefaultLimits; limits.go).
+	Limits  Limits
+	limOnce sync.Once
+	limits  *limiter
 }
 
 // Timeouts bound a connection's time at each step. A connection that does
@@ -155,7 +160,7 @@ func New(b Backend) (*Server, error) {
 		}
 		toks[i] = t
 	}
-	return &Server{b: b, token: toks[0], readToken: toks[1], relayToken: toks[2], MaxWait: 10 * time.Minute, Timeouts: DefaultTimeouts,
+	return &Server{b: b, token: toks[0], readToken: toks[1], relayToken: toks[2], MaxWait: 10 * time.Minute, Timeouts: DefaultTimeouts, Limits: DefaultLimits,
 		relayRate: rate{burst: relayBurst, perSec: relayPerSec}}, nil
 }
 
@@ -392,6 +397,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if wait > s.MaxWait {
 		wait = s.MaxWait
 	}
+	if rmw := s.limitsNow().ReaderMaxWait; RoleOf(r.Context()) != RoleOperator && wait > rmw && rmw > 0 {
+		wait = rmw // a reader's waits are shorter
+	}
 	bus := s.b.Bus
 	if since > bus.Last() {
 		// A client from before a service restart: the numbers began again.
@@ -401,9 +409,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	evs, gap := bus.Since(since)
 	if len(evs) == 0 && wait > 0 {
+		release, ok := s.waitSlot(w, r)
+		if !ok {
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), wait)
 		evs, gap, _ = bus.Wait(ctx, since)
 		cancel()
+		release()
 	}
 	next := since
 	if len(evs) > 0 {
@@ -777,9 +790,14 @@ func (s *Server) SetOwner(owner *account.Account) error {
 		}
 	}
 	name := ""
+	uid := int64(-1)
 	if owner != nil {
 		name = owner.Name
+		if owner.SID == "" {
+			uid = int64(owner.UID)
+		}
 	}
+	s.setOwnerUID(uid) // the owner's connections are never refused
 	s.ownerMu.Lock()
 	s.Owner = name
 	s.ownerMu.Unlock()
@@ -820,7 +838,12 @@ func RemoveFiles(addrFile, tokenFile, addr, token string) {
 
 // Serve runs the API on l until ctx ends.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	if _, err := RaiseFDLimit(); err != nil {
+		fmt.Fprintf(os.Stderr, "raising the descriptor limit: %v\n", err)
+	}
+	l = &limitedListener{Listener: l, s: s}
 	srv := &http.Server{
+		ConnContext:       connContext,
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: s.Timeouts.Header,
 		IdleTimeout:       s.Timeouts.Idle,
