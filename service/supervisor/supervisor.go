@@ -591,6 +591,9 @@ func (s *Supervisor) launch() (*process, error) {
 		}
 	}
 	p.tmp = stratatmp.Start(stratatmp.Dir(cmd.Env))
+	if acct != nil && acct.SID == "" {
+		p.tmp.UID = int(acct.UID) // the folders Strata makes are that account's
+	}
 	s.lastRun = p
 	err = cmd.Start()
 	started()
