@@ -293,6 +293,8 @@ type process struct {
 
 	mu           sync.Mutex // guards the fields below, set by the readers
 	isReady      bool
+	uid          int  // the account the server runs as (Unix)
+	foreignSaid  bool // another account's listener on the port was named
 	portInUse    bool
 	encoderFatal string
 	lastStrata   string // the last [strata] line, for progress
@@ -573,6 +575,10 @@ func (s *Supervisor) launch() (*process, error) {
 		return nil, err
 	}
 	p := &process{cmd: cmd, port: port, started: time.Now(), exited: make(chan struct{}), apiKey: sc.APIKey(), vision: sc.Vision != nil, mark: mark}
+	p.uid = os.Geteuid()
+	if acct != nil && acct.SID == "" {
+		p.uid = int(acct.UID)
+	}
 	s.pub(events.ServerStarting, fmt.Sprintf("starting the Strata server on port %d", port),
 		map[string]any{"port": port, "config": s.cfg.ConfigPath})
 	if note != "" {
@@ -823,6 +829,17 @@ func (s *Supervisor) line(p *process, stream, text string) {
 // name from /health when the line has none (a short ask, here and not in
 // the loop, so a server slow to answer delays only its own announcement).
 func (s *Supervisor) announceReady(p *process, details map[string]any) {
+	// Never "ready" while another account answers on the port too (a
+	// program on [::1] beside Strata's 127.0.0.1, say): clients would send
+	// it the api_key. Wait until it is gone, or the server ends.
+	if s.foreignNow(p) {
+		go func() {
+			if s.portIsOurs(p) {
+				s.announceReady(p, details)
+			}
+		}()
+		return
+	}
 	if _, ok := details["model"]; !ok {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		go func() {

@@ -227,6 +227,9 @@ func (s *Supervisor) pollHealth(ctx context.Context, p *process) {
 		// loaded, or when the start has gone on long enough that the
 		// ready line was likely worded otherwise.
 		if !ready && (h.Loaded || time.Since(p.started) > 2*time.Minute) {
+			if s.foreignNow(p) {
+				continue // another account answers on the port too (foreign.go)
+			}
 			select {
 			case s.ready <- readyMsg{proc: p, details: map[string]any{
 				"url": base + "/v1", "port": p.port, "model": h.Model, "context": h.MaxContext,
