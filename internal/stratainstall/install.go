@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/strata-companion/companion/internal/asowner"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -286,8 +287,10 @@ var configRef = regexp.MustCompile(`strata-[A-Za-z0-9_.\-]+?\.json`)
 
 // configNamedBy returns the config a run script starts the server with.
 func configNamedBy(script string, configs []string) string {
-	b, err := os.ReadFile(script)
-	if err != nil || len(b) > 1<<20 {
+	// With the install owner's rights (asowner): no link of the owner's
+	// followed, no FIFO waited on, at most 1 MiB.
+	b, err := asowner.ReadFileIn(filepath.Dir(script), script, 1<<20)
+	if err != nil {
 		return ""
 	}
 	for _, ref := range configRef.FindAllString(string(b), -1) {
