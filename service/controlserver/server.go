@@ -37,7 +37,6 @@ import (
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/settings"
-	"github.com/strata-companion/companion/internal/strataconfig"
 )
 
 // Control is what the API can ask of the supervisor.
@@ -443,7 +442,7 @@ func forRole(r *http.Request, evs []events.Event) []events.Event {
 	for i, e := range evs {
 		out[i] = e
 		for dk := range e.Details {
-			if strataconfig.SecretKey(dk) {
+			if events.SecretName(dk) {
 				// any detail named like a secret goes too
 				e.Details = withoutSecrets(e.Details)
 				out[i].Details = e.Details
@@ -467,12 +466,12 @@ func forRole(r *http.Request, evs []events.Event) []events.Event {
 	return out
 }
 
-// withoutSecrets is a copy of d without the keys strataconfig.SecretKey
+// withoutSecrets is a copy of d without the keys events.SecretName
 // names.
 func withoutSecrets(d map[string]any) map[string]any {
 	out := make(map[string]any, len(d))
 	for k, v := range d {
-		if !strataconfig.SecretKey(k) {
+		if !events.SecretName(k) {
 			out[k] = v
 		}
 	}
