@@ -31,7 +31,9 @@ func Open(path string, limit int64, a *account.Account) (*os.File, error) {
 			if err != nil {
 				return nil, err
 			}
-			if fi.Mode()&(os.ModeSymlink|os.ModeIrregular) != 0 {
+			// Links and junctions (Go reports both as ModeSymlink); other
+			// reparse points (OneDrive's placeholders) are plain files.
+			if fi.Mode()&os.ModeSymlink != 0 {
 				return nil, &RefusedError{Path: abs, Why: p + " is a link or junction the service does not follow"}
 			}
 			parent := filepath.Dir(p)
@@ -76,7 +78,7 @@ func CouldRead(path string, a *account.Account) error {
 // folder's ACL, which gives the owner of the install its rights.
 func WriteFile(path string, data []byte, perm os.FileMode, a *account.Account, check func() error) error {
 	if a != nil {
-		if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		if fi, err := os.Lstat(path); err == nil && (fi.IsDir() || fi.Mode()&os.ModeSymlink != 0) {
 			return &RefusedError{Path: path, Why: "it is not a regular file (a link or a folder); the service does not replace it"}
 		}
 	}
