@@ -47,7 +47,7 @@ func Open(path string, limit int64, a *account.Account) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRegular(abs, fi, limit); err != nil {
+	if err := checkRegularWin(abs, fi, limit); err != nil {
 		return nil, err
 	}
 	f, err := os.Open(abs)
@@ -57,7 +57,7 @@ func Open(path string, limit int64, a *account.Account) (*os.File, error) {
 	if fi, err := f.Stat(); err != nil {
 		f.Close()
 		return nil, err
-	} else if err := checkRegular(abs, fi, limit); err != nil {
+	} else if err := checkRegularWin(abs, fi, limit); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -120,4 +120,18 @@ func Release(cmd *exec.Cmd) {
 	if t, ok := tokens.LoadAndDelete(cmd); ok {
 		t.(syscall.Token).Close()
 	}
+}
+
+// checkRegularWin is checkRegular, with Windows' other reparse points
+// (OneDrive's placeholders, deduplicated files: ModeIrregular) taken as
+// the plain files they are.
+func checkRegularWin(path string, fi os.FileInfo, limit int64) error {
+	m := fi.Mode()
+	if m&os.ModeIrregular != 0 && m&(os.ModeSymlink|os.ModeDir|os.ModeNamedPipe|os.ModeDevice|os.ModeSocket) == 0 {
+		if limit >= 0 && fi.Size() > limit {
+			return tooBig(path, limit)
+		}
+		return nil
+	}
+	return checkRegular(path, fi, limit)
 }
