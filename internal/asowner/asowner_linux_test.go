@@ -198,3 +198,21 @@ func TestCommandAsOwner(t *testing.T) {
 		t.Fatalf("the file it made: %v", err)
 	}
 }
+
+// For names the owner of a normal account's folder, and nobody (the
+// service's own rights) for root's own.
+func TestFor(t *testing.T) {
+	needRoot(t)
+	dir := ownerDir(t)
+	if a, err := For(dir); err != nil || a == nil || a.UID != 65534 {
+		t.Fatalf("For(a folder nobody owns) = %+v, %v; want nobody", a, err)
+	}
+	if a, err := For(filepath.Dir(dir)); err != nil || a != nil {
+		t.Fatalf("For(root's folder) = %+v, %v; want none", a, err)
+	}
+	// ReadFileIn: the same rules, the account taken from the folder.
+	os.Symlink("/etc/shadow", filepath.Join(dir, "BUILD.json"))
+	if _, err := ReadFileIn(dir, filepath.Join(dir, "BUILD.json"), SmallLimit); !errors.Is(err, ErrRefused) {
+		t.Fatalf("a linked BUILD.json in the owner's folder: %v", err)
+	}
+}
