@@ -18,7 +18,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/strata-companion/companion/internal/asowner"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -289,7 +288,7 @@ var configRef = regexp.MustCompile(`strata-[A-Za-z0-9_.\-]+?\.json`)
 func configNamedBy(script string, configs []string) string {
 	// With the install owner's rights (asowner): no link of the owner's
 	// followed, no FIFO waited on, at most 1 MiB.
-	b, err := asowner.ReadFileIn(filepath.Dir(script), script, 1<<20)
+	b, err := readScript(script)
 	if err != nil {
 		return ""
 	}

@@ -575,10 +575,6 @@ func (s *Supervisor) launch() (*process, error) {
 		return nil, err
 	}
 	p := &process{cmd: cmd, port: port, started: time.Now(), exited: make(chan struct{}), apiKey: sc.APIKey(), vision: sc.Vision != nil, mark: mark}
-	p.uid = os.Geteuid()
-	if acct != nil && acct.SID == "" {
-		p.uid = int(acct.UID)
-	}
 	s.pub(events.ServerStarting, fmt.Sprintf("starting the Strata server on port %d", port),
 		map[string]any{"port": port, "config": s.cfg.ConfigPath})
 	if note != "" {
@@ -597,8 +593,10 @@ func (s *Supervisor) launch() (*process, error) {
 		}
 	}
 	p.tmp = stratatmp.Start(stratatmp.Dir(cmd.Env))
+	p.uid = os.Geteuid()
 	if acct != nil && acct.SID == "" {
-		p.tmp.UID = int(acct.UID) // the folders Strata makes are that account's
+		// the folders Strata makes, and its listening port, are that account's
+		p.tmp.UID, p.uid = int(acct.UID), int(acct.UID)
 	}
 	s.lastRun = p
 	err = cmd.Start()
