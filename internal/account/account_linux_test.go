@@ -118,3 +118,82 @@ func TestWritePrivate(t *testing.T) {
 		t.Fatalf("left behind: %v", ents)
 	}
 }
+
+// Issue 32, High: a root-owned install whose config (or what it names:
+// engine, encoder, cwd, LD_PRELOAD/PYTHONPATH in its env) or engine/ the
+// owner may change ran the owner's programs as root: the check looked at
+// the folder, serve/, server.py and the python only. Now each is a refusal
+// that names it and a fix.
+func TestServerAccountLooksAtWhatStrataLoads(t *testing.T) {
+	needRoot(t)
+	root := install(t)
+	py := filepath.Join(root, ".venv", "bin", "python")
+	cfg := filepath.Join(root, "strata-x.json")
+	os.WriteFile(cfg, []byte("{}"), 0o644)
+	os.MkdirAll(filepath.Join(root, "engine"), 0o755)
+	engine := filepath.Join(root, "engine", "strata")
+	os.WriteFile(engine, []byte("#!/bin/sh\n"), 0o755)
+	elsewhere := t.TempDir()
+	preload := filepath.Join(elsewhere, "evil.so")
+	os.WriteFile(preload, []byte("x"), 0o644)
+	if a, err := ServerAccount(root, py, cfg, preload); err != nil || a != nil {
+		t.Fatalf("all root's alone: %v %v, want root's own", a, err)
+	}
+	refuse := func(what, want string, loads ...string) {
+		t.Helper()
+		_, err := ServerAccount(root, py, loads...)
+		var re *ServerRefusedError
+		if !errors.As(err, &re) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "chown") {
+			t.Fatalf("%s: %v, want a refusal naming %q and the fix", what, err, want)
+		}
+	}
+	for _, c := range []struct {
+		what, path string
+		loads      []string
+	}{
+		{"a config the owner may change", cfg, []string{cfg}},
+		{"an engine in engine/ the owner may change", engine, nil},
+		{"an LD_PRELOAD the owner may change", preload, []string{cfg, preload}},
+	} {
+		os.Chown(c.path, 65534, 65534)
+		refuse(c.what, c.path, c.loads...)
+		os.Chown(c.path, 0, 0)
+		os.Chmod(c.path, 0o666)
+		refuse(c.what+" (world-writable)", c.path, c.loads...)
+		os.Chmod(c.path, 0o644)
+	}
+	// a folder the config names as cwd, that others may write
+	cwd := filepath.Join(elsewhere, "cwd")
+	os.Mkdir(cwd, 0o777)
+	os.Chmod(cwd, 0o777)
+	refuse("a cwd every account may change", cwd, cfg, cwd)
+}
+
+// Issue 32, Medium-low: `python -m venv` makes .venv/bin/python a symbolic
+// link; the check read the link's own mode (777) and refused every such
+// venv, advising a chmod that cannot change a link. Now the link is judged
+// by its target and the target's folders.
+func TestServerAccountJudgesAVenvLinkByItsTarget(t *testing.T) {
+	needRoot(t)
+	root := install(t)
+	py := filepath.Join(root, ".venv", "bin", "python")
+	real := filepath.Join(t.TempDir(), "python3.11")
+	os.WriteFile(real, []byte("#!/bin/sh\n"), 0o755)
+	os.Remove(py)
+	if err := os.Symlink(real, py); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := ServerAccount(root, py); err != nil || a != nil {
+		t.Fatalf("a root venv whose python links to a root-only python: %v %v, want it run as root", a, err)
+	}
+	os.Chmod(real, 0o777)
+	if _, err := ServerAccount(root, py); err == nil || !strings.Contains(err.Error(), real) {
+		t.Fatalf("a link to a world-writable python: %v, want a refusal naming %s", err, real)
+	}
+	os.Chmod(real, 0o755)
+	os.Chown(filepath.Dir(real), 65534, 65534)
+	if _, err := ServerAccount(root, py); err == nil || !strings.Contains(err.Error(), "nobody") {
+		t.Fatalf("a link into a folder nobody owns: %v, want a refusal", err)
+	}
+	os.Chown(filepath.Dir(real), 0, 0)
+}

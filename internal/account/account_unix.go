@@ -69,7 +69,15 @@ func (a *Account) Env() []string {
 // root-owned install nobody else can change); an account means that one
 // (the install's owner: root never runs code its owner can edit); an error
 // (a *ServerRefusedError) means neither is safe.
-func ServerAccount(root, python string) (*Account, error) {
+//
+// For a root-owned install it looks at everything Strata executes or
+// loads: the folder, serve/ (all of it), engine/ (all of it), the venv
+// (all of it; its python link judged by its target and the target's
+// folders, never by the link's own mode, which is always 777), and loads:
+// what the caller knows Strata will run or read (the config, the programs
+// and folders it names, the paths in its env such as LD_PRELOAD and
+// PYTHONPATH). Any of them another account could change is a refusal.
+func ServerAccount(root, python string, loads ...string) (*Account, error) {
 	if !Privileged() {
 		return nil, nil
 	}
@@ -80,20 +88,94 @@ func ServerAccount(root, python string) (*Account, error) {
 	if own.UID != 0 {
 		return own, nil
 	}
-	paths := []string{root, filepath.Join(root, "serve"), filepath.Join(root, "serve", "server.py")}
+	paths := []string{root, filepath.Join(root, "serve", "server.py")}
 	if python != "" {
 		paths = append(paths, python)
 		if real, err := filepath.EvalSymlinks(python); err == nil && real != python {
 			paths = append(paths, real)
 		}
 	}
+	paths = append(paths, loads...)
+	why := ""
 	for _, p := range paths {
-		if why := othersCanChange(p); why != "" {
-			return nil, &ServerRefusedError{Root: root, Reason: why,
-				Fix: fmt.Sprintf("Give the folder to the account that uses Strata (sudo chown -R ACCOUNT %s), and the service runs Strata as that account; or make it root's alone (sudo chmod -R go-w %s)", root, root)}
+		if p != "" {
+			if why = othersCanChange(p); why != "" {
+				break
+			}
 		}
 	}
+	if why == "" {
+		for _, d := range []string{filepath.Join(root, "serve"), filepath.Join(root, "engine"), filepath.Join(root, ".venv")} {
+			if why = othersCanChangeIn(d); why != "" {
+				break
+			}
+		}
+	}
+	if why != "" {
+		return nil, &ServerRefusedError{Root: root, Reason: why,
+			Fix: fmt.Sprintf("Give the folder to the account that uses Strata (sudo chown -R ACCOUNT %s), and the service runs Strata as that account; or make it and what its config names root's alone (sudo chown -R root:root %s; sudo chmod -R go-w %s)", root, root, root)}
+	}
 	return nil, nil
+}
+
+// maxTreeEntries bounds othersCanChangeIn (a venv holds a few thousand).
+const maxTreeEntries = 200000
+
+// othersCanChangeIn is othersCanChange for dir and everything in it
+// (links judged by their owner alone: their mode means nothing, and what
+// they point to is checked where it is named). "" when dir is missing.
+func othersCanChangeIn(dir string) string {
+	if _, err := os.Lstat(dir); err != nil {
+		return ""
+	}
+	if why := othersCanChange(dir); why != "" {
+		return why
+	}
+	n := 0
+	why := ""
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || why != "" {
+			return filepath.SkipAll
+		}
+		if n++; n > maxTreeEntries {
+			why = fmt.Sprintf("%s holds more than %d files: too many to check", dir, maxTreeEntries)
+			return filepath.SkipAll
+		}
+		why = entryChangeable(p, fi, false)
+		return nil
+	})
+	return why
+}
+
+// entryChangeable says how an account other than root could change the
+// entry p itself (fi from Lstat): not through the folders above it.
+// inFolderChain: p is a folder above the checked path (a sticky folder's
+// other writers cannot replace what is not theirs).
+func entryChangeable(p string, fi os.FileInfo, inFolderChain bool) string {
+	sys := fi.Sys().(*syscall.Stat_t)
+	mode := fi.Mode()
+	if sys.Uid != 0 {
+		who := strconv.Itoa(int(sys.Uid))
+		if u, err := user.LookupId(who); err == nil {
+			who = u.Username
+		}
+		return fmt.Sprintf("%s belongs to %s", p, who)
+	}
+	if mode&os.ModeSymlink != 0 {
+		return "" // a link's mode is always 777 and means nothing
+	}
+	sticky := mode&os.ModeSticky != 0 && mode.IsDir() && inFolderChain
+	switch {
+	case mode.Perm()&0o002 != 0 && !sticky:
+		return fmt.Sprintf("every account may change %s (mode %o)", p, mode.Perm())
+	case mode.Perm()&0o020 != 0 && sys.Gid != 0 && !sticky:
+		g := strconv.Itoa(int(sys.Gid))
+		if gr, err := user.LookupGroupId(g); err == nil {
+			g = gr.Name
+		}
+		return fmt.Sprintf("the group %s may change %s (mode %o)", g, p, mode.Perm())
+	}
+	return ""
 }
 
 // othersCanChange says how an account other than root could change p or
@@ -112,24 +194,8 @@ func othersCanChange(p string) string {
 			}
 			return err.Error()
 		}
-		sys := st.Sys().(*syscall.Stat_t)
-		mode := st.Mode()
-		sticky := mode&os.ModeSticky != 0 && mode.IsDir()
-		switch {
-		case sys.Uid != 0:
-			who := strconv.Itoa(int(sys.Uid))
-			if u, err := user.LookupId(who); err == nil {
-				who = u.Username
-			}
-			return fmt.Sprintf("%s belongs to %s", p, who)
-		case first && mode.Perm()&0o002 != 0, !first && mode.Perm()&0o002 != 0 && !sticky:
-			return fmt.Sprintf("every account may change %s (mode %o)", p, mode.Perm())
-		case mode.Perm()&0o020 != 0 && sys.Gid != 0 && !(sticky && !first):
-			g := strconv.Itoa(int(sys.Gid))
-			if gr, err := user.LookupGroupId(g); err == nil {
-				g = gr.Name
-			}
-			return fmt.Sprintf("the group %s may change %s (mode %o)", g, p, mode.Perm())
+		if why := entryChangeable(p, st, !first); why != "" {
+			return why
 		}
 		parent := filepath.Dir(p)
 		if parent == p {

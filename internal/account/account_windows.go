@@ -103,8 +103,10 @@ func writers(path string) ([]string, error) {
 // means this process's own (a service whose install only administrators
 // can change); an account means the install's owner, whose signed-in
 // session the server runs in (see Token); an error means neither is
-// possible.
-func ServerAccount(root, python string) (*Account, error) {
+// possible. loads are what Strata runs or reads because of its config
+// (the config, the programs and folders it names, its env's paths): each
+// must be as safe as the install's own files.
+func ServerAccount(root, python string, loads ...string) (*Account, error) {
 	if !Privileged() {
 		return nil, nil
 	}
@@ -118,7 +120,7 @@ func ServerAccount(root, python string) (*Account, error) {
 	if !own.Privileged {
 		return own, nil
 	}
-	for _, p := range []string{root, root + `\serve`, root + `\serve\server.py`, python} {
+	for _, p := range append([]string{root, root + `\serve`, root + `\serve\server.py`, root + `\engine`, python}, loads...) {
 		if p == "" {
 			continue
 		}

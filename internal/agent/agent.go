@@ -575,10 +575,27 @@ func removeScratch(dir string) {
 // RemoveAll on Windows deletes with POSIX semantics
 // (FILE_DISPOSITION_INFORMATION_EX), which Windows before 10 1709 and wine 8
 // refuse ("Invalid function"); DeleteFile and RemoveDirectory work there.
+//
+// It touches only a folder this agent's account owns, never through a
+// link (issue 32: another local account's folder, or a link it planted,
+// made the fallback read and delete the agent's user's files): each folder
+// is looked at (Lstat) right before it is read, and the fallback goes into
+// nothing but the account's own real folders.
 func removeTree(dir string) error {
+	if fi, err := os.Lstat(dir); err != nil {
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	} else if !ownRealDir(fi) {
+		return fmt.Errorf("%s is not a folder of this account (a link, or another account's): left alone", dir)
+	}
 	err := os.RemoveAll(dir)
 	if err == nil {
 		return nil
+	}
+	if fi, lerr := os.Lstat(dir); lerr != nil || !ownRealDir(fi) {
+		return err // replaced meanwhile: not read
 	}
 	ents, rerr := os.ReadDir(dir)
 	if rerr != nil {
@@ -589,10 +606,10 @@ func removeTree(dir string) error {
 	}
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
-		if e.IsDir() {
-			removeTree(p)
+		if fi, lerr := os.Lstat(p); lerr == nil && fi.IsDir() {
+			removeTree(p) // checks it is ours and no link
 		} else {
-			os.Remove(p)
+			os.Remove(p) // a file or a link itself, never what it points to
 		}
 	}
 	return os.Remove(dir)
@@ -613,6 +630,11 @@ func (a *agent) cleanStaleScratch() {
 		}
 		pid, err := strconv.Atoi(rest[:i])
 		if err != nil || scratchOwned(filepath.Join(a.cfg.ScratchParent, name), pid) {
+			continue
+		}
+		// Another account's folder (or a link) by that name is not ours
+		// to clean, whatever its name says.
+		if fi, err := os.Lstat(filepath.Join(a.cfg.ScratchParent, name)); err != nil || !ownRealDir(fi) {
 			continue
 		}
 		removeTree(filepath.Join(a.cfg.ScratchParent, name))

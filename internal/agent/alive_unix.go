@@ -20,3 +20,10 @@ func holdScratch(string) func() { return func() {} }
 
 // scratchOwned: the folder's agent (by the pid in its name) still runs.
 func scratchOwned(dir string, pid int) bool { return pid == os.Getpid() || processAlive(pid) }
+
+// ownRealDir: fi (from Lstat) is a folder, not a link, of this process's
+// account.
+func ownRealDir(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return fi.Mode().IsDir() && ok && st.Uid == uint32(os.Geteuid())
+}

@@ -63,3 +63,10 @@ func processStart(pid int) (uint64, bool) {
 	}
 	return uint64(c.HighDateTime)<<32 | uint64(c.LowDateTime), true
 }
+
+// ownRealDir: fi (from Lstat) is a folder, not a link or junction. (The
+// account that owns it is its ACL's say: the scratch parent is the
+// account's own %TEMP%, which other accounts cannot write.)
+func ownRealDir(fi os.FileInfo) bool {
+	return fi.Mode().IsDir() && fi.Mode()&(os.ModeSymlink|os.ModeIrregular) == 0
+}

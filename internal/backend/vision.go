@@ -327,9 +327,7 @@ func (b *Backend) planRestoreFrom(backup string) (*strataconfig.Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	if real, err := filepath.EvalSymlinks(cfg); err == nil {
-		cfg = real
-	}
+	cfg = strataconfig.RealPath(cfg) // no link followed in the owner's folder
 	known := false
 	for _, p := range strataconfig.Backups(cfg) {
 		if filepath.Clean(p) == filepath.Clean(backup) {
@@ -339,11 +337,13 @@ func (b *Backend) planRestoreFrom(backup string) (*strataconfig.Change, error) {
 	if !known {
 		return nil, &RequestError{fmt.Errorf("%s is not a backup of %s: name one of its backups (%s.bak-...)", backup, cfg, filepath.Base(cfg))}
 	}
-	cur, err := os.ReadFile(cfg)
+	// Both with the rights of the folder's owner: a backup that is a link
+	// (to a root-only file) is refused, never read by root.
+	cur, err := strataconfig.ReadFile(cfg)
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(backup)
+	data, err := strataconfig.ReadFile(backup)
 	if err != nil {
 		return nil, err
 	}

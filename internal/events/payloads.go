@@ -72,6 +72,7 @@ type (
 		Port    int    `json:"port,omitempty"`
 		PID     int    `json:"pid,omitempty"`
 		Cmdline string `json:"cmdline,omitempty"`
+		UID     int    `json:"uid,omitempty"`
 		Account string `json:"account,omitempty"`
 	}
 	ServerLogDroppedDetails struct {

@@ -4,23 +4,29 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 )
 
-// find reads the listening sockets of /proc/net/tcp{,6} and the process
-// whose descriptors hold that socket's inode.
-func find(port int) (Owner, bool) {
-	inodes := map[string]bool{}
+// listeners reads the listening sockets of /proc/net/tcp{,6} (their
+// account is there) and the processes whose descriptors hold them.
+func listeners(port int) []Owner {
+	socks := map[string]int{} // inode -> uid
+	var order []string
 	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		listening(f, port, inodes)
+		listening(f, port, socks, &order)
 	}
-	if len(inodes) == 0 {
-		return Owner{}, false
+	if len(socks) == 0 {
+		return nil
 	}
+	found := map[string]Owner{}
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
+		if len(found) == len(socks) {
+			break
+		}
 		fds, err := os.ReadDir(p + "/fd")
 		if err != nil {
 			continue
@@ -30,19 +36,45 @@ func find(port int) (Owner, bool) {
 			if err != nil || !strings.HasPrefix(l, "socket:[") {
 				continue
 			}
-			if inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] {
-				pid, _ := strconv.Atoi(filepath.Base(p))
-				b, _ := os.ReadFile(p + "/cmdline")
-				argv := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-				return Owner{PID: pid, Cmdline: cmdline(argv)}, true
+			ino := strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")
+			if _, ok := socks[ino]; ok {
+				if _, seen := found[ino]; !seen {
+					pid, _ := strconv.Atoi(filepath.Base(p))
+					b, _ := os.ReadFile(p + "/cmdline")
+					argv := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+					found[ino] = Owner{PID: pid, Cmdline: cmdline(argv)}
+				}
 			}
 		}
 	}
-	return Owner{}, false
+	var out []Owner
+	for _, ino := range order {
+		o := found[ino]
+		o.UID = socks[ino]
+		if u, err := user.LookupId(strconv.Itoa(o.UID)); err == nil {
+			o.User = u.Username
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
-// listening adds the inodes of sockets listening on port in file.
-func listening(file string, port int, out map[string]bool) {
+func listenerUIDs(port int) []int {
+	socks := map[string]int{}
+	var order []string
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		listening(f, port, socks, &order)
+	}
+	var out []int
+	for _, ino := range order {
+		out = append(out, socks[ino])
+	}
+	return out
+}
+
+// listening adds the inodes (and accounts) of sockets listening on port
+// in file.
+func listening(file string, port int, out map[string]int, order *[]string) {
 	f, err := os.Open(file)
 	if err != nil {
 		return
@@ -57,6 +89,14 @@ func listening(file string, port int, out map[string]bool) {
 		if len(fs) < 10 || fs[3] != "0A" || !strings.HasSuffix(fs[1], want) {
 			continue
 		}
-		out[fs[9]] = true
+		if _, dup := out[fs[9]]; dup {
+			continue
+		}
+		uid, err := strconv.Atoi(fs[7])
+		if err != nil {
+			uid = -1
+		}
+		out[fs[9]] = uid
+		*order = append(*order, fs[9])
 	}
 }

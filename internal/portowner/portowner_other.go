@@ -2,5 +2,7 @@
 
 package portowner
 
-// find is not implemented here: the service then names the port only.
-func find(int) (Owner, bool) { return Owner{}, false }
+// listeners is not implemented here: the service then names the port only.
+func listeners(int) []Owner { return nil }
+
+func listenerUIDs(int) []int { return nil }

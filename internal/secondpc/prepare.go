@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/strata-companion/companion/internal/asowner"
 	"github.com/strata-companion/companion/internal/relay"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
@@ -63,6 +64,22 @@ func PrepareOptions(cfg *strataconfig.Config, paired settings.Remote, c PrepareC
 	}
 	if c.GPU != nil {
 		o.GPU = *c.GPU
+	}
+	// What the config names is the install owner's choice: sent only when
+	// the owner could read it (no link in the owner's folder, a regular
+	// file the owner may read): a root process never sends a second PC a
+	// file the owner could not read (asowner).
+	if cfg != nil {
+		if a, err := asowner.For(cfg.Root); err == nil && a != nil {
+			for _, f := range []struct{ key, path, chosen string }{{"vision.mmproj", o.Mmproj, c.Mmproj}, {"vision.model", o.Model, c.Model}, {"engine/strata-vision", o.LocalEncoder, c.LocalEncoder}} {
+				if f.path == "" || f.chosen != "" {
+					continue
+				}
+				if err := asowner.CouldRead(f.path, a); err != nil {
+					return o, fmt.Errorf("%s of %s is not sent to the second PC: %v. Name a file %s may read, or pass the file yourself (--mmproj FILE --model FILE)", f.key, cfg.Path, err, a.Name)
+				}
+			}
+		}
 	}
 	if o.Mmproj == "" || o.Model == "" {
 		where := "the Strata config has no vision block"

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/strata-companion/companion/internal/atomicfile"
 	"github.com/strata-companion/companion/internal/fserr"
 )
 
@@ -23,7 +22,7 @@ const KeepBackups = 5
 // writeFile replaces a file atomically. A test swaps it to die between
 // writing the temporary file and renaming it.
 // check (nil for backups) runs right before the rename.
-var writeFile = atomicfile.WriteChecked
+var writeFile = writeAsOwner
 
 // ErrChangedOnDisk says the config changed on disk since the change was
 // planned (a person or another program wrote it): nothing was written.
@@ -71,7 +70,10 @@ func listBackups(configPath string) []backup {
 	var out []backup
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() || !strings.HasPrefix(name, base+".bak") {
+		// A backup is a plain file the companion (or Strata) wrote: a link
+		// or anything else by that name is not one (a root service would
+		// read through it what the owner may not).
+		if !e.Type().IsRegular() || !strings.HasPrefix(name, base+".bak") {
 			continue
 		}
 		rest := strings.TrimPrefix(name, base+".bak")
@@ -188,7 +190,7 @@ func fileMode(path string) os.FileMode {
 // refuses when the file changed since the plan was made (another program
 // wrote it). Nothing changes (and no backup is made) for an empty change.
 func (c *Change) Apply() (backup string, err error) {
-	cur, err := os.ReadFile(c.Path)
+	cur, err := ReadFile(c.Path)
 	if err != nil {
 		return "", fmt.Errorf("reading %s again before writing: %w", c.Path, err)
 	}
@@ -209,7 +211,7 @@ func (c *Change) Apply() (backup string, err error) {
 	// check above is refused, not overwritten (the backup made above holds
 	// what was on disk, which is then still the file itself).
 	recheck := func() error {
-		now, err := os.ReadFile(c.Path)
+		now, err := ReadFile(c.Path)
 		if err != nil {
 			return fmt.Errorf("reading %s again before replacing it: %w", c.Path, err)
 		}
@@ -236,10 +238,8 @@ func PlanRestore(configPath string) (ch *Change, from string, err error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
-	}
-	cur, err := os.ReadFile(abs)
+	abs = RealPath(abs)
+	cur, err := ReadFile(abs)
 	if err != nil {
 		return nil, "", fmt.Errorf("reading the Strata config: %w", err)
 	}
@@ -248,7 +248,7 @@ func PlanRestore(configPath string) (ch *Change, from string, err error) {
 	}
 	var skipped []string
 	for _, b := range listBackups(abs) {
-		data, rerr := os.ReadFile(b.path)
+		data, rerr := ReadFile(b.path)
 		if rerr != nil {
 			skipped = append(skipped, fmt.Sprintf("%s (%v)", filepath.Base(b.path), rerr))
 			continue

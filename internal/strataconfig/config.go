@@ -178,7 +178,7 @@ func Read(configPath string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(abs)
+	b, err := ReadFile(abs)
 	if err != nil {
 		return nil, fmt.Errorf("reading the Strata config: %w", err)
 	}

@@ -68,15 +68,13 @@ func PlanVision(configPath string, req VisionRequest) (*Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	old, err := os.ReadFile(abs)
+	old, err := ReadFile(abs)
 	if err != nil {
 		return nil, fmt.Errorf("reading the Strata config: %w", err)
 	}
 	// Edit the file itself, not a link to it: a rename would replace the
 	// link with a plain file.
-	if real, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = real
-	}
+	abs = RealPath(abs)
 	if err := refuseReadOnly(abs); err != nil {
 		return nil, err
 	}
@@ -413,7 +411,7 @@ func (p *planner) setOurEnv(src []byte) ([]byte, error) {
 // that had one: after the key returned, or first.
 func (p *planner) envSlotFromBackups() (after string, first bool) {
 	for _, b := range listBackups(p.path) {
-		raw, err := os.ReadFile(b.path)
+		raw, err := ReadFile(b.path)
 		if err != nil {
 			continue
 		}
@@ -490,7 +488,7 @@ func exeSuffix() string {
 func (p *planner) localEncoder(src []byte) (string, error) {
 	st := mustStyle(src)
 	for _, b := range listBackups(p.path) {
-		raw, err := os.ReadFile(b.path)
+		raw, err := ReadFile(b.path)
 		if err != nil {
 			continue
 		}
@@ -586,7 +584,7 @@ func reindent(text, indent, nl string) string {
 // backup that has a usable one, with the keys around it there.
 func (p *planner) visionFromBackups() (text, after, before, from string) {
 	for _, b := range listBackups(p.path) {
-		raw, err := os.ReadFile(b.path)
+		raw, err := ReadFile(b.path)
 		if err != nil {
 			continue
 		}

@@ -2,7 +2,8 @@ package strataconfig
 
 import (
 	"regexp"
-	"strings"
+
+	"github.com/strata-companion/companion/internal/events"
 )
 
 // Redacted replaces a secret's value wherever the companion shows a config.
@@ -11,17 +12,10 @@ const Redacted = "<redacted>"
 var rePair = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"(\s*:\s*)"((?:[^"\\]|\\.)*)"`)
 
 // SecretKey reports whether a config key holds a secret (api_key, a
-// *_token or *_secret in env, a password): its value is never shown.
-func SecretKey(k string) bool {
-	k = strings.ToLower(k)
-	for _, s := range []string{"api_key", "apikey", "api-key", "secret", "password", "passwd", "credential"} {
-		if strings.Contains(k, s) {
-			return true
-		}
-	}
-	return k == "token" || k == "key" || strings.HasSuffix(k, "_token") || strings.HasSuffix(k, "-token") ||
-		strings.HasSuffix(k, "_key") && !strings.HasSuffix(k, "host_key")
-}
+// *_token or *_secret in env, a password): its value is never shown. The
+// rule is events.SecretName (the control API strips such details from the
+// events readers get by the same rule).
+func SecretKey(k string) bool { return events.SecretName(k) }
 
 // Redact hides the value of every "secret_key": "value" pair in text (a
 // config, a diff of one): the key stays, so a reader still sees that a key

@@ -6,8 +6,8 @@
 //
 // Only a folder that looks exactly like Strata's is touched: its name is the
 // prefix and mkdtemp's eight letters, digits or underscores, it is a plain
-// folder (no link), and it holds nothing but .sve and
-// .img files.
+// folder (no link) of the account that ran the server, and it holds
+// nothing but .sve and .img files.
 package stratatmp
 
 import (
@@ -71,11 +71,15 @@ type Run struct {
 	Dir     string
 	Before  map[string]time.Time
 	Started time.Time
+	// UID is the account that runs the server (Unix): only its folders
+	// are removed. Start sets this process's; the supervisor sets the
+	// account it runs Strata as.
+	UID int
 }
 
 // Start records the folders in dir before a server starts.
 func Start(dir string) *Run {
-	return &Run{Dir: dir, Before: List(dir), Started: time.Now()}
+	return &Run{Dir: dir, Before: List(dir), Started: time.Now(), UID: os.Geteuid()}
 }
 
 // RemoveLeftovers removes the folders this run's server made, once it has
@@ -89,6 +93,11 @@ func (r *Run) RemoveLeftovers(exited time.Time) []string {
 			continue
 		}
 		p := filepath.Join(r.Dir, name)
+		// Another account's folder by the same name (a shared /tmp) is
+		// not this run's, whatever its name and times say.
+		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() || !ownedBy(fi, r.UID) {
+			continue
+		}
 		if onlyResults(p, exited) && os.RemoveAll(p) == nil {
 			removed = append(removed, p)
 		}

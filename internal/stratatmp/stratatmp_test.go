@@ -54,3 +54,28 @@ func TestOnlyThisRunsResultFoldersGo(t *testing.T) {
 		}
 	}
 }
+
+// Issue 32, Low: the temp cleanup removed other accounts' folders (a
+// strata-vision-* folder another account made in the shared /tmp while
+// this run's server ran). Now only the account that ran Strata's own go.
+func TestOtherAccountsFoldersStay(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: a folder of another account")
+	}
+	dir := t.TempDir()
+	run := Start(dir)
+	theirs := filepath.Join(dir, "strata-vision-theirs12")
+	os.Mkdir(theirs, 0o700)
+	os.WriteFile(filepath.Join(theirs, "a.sve"), []byte("x"), 0o600)
+	os.Chown(theirs, 65534, 65534)
+	ours := filepath.Join(dir, "strata-vision-ours1234")
+	os.Mkdir(ours, 0o700)
+	os.WriteFile(filepath.Join(ours, "a.sve"), []byte("x"), 0o600)
+	removed := run.RemoveLeftovers(time.Now())
+	if len(removed) != 1 || removed[0] != ours {
+		t.Fatalf("removed %v, want only %s", removed, ours)
+	}
+	if _, err := os.Stat(theirs); err != nil {
+		t.Fatalf("another account's folder was removed: %v", err)
+	}
+}

@@ -128,6 +128,11 @@ type Server struct {
 	// Timeouts bound what a connection may hold without sending a whole,
 	// authorised request (defaults: DefaultTimeouts). Set before Serve.
 	Timeouts Timeouts
+	// Limits bound what accounts other than the owner and the
+	// administrators may hold (default: DefaultLimits; limits.go).
+	Limits  Limits
+	limOnce sync.Once
+	limits  *limiter
 }
 
 // Timeouts bound a connection's time at each step. A connection that does
@@ -159,7 +164,7 @@ func New(b Backend) (*Server, error) {
 		}
 		toks[i] = t
 	}
-	return &Server{b: b, token: toks[0], readToken: toks[1], relayToken: toks[2], MaxWait: 10 * time.Minute, Timeouts: DefaultTimeouts,
+	return &Server{b: b, token: toks[0], readToken: toks[1], relayToken: toks[2], MaxWait: 10 * time.Minute, Timeouts: DefaultTimeouts, Limits: DefaultLimits,
 		relayRate: rate{burst: relayBurst, perSec: relayPerSec}}, nil
 }
 
@@ -396,6 +401,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if wait > s.MaxWait {
 		wait = s.MaxWait
 	}
+	if rmw := s.limitsNow().ReaderMaxWait; RoleOf(r.Context()) != RoleOperator && wait > rmw && rmw > 0 {
+		wait = rmw // a reader's waits are shorter
+	}
 	bus := s.b.Bus
 	if since > bus.Last() {
 		// A client from before a service restart: the numbers began again.
@@ -405,9 +413,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	evs, gap := bus.Since(since)
 	if len(evs) == 0 && wait > 0 {
+		release, ok := s.waitSlot(w, r)
+		if !ok {
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), wait)
 		evs, gap, _ = bus.Wait(ctx, since)
 		cancel()
+		release()
 	}
 	next := since
 	if len(evs) > 0 {
@@ -416,9 +429,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	reply(w, controlapi.EventsResponse{Events: forRole(r, evs), Next: next, Gap: gap})
 }
 
-// logDetails are event details that quote the server's output (its log
-// is the owner's): only an operator's events carry them.
-var logDetails = []string{"last_lines"}
+// logDetails are event details only an operator's events carry: those
+// that quote the server's output (its log is the owner's), and a config's
+// diff (config.switched, config.changed): its env values (an
+// NGROK_AUTHTOKEN, a DATABASE_URL with its password) and any key that
+// looks secret are the owner's, and a key name cannot tell them all apart.
+// Readers still see what changed (the event, its paths), not how.
+var logDetails = []string{"last_lines", "diff", "env"}
 
 // forRole is evs as the caller may see them.
 func forRole(r *http.Request, evs []events.Event) []events.Event {
@@ -429,6 +446,14 @@ func forRole(r *http.Request, evs []events.Event) []events.Event {
 	out := make([]events.Event, len(evs))
 	for i, e := range evs {
 		out[i] = e
+		for dk := range e.Details {
+			if events.SecretName(dk) {
+				// any detail named like a secret goes too
+				e.Details = withoutSecrets(e.Details)
+				out[i].Details = e.Details
+				break
+			}
+		}
 		for _, k := range logDetails {
 			if _, ok := e.Details[k]; ok {
 				d := make(map[string]any, len(e.Details))
@@ -441,6 +466,18 @@ func forRole(r *http.Request, evs []events.Event) []events.Event {
 				out[i].Details = d
 				break
 			}
+		}
+	}
+	return out
+}
+
+// withoutSecrets is a copy of d without the keys events.SecretName
+// names.
+func withoutSecrets(d map[string]any) map[string]any {
+	out := make(map[string]any, len(d))
+	for k, v := range d {
+		if !events.SecretName(k) {
+			out[k] = v
 		}
 	}
 	return out
@@ -762,9 +799,14 @@ func (s *Server) SetOwner(owner *account.Account) error {
 		}
 	}
 	name := ""
+	uid := int64(-1)
 	if owner != nil {
 		name = owner.Name
+		if owner.SID == "" {
+			uid = int64(owner.UID)
+		}
 	}
+	s.setOwnerUID(uid) // the owner's connections are never refused
 	s.ownerMu.Lock()
 	s.Owner = name
 	s.ownerMu.Unlock()
@@ -805,7 +847,12 @@ func RemoveFiles(addrFile, tokenFile, addr, token string) {
 
 // Serve runs the API on l until ctx ends.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	if _, err := RaiseFDLimit(); err != nil {
+		fmt.Fprintf(os.Stderr, "raising the descriptor limit: %v\n", err)
+	}
+	l = &limitedListener{Listener: l, s: s}
 	srv := &http.Server{
+		ConnContext:       connContext,
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: s.Timeouts.Header,
 		IdleTimeout:       s.Timeouts.Idle,

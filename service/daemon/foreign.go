@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/strata-companion/companion/internal/account"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/locations"
@@ -98,7 +99,11 @@ func (d *Daemon) watchForeign(r *running) {
 		return
 	}
 	what := "another program"
-	if isStrata(f.Port) {
+	if acct := otherAccount(r, f.Port); acct != "" {
+		// Another account's: never called Strata's own window, whatever
+		// it answers (issue 32: clients would trust it with the api_key).
+		what = "a program of another account, " + acct
+	} else if isStrata(f.Port) {
 		what = "a Strata server the service did not start (Strata's own window, START-HERE or START-Models)"
 	}
 	who := ""
@@ -123,4 +128,25 @@ func (d *Daemon) watchForeign(r *running) {
 			return
 		}
 	}
+}
+
+// otherAccount names the account of the listener on port when it is
+// neither the one that runs r's Strata (nor its install's owner) nor root;
+// "" otherwise, or when the OS does not say.
+func otherAccount(r *running, port int) string {
+	o, ok := portowner.Find(port)
+	if !ok || o.UID < 0 || o.UID == 0 {
+		return ""
+	}
+	mine := os.Geteuid()
+	owner, server := accountsOf(r)
+	for _, a := range []*account.Account{owner, server} {
+		if a != nil && a.SID == "" && int(a.UID) == o.UID {
+			return ""
+		}
+	}
+	if o.UID == mine {
+		return ""
+	}
+	return o.Account()
 }

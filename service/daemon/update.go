@@ -30,6 +30,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-companion/companion/internal/account"
+	"github.com/strata-companion/companion/internal/asowner"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/settings"
@@ -71,42 +73,62 @@ func minEngineOf(setupPy string) string {
 	return ""
 }
 
-func git(ctx context.Context, root string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", root}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
+// git runs git in root as a (nil: the service's own account), through
+// asowner: as the checkout's owner, git needs no safe.directory, and
+// nothing the owner set (hooks, core.fsmonitor) runs as root.
+func git(ctx context.Context, a *account.Account, root string, args ...string) (string, error) {
+	cmd := asowner.Command(ctx, a, root, []string{"GIT_TERMINAL_PROMPT=0", "LC_ALL=C"}, "git", append([]string{"-C", root}, args...)...)
+	defer asowner.Release(cmd)
 	out, err := cmd.CombinedOutput()
 	return strings.TrimSpace(string(out)), err
 }
 
+// installAccount is the account whose rights the service uses inside
+// root (update, setup, rollback): its owner (asowner.For), nil for an
+// install root's alone. A root-owned install another account could still
+// change is refused: the service would run that account's code as root.
+func installAccount(root, python string) (*account.Account, error) {
+	a, err := asowner.For(root)
+	if err != nil || a != nil {
+		return a, err
+	}
+	if account.Privileged() {
+		if _, err := account.ServerAccount(root, python); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
 // check says whether an update exists: the install's git origin, else
 // Strata's releases; offline says so.
-func (d *Daemon) check(ctx context.Context, root, from string) *controlapi.UpdateResponse {
+func (d *Daemon) check(ctx context.Context, a *account.Account, root, from string) *controlapi.UpdateResponse {
 	r := &controlapi.UpdateResponse{From: from}
 	// An engine an earlier update kept (it was in use) is due anyway.
-	local, _ := os.ReadFile(filepath.Join(root, "setup.py"))
+	local, _ := asowner.ReadFile(filepath.Join(root, "setup.py"), asowner.SmallLimit, a)
 	due := minEngineOf(string(local))
 	engineDue := due != "" && older(ReadBuild(root).Version, due)
 	if _, err := os.Stat(filepath.Join(root, ".git")); err == nil {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
-		if out, err := git(cctx, root, "fetch", "--quiet", "origin"); err != nil {
+		if out, err := git(cctx, a, root, "fetch", "--quiet", "origin"); err != nil {
 			r.Offline = true
 			r.Message = "Could not reach the install's git origin (" + lastLine(out, err) + "): offline? Nothing was checked."
 			return r
 		}
 		up := "@{u}"
-		if _, err := git(cctx, root, "rev-parse", "--verify", "--quiet", up); err != nil {
+		if _, err := git(cctx, a, root, "rev-parse", "--verify", "--quiet", up); err != nil {
 			up = "origin/main"
 		}
-		n, _ := git(cctx, root, "rev-list", "--count", "HEAD.."+up)
+		n, _ := git(cctx, a, root, "rev-list", "--count", "HEAD.."+up)
 		behind, _ := strconv.Atoi(n)
-		if cm, err := git(cctx, root, "show", up+":CMakeLists.txt"); err == nil {
+		if cm, err := git(cctx, a, root, "show", up+":CMakeLists.txt"); err == nil {
 			if m := cmakeVersion.FindStringSubmatch(cm); m != nil {
 				r.To = m[1]
 			}
 		}
 		if r.To == "" {
-			if sp, err := git(cctx, root, "show", up+":setup.py"); err == nil {
+			if sp, err := git(cctx, a, root, "show", up+":setup.py"); err == nil {
 				r.To = minEngineOf(sp)
 			}
 		}
@@ -175,7 +197,11 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 	if from == "" {
 		from = ReadBuild(root).Version
 	}
-	r := d.check(ctx, root, from)
+	acct, err := installAccount(root, cur.in.Python)
+	if err != nil {
+		return nil, conflict("not updating Strata: %v", err)
+	}
+	r := d.check(ctx, acct, root, from)
 	if req.Check || !r.Available {
 		return r, nil
 	}
@@ -200,11 +226,11 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 
 	var failed string
 	if _, err := os.Stat(filepath.Join(root, ".git")); err == nil {
-		failed = d.pull(runCtx, root, say)
+		failed = d.pull(runCtx, acct, root, say)
 	}
 	inUse := false
 	if failed == "" {
-		code, lines, err := d.runSetup(runCtx, cur.in, say, "--update")
+		code, lines, err := d.runSetup(runCtx, acct, cur.in, say, "--update")
 		for _, l := range lines {
 			switch {
 			case strings.HasPrefix(strings.TrimSpace(l), "[X]") && failed == "":
@@ -229,7 +255,7 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 			return
 		}
 		say("putting the old engine back (setup.py --rollback-engine)")
-		if code, _, err := d.runSetup(runCtx, cur.in, say, "--rollback-engine"); err != nil || code != 0 {
+		if code, _, err := d.runSetup(runCtx, acct, cur.in, say, "--rollback-engine"); err != nil || code != 0 {
 			say(fmt.Sprintf("the rollback did not work (exit %d, %v): the engine left is %s", code, err, ReadBuild(root).Version))
 			return
 		}
@@ -272,9 +298,9 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 // pull is UPDATE.bat's git step: `git pull --ff-only`, and when that fails
 // the move to Strata's rewritten history (#1276): keep HEAD on a
 // pre-cleanup-backup[-N] branch and check out origin/main. "" = done.
-func (d *Daemon) pull(ctx context.Context, root string, say func(string)) string {
+func (d *Daemon) pull(ctx context.Context, a *account.Account, root string, say func(string)) string {
 	say("git pull --ff-only")
-	out, err := git(ctx, root, "pull", "--ff-only")
+	out, err := git(ctx, a, root, "pull", "--ff-only")
 	for _, l := range strings.Split(out, "\n") {
 		if l != "" {
 			say(l)
@@ -285,32 +311,32 @@ func (d *Daemon) pull(ctx context.Context, root string, say func(string)) string
 	}
 	name := "pre-cleanup-backup"
 	for n := 2; ; n++ {
-		if _, err := git(ctx, root, "rev-parse", "--verify", "--quiet", "refs/heads/"+name); err != nil {
+		if _, err := git(ctx, a, root, "rev-parse", "--verify", "--quiet", "refs/heads/"+name); err != nil {
 			break
 		}
 		name = fmt.Sprintf("pre-cleanup-backup-%d", n)
 	}
 	say("the pull could not fast-forward: keeping this checkout on the branch " + name + " and moving to origin/main (as UPDATE.bat does)")
-	if out, err := git(ctx, root, "branch", name, "HEAD"); err != nil {
+	if out, err := git(ctx, a, root, "branch", name, "HEAD"); err != nil {
 		return "git branch " + name + ": " + lastLine(out, err)
 	}
-	if out, err := git(ctx, root, "checkout", "-B", "main", "origin/main"); err != nil {
+	if out, err := git(ctx, a, root, "checkout", "-B", "main", "origin/main"); err != nil {
 		return "git checkout -B main origin/main: " + lastLine(out, err)
 	}
 	return ""
 }
 
-// runSetup runs `<venv python> setup.py args` in the install, unattended
-// (no terminal: it asks nothing), each line said as it comes.
-func (d *Daemon) runSetup(ctx context.Context, in *stratainstall.Install, say func(string), args ...string) (int, []string, error) {
+// runSetup runs `<venv python> setup.py args` in the install as a (the
+// install's owner, through asowner; nil: the service's own account),
+// unattended (no terminal: it asks nothing), each line said as it comes.
+func (d *Daemon) runSetup(ctx context.Context, a *account.Account, in *stratainstall.Install, say func(string), args ...string) (int, []string, error) {
 	py := in.Python
 	if py == "" {
 		return -1, nil, errors.New("the install has no Python venv (.venv): run Strata's setup in " + in.Root)
 	}
 	say(filepath.Base(py) + " setup.py " + strings.Join(args, " "))
-	cmd := exec.CommandContext(ctx, py, append([]string{"setup.py"}, args...)...)
-	cmd.Dir = in.Root
-	cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1")
+	cmd := asowner.Command(ctx, a, in.Root, []string{"PYTHONUNBUFFERED=1"}, py, append([]string{"setup.py"}, args...)...)
+	defer asowner.Release(cmd)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {

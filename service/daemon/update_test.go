@@ -25,17 +25,17 @@ func TestCheckAgainstStrataReleases(t *testing.T) {
 	defer func() { ReleasesURL = old }()
 	d := &Daemon{}
 	ReleasesURL = srv.URL
-	r := d.check(context.Background(), root, "0.1.43")
+	r := d.check(context.Background(), nil, root, "0.1.43")
 	if !r.Available || r.To != "0.1.44" || r.Offline {
 		t.Errorf("a newer release: %+v", r)
 	}
-	if r := d.check(context.Background(), root, "0.1.44"); r.Available || !strings.Contains(r.Message, "up to date") {
+	if r := d.check(context.Background(), nil, root, "0.1.44"); r.Available || !strings.Contains(r.Message, "up to date") {
 		t.Errorf("the same release: %+v", r)
 	}
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	ReleasesURL = "http://" + l.Addr().String() + "/releases/latest"
 	l.Close()
-	if r := d.check(context.Background(), root, "0.1.43"); r.Available || !r.Offline || !strings.Contains(r.Message, "offline") {
+	if r := d.check(context.Background(), nil, root, "0.1.43"); r.Available || !r.Offline || !strings.Contains(r.Message, "offline") {
 		t.Errorf("offline: %+v", r)
 	}
 }

@@ -7,11 +7,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/strata-companion/companion/internal/asowner"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/strataconfig"
 )
@@ -25,7 +25,8 @@ type Build struct {
 // ReadBuild reads root's engine/BUILD.json (zero when missing).
 func ReadBuild(root string) Build {
 	var b Build
-	data, err := os.ReadFile(filepath.Join(root, "engine", "BUILD.json"))
+	// Read with the install owner's rights only (no link followed, bounded).
+	data, err := asowner.ReadFileIn(root, filepath.Join(root, "engine", "BUILD.json"), asowner.SmallLimit)
 	if err == nil {
 		_ = json.Unmarshal(data, &b)
 	}

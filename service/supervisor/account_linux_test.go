@@ -28,3 +28,23 @@ func TestRootDoesNotRunAFolderOthersCanChange(t *testing.T) {
 		t.Error("the stand-in ran")
 	}
 }
+
+// Issue 32, High, at the supervisor: a root-owned install whose config
+// another account may change (it names the engine, the encoder, the env
+// Strata gets) never starts as root: refused, naming the config.
+func TestRootDoesNotRunAConfigOthersCanChange(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the rule is about a privileged service")
+	}
+	h := newHarness(t, fakestrata.RootOptions{}, func(c *Config) { os.Chown(c.ConfigPath, 65534, 65534) })
+	f := h.waitFor(events.ServerFailed)
+	if !strings.Contains(f.Message, "belongs to nobody") || !strings.Contains(f.Message, ".json") {
+		t.Errorf("the refusal: %q", f.Message)
+	}
+	if n := h.count(events.ServerStarting); n != 0 {
+		t.Errorf("%d starts of a server whose config nobody may change", n)
+	}
+	if _, err := os.Stat(h.args); err == nil {
+		t.Error("the stand-in ran")
+	}
+}

@@ -307,6 +307,8 @@ type process struct {
 
 	mu           sync.Mutex // guards the fields below, set by the readers
 	isReady      bool
+	uid          int  // the account the server runs as (Unix)
+	foreignSaid  bool // another account's listener on the port was named
 	portInUse    bool
 	encoderFatal string
 	lastStrata   string // the last [strata] line, for progress
@@ -594,11 +596,13 @@ func (s *Supervisor) launch() (*process, error) {
 	}
 	// Whose the install is decides whose rights the server gets: never the
 	// service's own (root, SYSTEM) over a folder another account can change.
-	acct, err := account.ServerAccount(root, s.cfg.Python)
+	// The config first: what it names (programs, cwd, env paths) counts
+	// as much as the install's own files.
+	sc, err := strataconfig.Read(s.cfg.ConfigPath)
 	if err != nil {
 		return nil, err
 	}
-	sc, err := strataconfig.Read(s.cfg.ConfigPath)
+	acct, err := account.ServerAccount(root, s.cfg.Python, loads(s.cfg.ConfigPath, sc)...)
 	if err != nil {
 		return nil, err
 	}
@@ -665,6 +669,11 @@ func (s *Supervisor) launch() (*process, error) {
 		}
 	}
 	p.tmp = stratatmp.Start(stratatmp.Dir(cmd.Env))
+	p.uid = os.Geteuid()
+	if acct != nil && acct.SID == "" {
+		// the folders Strata makes, and its listening port, are that account's
+		p.tmp.UID, p.uid = int(acct.UID), int(acct.UID)
+	}
 	s.lastRun = p
 	err = cmd.Start()
 	started()
@@ -938,6 +947,17 @@ func (s *Supervisor) line(p *process, stream, text string) {
 // name from /health when the line has none (a short ask, here and not in
 // the loop, so a server slow to answer delays only its own announcement).
 func (s *Supervisor) announceReady(p *process, details events.ServerReadyDetails) {
+	// Never "ready" while another account answers on the port too (a
+	// program on [::1] beside Strata's 127.0.0.1, say): clients would send
+	// it the api_key. Wait until it is gone, or the server ends.
+	if s.foreignNow(p) {
+		go func() {
+			if s.portIsOurs(p) {
+				s.announceReady(p, details)
+			}
+		}()
+		return
+	}
 	if details.Model == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		go func() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/strata-companion/companion/internal/asowner"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/loglines"
 	"github.com/strata-companion/companion/internal/strataconfig"
@@ -128,7 +129,11 @@ func (s *Supervisor) logRound(f *logFollow) {
 }
 
 func (s *Supervisor) readLogFrom(path string, offset int64, rest []byte) (int64, []byte) {
-	f, err := os.Open(path)
+	// The config names the log: opened with the install owner's rights
+	// (asowner: no link of the owner's followed, no FIFO waited on, only
+	// what the owner could read).
+	owner, _ := asowner.For(filepath.Dir(s.cfg.ConfigPath))
+	f, err := asowner.Open(path, -1, owner)
 	if err != nil {
 		if offset < 0 {
 			return 0, nil // it does not exist yet: everything it gets is new
@@ -243,6 +248,9 @@ func (s *Supervisor) pollHealth(ctx context.Context, p *process) {
 		// loaded, or when the start has gone on long enough that the
 		// ready line was likely worded otherwise.
 		if !ready && (h.Loaded || time.Since(p.started) > 2*time.Minute) {
+			if s.foreignNow(p) {
+				continue // another account answers on the port too (foreign.go)
+			}
 			select {
 			case s.ready <- readyMsg{proc: p, details: events.ServerReadyDetails{Source: events.Source{Source: "health"},
 				URL: base + "/v1", Port: p.port, Model: h.Model, Context: h.MaxContext, Images: &h.Images, APIKey: &h.APIKey}}:
