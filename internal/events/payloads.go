@@ -110,9 +110,9 @@ type (
 		Where          string `json:"where,omitempty"`
 		Host           string `json:"host,omitempty"`
 		StartMS        int64  `json:"start_ms,omitempty"`
-		Device         string `json:"device,omitempty"` // gpu, cpu
-		GPU            string `json:"gpu,omitempty"`    // its name
-		VRAMMiB        int    `json:"vram_mib,omitempty"`
+		Device         string `json:"device,omitempty"`   // gpu, cpu
+		GPU            string `json:"gpu,omitempty"`      // its name
+		VRAMMiB        *int   `json:"vram_mib,omitempty"` // 0 is a figure; nil unknown
 		Threads        int    `json:"threads,omitempty"`
 		Tokens         int    `json:"tokens,omitempty"`
 		ExpectedDevice string `json:"expected_device,omitempty"` // gpu where a GPU was expected
@@ -146,6 +146,7 @@ type (
 		Host   string `json:"host,omitempty"`
 		Reason string `json:"reason,omitempty"`
 		Fatal  bool   `json:"fatal,omitempty"`
+		NEmbd  int    `json:"n_embd,omitempty"` // the second PC's, when it differs from READY's
 	}
 	// PictureEncodedDetails: one picture's outcome. OK is nil from an older
 	// relay that reported only pictures read.

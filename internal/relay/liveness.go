@@ -121,7 +121,7 @@ func (r *Relay) linkGone(s *agentSession, quiet time.Duration) string {
 	case <-s.done:
 	case <-time.After(bounds.StuckPicture):
 	}
-	r.emit(events.RemoteDisconnected, reason, map[string]any{"host": host})
+	r.emit(reason, events.RemoteDisconnectedDetails{Host: host})
 	r.logf("%s; closing the connection", reason)
 	r.markDown(reason + unavailable)
 	return "ERR " + reason + "; check that PC and its network" + unavailable

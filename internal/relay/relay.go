@@ -227,12 +227,13 @@ func (r *Relay) logf(format string, args ...any) {
 // emit hands an event to the service (Options.Report), without waiting.
 // Each names this relay process ("relay": its pid), so the service folds
 // what the current relay saw, not what an earlier one did.
-func (r *Relay) emit(kind events.Kind, msg string, details map[string]any) {
-	if details == nil {
-		details = map[string]any{}
+func (r *Relay) emit(msg string, d events.Payload) {
+	e := events.New(msg, d)
+	if e.Details == nil {
+		e.Details = map[string]any{}
 	}
-	details["relay"] = relayPID
-	e := events.Event{Time: time.Now(), Kind: kind, Message: msg, Details: details}
+	e.Details["relay"] = relayPID
+	e.Time = time.Now()
 	if r.opt.Report != nil {
 		r.opt.Report(e)
 	}
@@ -548,7 +549,7 @@ func (r *Relay) reportPicture(sess *agentSession, okLine string) {
 	tokens, encMS := okFields(okLine) // OK n nx ny ms
 	r.pic.tokens, r.pic.encodeMS = tokens, encMS
 	if w := sess.takeWoke(); w != nil {
-		r.emit(events.EncoderWoke, "", map[string]any{"start_ms": w.StartMS, "encode_ms": encMS, "where": "remote", "host": r.host()})
+		r.emit("", events.EncoderWokeDetails{StartMS: w.StartMS, EncodeMS: int64(encMS), Where: events.WhereRemote, Host: r.host()})
 		r.logf("the encoder on %s woke: start %d ms, encode %d ms", r.host(), w.StartMS, encMS)
 	}
 }
@@ -745,14 +746,14 @@ func (r *Relay) dial(ctx context.Context) (Conn, error) {
 		msg := r.dialMessage(err)
 		r.logf("%s", msg)
 		if r.link.setReachable(-1) != -1 {
-			r.emit(events.RemoteUnreachable, msg, map[string]any{"host": host, "reason": string(sshx.Classify(err))})
+			r.emit(msg, events.RemoteUnreachableDetails{Host: host, Reason: string(sshx.Classify(err))})
 		}
 		return nil, errors.New(msg)
 	}
 	handshake := time.Since(t0)
 	if r.link.setReachable(1) == -1 {
 		r.link.clearFallback()
-		r.emit(events.RemoteReachable, "second PC "+host+" answers again; pictures go there", map[string]any{"host": host})
+		r.emit("second PC "+host+" answers again; pictures go there", events.RemoteReachableDetails{Host: host})
 	}
 	rtt := time.Duration(-1)
 	actx, cancel := context.WithTimeout(ctx, r.opt.ConnectTimeout)
@@ -765,7 +766,7 @@ func (r *Relay) dial(ctx context.Context) (Conn, error) {
 		}
 	}
 	cancel()
-	r.emit(events.RemoteConnected, "", map[string]any{"host": host, "rtt_ms": float64(rtt.Microseconds()) / 1000, "connect_ms": handshake.Milliseconds()})
+	r.emit("", events.RemoteConnectedDetails{Host: host, RTTms: float64(rtt.Microseconds()) / 1000, ConnectMS: handshake.Milliseconds()})
 	r.logf("connected to second PC %s (connect and ssh handshake %d ms, round trip %.2f ms)", host, handshake.Milliseconds(), float64(rtt.Microseconds())/1000)
 	return c, nil
 }
@@ -821,7 +822,7 @@ func (r *Relay) monitor(c Conn, lc *linkCheck, stop chan struct{}, dead chan str
 			default:
 			}
 			dead <- "the connection to second PC " + r.host() + " closed"
-			r.emit(events.RemoteDisconnected, "the connection to second PC "+r.host()+" closed", map[string]any{"host": r.host()})
+			r.emit("the connection to second PC "+r.host()+" closed", events.RemoteDisconnectedDetails{Host: r.host()})
 			r.logf("the connection to second PC %s closed", r.host())
 			return
 		case <-tick.C:
@@ -855,7 +856,7 @@ func (r *Relay) monitor(c Conn, lc *linkCheck, stop chan struct{}, dead chan str
 				reason := fmt.Sprintf("second PC %s did not answer within %s", r.host(), r.opt.ConnectTimeout.Round(time.Second))
 				dead <- reason
 				c.Close()
-				r.emit(events.RemoteDisconnected, reason, map[string]any{"host": r.host()})
+				r.emit(reason, events.RemoteDisconnectedDetails{Host: r.host()})
 				r.logf("%s; closing the connection", reason)
 				// It vanished: known down until the background retry
 				// reaches it again, so pictures are answered at once.
@@ -1017,7 +1018,7 @@ func (r *Relay) noteNEmbd(n int) {
 	r.nMu.Lock()
 	defer r.nMu.Unlock()
 	if n != r.opt.NEmbd && r.opt.NEmbd != 0 {
-		r.emit(events.EncoderFailed, fmt.Sprintf("READY said n_embd %d but the second PC's encoder reports %d; restart Strata so it uses %d", r.opt.NEmbd, n, n), map[string]any{"where": events.WhereRemote, "n_embd": n})
+		r.emit(fmt.Sprintf("READY said n_embd %d but the second PC's encoder reports %d; restart Strata so it uses %d", r.opt.NEmbd, n, n), events.EncoderFailedDetails{Where: events.WhereRemote, NEmbd: n})
 	}
 	if n == r.reportedNEmbd || r.opt.ReportNEmbd == nil {
 		return
@@ -1341,9 +1342,9 @@ func (s *agentSession) onEvent(e framing.AgentEvent) {
 			r.reportWhere(events.WhereRemote, r.host(), e.StartMS, e.Where, nil)
 		}
 	case "idle_stopped":
-		r.emit(events.EncoderIdleStopped, "", map[string]any{"idle_s": e.IdleS, "where": "remote", "host": r.host()})
+		r.emit("", events.EncoderIdleStoppedDetails{IdleS: float64(e.IdleS), Where: events.WhereRemote, Host: r.host()})
 		r.logf("the encoder on %s stopped after %d s without pictures (its VRAM is free)", r.host(), e.IdleS)
 	case "failed":
-		r.emit(events.EncoderFailed, e.Message, map[string]any{"where": "remote", "host": r.host()})
+		r.emit(e.Message, events.EncoderFailedDetails{Where: events.WhereRemote, Host: r.host()})
 	}
 }

@@ -44,18 +44,15 @@ func (r *Relay) reportOutcome(reply string, d time.Duration) {
 		n.where = events.WhereNone
 	}
 	ok := strings.HasPrefix(reply, "OK ")
-	details := map[string]any{"ms": d.Milliseconds(), "where": n.where, "ok": ok}
-	if n.host != "" {
-		details["host"] = n.host
-	}
+	details := events.PictureEncodedDetails{MS: d.Milliseconds(), Where: n.where, OK: &ok, Host: n.host}
 	msg := ""
 	if ok {
-		details["encode_ms"], details["tokens"] = n.encodeMS, n.tokens
+		details.EncodeMS, details.Tokens = int64(n.encodeMS), n.tokens
 	} else {
 		msg = strings.TrimPrefix(reply, "ERR ")
-		details["error"] = msg
+		details.Error = msg
 	}
-	r.emit(events.PictureEncoded, msg, details)
+	r.emit(msg, details)
 }
 
 func (r *Relay) route(ctx context.Context, img, out string) string {
@@ -149,8 +146,8 @@ func (r *Relay) unreachable(ctx context.Context, st *settings.Settings, img, out
 	}
 	r.pic.where = events.WhereFallbackCPU
 	if r.link.noteFallback() {
-		r.emit(events.VisionFallback, "pictures are read on this PC's CPU while the second PC cannot be reached: "+why,
-			map[string]any{"host": r.host(), "where": events.WhereFallbackCPU})
+		r.emit("pictures are read on this PC's CPU while the second PC cannot be reached: "+why,
+			events.VisionFallbackDetails{Host: r.host()})
 	}
 	return r.encodeLocal(ctx, st, img, out, events.WhereFallbackCPU)
 }
@@ -299,13 +296,14 @@ func (r *Relay) wake(ctx context.Context, st *settings.Settings) bool {
 	if send == nil {
 		send = wol.Send
 	}
-	details := map[string]any{"host": r.host(), "mac": rm.MAC, "broadcast": bcast, "port": port, "wait_s": int(wait / time.Second)}
+	details := events.RemoteWakeDetails{Host: r.host(), MAC: rm.MAC, Broadcast: bcast, Port: port, WaitS: int(wait / time.Second)}
+	yes, no := true, false
 	if err := send(rm.MAC, bcast, port); err != nil {
-		details["ok"] = false
-		r.emit(events.RemoteWake, "could not send the Wake-on-LAN packet: "+err.Error(), details)
+		details.OK = &no
+		r.emit("could not send the Wake-on-LAN packet: "+err.Error(), details)
 		return false
 	}
-	r.emit(events.RemoteWake, "sent a Wake-on-LAN packet to second PC "+r.host(), details)
+	r.emit("sent a Wake-on-LAN packet to second PC "+r.host(), details)
 	t0 := time.Now()
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -314,16 +312,15 @@ func (r *Relay) wake(ctx context.Context, st *settings.Settings) bool {
 	r.link.ensureRetry(r, true)
 	for {
 		if down, _ := r.link.isDown(); !down {
-			d := map[string]any{"host": r.host(), "ok": true, "woke_ms": time.Since(t0).Milliseconds()}
-			r.emit(events.RemoteWake, "second PC "+r.host()+" woke", d)
+			r.emit("second PC "+r.host()+" woke", events.RemoteWakeDetails{Host: r.host(), OK: &yes, WokeMS: time.Since(t0).Milliseconds()})
 			return true
 		}
 		select {
 		case <-ctx.Done():
 			return false
 		case <-deadline.C:
-			r.emit(events.RemoteWake, fmt.Sprintf("second PC %s did not answer within %s of the wake", r.host(), wait),
-				map[string]any{"host": r.host(), "ok": false, "wait_s": int(wait / time.Second)})
+			r.emit(fmt.Sprintf("second PC %s did not answer within %s of the wake", r.host(), wait),
+				events.RemoteWakeDetails{Host: r.host(), OK: &no, WaitS: int(wait / time.Second)})
 			return false
 		case <-tick.C:
 			r.link.kickRetry()
@@ -347,7 +344,7 @@ func (r *Relay) encodeLocal(ctx context.Context, st *settings.Settings, img, out
 	enc, startMS, err := r.local.get(st.LocalEncoder, args, r.note)
 	if err != nil {
 		msg := "this PC's encoder " + st.LocalEncoder + " did not start: " + oneLine(err.Error())
-		r.emit(events.EncoderFailed, msg, map[string]any{"where": where})
+		r.emit(msg, events.EncoderFailedDetails{Where: where})
 		return "ERR " + msg + "; text still works"
 	}
 	if startMS >= 0 {
@@ -761,32 +758,14 @@ func okFields(line string) (tokens, encodeMS int) {
 // from its own start line. An encoder on a CPU where a GPU was expected is
 // degraded: vision.degraded, once until that changes.
 func (r *Relay) reportWhere(place, host string, startMS int64, w *framing.Where, args []string) {
-	details := map[string]any{"start_ms": startMS, "where": place}
-	if host != "" {
-		details["host"] = host
-	}
+	details := events.EncoderReadyDetails{StartMS: startMS, Where: place, Host: host, Args: strings.Join(args, " ")}
 	if w != nil {
-		details["device"] = w.Device
-		if w.GPU != "" {
-			details["gpu"] = w.GPU
-		}
+		details.Device, details.GPU, details.Threads, details.Tokens, details.ExpectedDevice = w.Device, w.GPU, w.Threads, w.Tokens, w.Expected
 		if v, ok := w.VRAM(); ok {
-			details["vram_mib"] = v // 0 included: a figure, not an unknown
-		}
-		if w.Threads > 0 {
-			details["threads"] = w.Threads
-		}
-		if w.Tokens > 0 {
-			details["tokens"] = w.Tokens
-		}
-		if w.Expected != "" {
-			details["expected_device"] = w.Expected
+			details.VRAMMiB = &v // 0 included: a figure, not an unknown
 		}
 	}
-	if len(args) > 0 {
-		details["args"] = strings.Join(args, " ")
-	}
-	r.emit(events.EncoderReady, "", details)
+	r.emit("", details)
 	r.whereMu.Lock()
 	if r.lastWhere == nil {
 		r.lastWhere = map[string]framing.Where{}
@@ -802,6 +781,6 @@ func (r *Relay) reportWhere(place, host string, startMS int64, w *framing.Where,
 			why = "its start line says so"
 		}
 		msg := fmt.Sprintf("pictures are read on the second PC's CPU, not its GPU (%s); they take several times longer", why)
-		r.emit(events.EncoderDegraded, msg, map[string]any{"where": place, "host": host, "device": w.Device, "expected_device": w.Expected, "reason": why})
+		r.emit(msg, events.EncoderDegradedDetails{Where: place, Host: host, Device: w.Device, ExpectedDevice: w.Expected, Reason: why})
 	}
 }

@@ -110,9 +110,8 @@ func (d *Daemon) watchForeign(r *running) {
 	if f.PID > 0 {
 		who = fmt.Sprintf(" (process %d: %s)", f.PID, f.Cmdline)
 	}
-	d.publish(events.Event{Kind: events.ServerForeign,
-		Message: fmt.Sprintf("port %d is held by %s%s; the service starts its own Strata once that one ends: close it, or end process %d", f.Port, what, who, f.PID),
-		Details: map[string]any{"port": f.Port, "pid": f.PID, "cmdline": f.Cmdline}})
+	d.publish(events.New(fmt.Sprintf("port %d is held by %s%s; the service starts its own Strata once that one ends: close it, or end process %d", f.Port, what, who, f.PID),
+		events.ServerForeignDetails{Port: f.Port, PID: f.PID, Cmdline: f.Cmdline}))
 	t := time.NewTicker(d.o.ForeignEvery)
 	defer t.Stop()
 	for {

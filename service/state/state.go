@@ -270,7 +270,10 @@ func Fold(st *controlapi.State, e events.Event) {
 		vis.IdleStopped = time.Time{}
 		if r := events.Get[events.EncoderReadyDetails](e); r.Device != "" {
 			d := r.Device
-			vis.Device, vis.Host, vis.GPU, vis.VRAMMiB = d, r.Host, r.GPU, r.VRAMMiB
+			vis.Device, vis.Host, vis.GPU, vis.VRAMMiB = d, r.Host, r.GPU, 0
+			if r.VRAMMiB != nil {
+				vis.VRAMMiB = *r.VRAMMiB
+			}
 			vis.Degraded = ""
 			if r.ExpectedDevice == "gpu" && d != "gpu" {
 				vis.Encoder = controlapi.EncoderDegraded
