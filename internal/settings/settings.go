@@ -144,7 +144,7 @@ type Settings struct {
 	CPUMaxTokens int `json:"cpu_max_tokens,omitempty"`
 	// Measured keeps the last trial picture per placement (gpu, cpu,
 	// remote): measured.go.
-	Measured map[Placement]*Measurement `json:"measured,omitempty"`
+	Measured *Measured `json:"measured,omitempty"`
 
 	Extra map[string]json.RawMessage `json:"-"`
 }
