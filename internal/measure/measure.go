@@ -153,7 +153,7 @@ type Result struct {
 
 // Record is r as the companion settings keep it.
 func (r *Result) Record() settings.Measurement {
-	return settings.Measurement{PictureS: r.PictureSeconds, StartS: r.StartSeconds, When: r.When.UTC().Truncate(time.Second),
+	return settings.Measurement{PictureS: r.PictureSeconds, StartS: r.StartSeconds, When: settings.WhenString(r.When),
 		StrataVersion: r.StrataVersion, Device: r.Device, Host: r.Host, Tokens: r.Tokens}
 }
 

@@ -100,7 +100,9 @@ func TestBadCasesAreSaidBeforeAnythingStarts(t *testing.T) {
 		kind  Kind
 		words string
 	}{
-		{"no encoder", func(t *testing.T, in install, inp *Inputs) { os.Remove(filepath.Join(in.root, "engine", "strata-vision")) }, CPU, KindNoEncoder, "run Strata's setup again"},
+		{"no encoder", func(t *testing.T, in install, inp *Inputs) {
+			os.Remove(filepath.Join(in.root, "engine", "strata-vision"))
+		}, CPU, KindNoEncoder, "run Strata's setup again"},
 		{"no projector", func(t *testing.T, in install, inp *Inputs) { os.Remove(in.mmproj) }, CPU, KindNoProjector, "mmproj"},
 		{"pictures off in the config", func(t *testing.T, in install, inp *Inputs) { inp.Config.Vision = nil }, CPU, KindNoProjector, "pictures turned off"},
 		{"no config", func(t *testing.T, in install, inp *Inputs) { inp.Config = nil }, CPU, KindNoEncoder, "choose Strata's folder"},
