@@ -246,11 +246,15 @@ func optionFigures(o setupflow.Option) string {
 
 func (u *UI) placementPage() fyne.CanvasObject {
 	box := container.NewVBox()
-	build := func() {
+	ts := &trialState{}
+	var build func()
+	build = func() {
 		box.RemoveAll()
 		rec := u.Flow.Recommendation()
 		choice := u.Flow.Choice()
-		if rec.Reason != "" {
+		if best, why, _ := u.Flow.MeasuredAdvice(); why != "" {
+			box.Add(section("From the figures measured here: "+labelFor(rec, best), para(why)))
+		} else if rec.Reason != "" {
 			r := section("Recommended: "+labelFor(rec, rec.Best), para(rec.Reason))
 			box.Add(r)
 		}
@@ -286,29 +290,30 @@ func (u *UI) placementPage() fyne.CanvasObject {
 				}
 				u.refresh()
 			}
+			// Short words here (time, VRAM); the estimate's long
+			// explanation is behind "How this was estimated" below.
 			details := optionFigures(o)
-			note := o.Note
-			if !o.Available {
-				note = "Not possible here: " + o.Why
-			}
 			under := container.NewVBox()
 			if details != "" {
 				under.Add(widget.NewLabelWithStyle(details, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 			}
-			if note != "" {
-				n := para(note)
-				if !o.Available {
-					n.Importance = widget.LowImportance
-				}
+			if !o.Available {
+				n := para("Not possible here: " + o.Why)
+				n.Importance = widget.LowImportance
 				under.Add(n)
+			} else if o.Placement == settings.PlacementOff && o.Note != "" {
+				under.Add(para(o.Note))
 			}
+			under.Add(u.trialRow(o, ts, build))
 			box.Add(container.NewVBox(g, indent(under)))
 			box.Add(widget.NewSeparator())
 		}
-		if rec.Basis != "" {
-			l := para("Estimates rest on " + rec.Basis + ".")
-			l.Importance = widget.LowImportance
-			box.Add(l)
+		box.Add(para(setupflow.TextWaits))
+		if c := u.timesChart(rec); c != nil {
+			box.Add(c)
+		}
+		if d := estimateDetails(rec); d != nil {
+			box.Add(d)
 		}
 		u.updateButtons()
 	}
