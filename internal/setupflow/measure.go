@@ -31,9 +31,11 @@ type TrialProgress struct {
 }
 
 // Measurer reads one trial picture on placement p, with the Strata install
-// and config the wizard chose. A nil Measurer hides the Measure buttons.
+// and config the wizard chose; remote is the second PC paired and prepared
+// in this run (nil: the one in the settings, if any), which the settings
+// on disk hold only after Apply. A nil Measurer hides the Measure buttons.
 type Measurer interface {
-	Measure(ctx context.Context, p settings.Placement, in Install, configPath string, progress func(TrialProgress)) (*Trial, error)
+	Measure(ctx context.Context, p settings.Placement, in Install, configPath string, remote *settings.Remote, progress func(TrialProgress)) (*Trial, error)
 }
 
 // ErrNoMeasurer: this wizard cannot measure (no Measurer wired).
@@ -63,11 +65,16 @@ func (f *Flow) Measure(ctx context.Context, p settings.Placement, progress func(
 		in = *f.install
 	}
 	cfg := f.configPath
+	var rm *settings.Remote
+	if f.remote != nil && f.prepared {
+		c := *f.remote
+		rm = &c
+	}
 	f.mu.Unlock()
 	if progress == nil {
 		progress = func(TrialProgress) {}
 	}
-	t, err := f.d.Measurer.Measure(ctx, p, in, cfg, progress)
+	t, err := f.d.Measurer.Measure(ctx, p, in, cfg, rm, progress)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.trials == nil {

@@ -29,6 +29,16 @@ type trialState struct {
 	cancel  context.CancelFunc
 	bar     *widget.ProgressBarInfinite
 	text    *widget.Label
+	// onEnd is called once when the running trial ends (the autopilot).
+	onEnd func()
+}
+
+// picturesPage is the Pictures page's trial state and how to redraw it
+// (the autopilot drives trials through it).
+type picturesPage struct {
+	ts      *trialState
+	rebuild func()
+	scroll  *container.Scroll
 }
 
 // measurable: the places a trial picture can be read.
@@ -127,6 +137,10 @@ func (u *UI) startTrial(p settings.Placement, ts *trialState, rebuild func()) {
 				u.setHint("The trial was cancelled; the encoder was stopped and nothing was measured.")
 			}
 			rebuild()
+			if f := ts.onEnd; f != nil {
+				ts.onEnd = nil
+				f()
+			}
 		})
 	})
 }

@@ -108,7 +108,9 @@ func TestPicturesPageTrialFailsAndCancels(t *testing.T) {
 
 	w.HangAt = "measure"
 	test.Tap(h.measureButton(1))
-	h.settleUntil(func() bool { return strings.Contains(h.text(), "[Cancel the trial]") && strings.Contains(h.text(), "Reading the picture: ") })
+	h.settleUntil(func() bool {
+		return strings.Contains(h.text(), "[Cancel the trial]") && strings.Contains(h.text(), "Reading the picture: ")
+	})
 	h.must("stopped after 5 min")
 	var others []*widget.Button
 	findButtons(h.win.Content(), "Measure here", &others)

@@ -336,7 +336,9 @@ func (u *UI) placementPage() fyne.CanvasObject {
 		build()
 		u.goAsync(func() { u.do(u.settled) })
 	}
-	return container.NewVScroll(box)
+	sc := container.NewVScroll(box)
+	u.pics = picturesPage{ts: ts, rebuild: build, scroll: sc}
+	return sc
 }
 
 func labelFor(rec setupflow.Recommendation, p settings.Placement) string {
@@ -453,8 +455,21 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 	}
 	whenOff, wakeL := u.secondPCOptions()
 	var probeB, pairB *widget.Button
+	// A trial picture there, once it is paired and prepared.
+	trialBox := container.NewVBox()
+	trialTS := &trialState{}
+	var trialRebuild func()
+	trialRebuild = func() {
+		trialBox.RemoveAll()
+		if _, paired, prepared := u.Flow.RemoteState(); paired && prepared && u.Flow.CanMeasure() {
+			o := setupflow.Option{Placement: settings.PlacementRemote, Available: true, Label: "The second PC"}
+			trialBox.Add(section("A trial picture on that PC", u.trialRow(o, trialTS, trialRebuild)))
+		}
+		trialBox.Refresh()
+	}
 	state := func() {
 		wakeL.SetText(u.Flow.Wake().Describe())
+		trialRebuild()
 		_, paired, prepared := u.Flow.RemoteState()
 		busy := u.Flow.Busy() != ""
 		if busy {
@@ -564,7 +579,7 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 	intro := para("Pictures go to this PC over ssh and come back as the encoder's result (about 10 MB each). " + setupflow.TextWaits + " " +
 		"The second PC needs an NVIDIA GPU with about 1.5 GB free and an ssh server.")
 	sc := container.NewVScroll(container.NewVBox(intro, form,
-		container.NewHBox(probeB, pairB), probeBar.box, resultsCard, pairBar.box, prepBar.box, whenOff))
+		container.NewHBox(probeB, pairB), probeBar.box, resultsCard, pairBar.box, prepBar.box, trialBox, whenOff))
 	u.remoteW.scroll = sc
 	return sc
 }

@@ -257,8 +257,11 @@ var Trials = map[settings.Placement]setupflow.Trial{
 
 // Measure plays a trial in six delays (fails with Fail["measure-<place>"],
 // waits for Cancel with HangAt "measure").
-func (m measurer) Measure(ctx context.Context, p settings.Placement, in setupflow.Install, cfg string, progress func(setupflow.TrialProgress)) (*setupflow.Trial, error) {
+func (m measurer) Measure(ctx context.Context, p settings.Placement, in setupflow.Install, cfg string, remote *settings.Remote, progress func(setupflow.TrialProgress)) (*setupflow.Trial, error) {
 	m.w.record("measure %s", p)
+	if p == settings.PlacementRemote && remote != nil {
+		m.w.record("measure remote on %s", remote.Host)
+	}
 	t0 := time.Now()
 	for i := 0; i < 6; i++ {
 		phase := "starting"
@@ -276,6 +279,9 @@ func (m measurer) Measure(ctx context.Context, p settings.Placement, in setupflo
 	}
 	if err := m.w.fail("measure-" + string(p)); err != nil {
 		return nil, err
+	}
+	if p == settings.PlacementRemote && !m.w.Paired {
+		return nil, errors.New("no second PC is paired yet: pair one on the second-PC page first")
 	}
 	t := Trials[p]
 	t.When = settings.WhenString(time.Date(2026, 12, 5, 10, 30, 0, 0, time.UTC))

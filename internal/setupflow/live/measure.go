@@ -24,10 +24,13 @@ type Measurer struct {
 	Service *Service
 }
 
-func (m *Measurer) Measure(ctx context.Context, p settings.Placement, in setupflow.Install, configPath string, progress func(setupflow.TrialProgress)) (*setupflow.Trial, error) {
+func (m *Measurer) Measure(ctx context.Context, p settings.Placement, in setupflow.Install, configPath string, remote *settings.Remote, progress func(setupflow.TrialProgress)) (*setupflow.Trial, error) {
 	st, err := settings.Load(m.SettingsPath)
 	if err != nil {
 		return nil, err
+	}
+	if remote != nil { // paired and prepared in this run, not yet applied
+		st.Remote = remote
 	}
 	inp := measure.Inputs{Settings: st, RelayExe: m.RelayExe}
 	if configPath != "" {
