@@ -127,13 +127,16 @@ func (u *UI) startTrial(p settings.Placement, ts *trialState, rebuild func()) {
 				if pr.Phase == "reading" {
 					what = "Reading the picture"
 				}
-				ts.text.SetText(fmt.Sprintf("%s: %.1f s (stopped after %s)", what, pr.Elapsed.Seconds(), minutes(pr.Bound)))
+				ts.text.SetText(fmt.Sprintf("%s: %.1f s (stops after %s)", what, pr.Elapsed.Seconds(), minutes(pr.Bound)))
 			})
 		})
+		// Read now: by the time the UI runs the update below, this
+		// goroutine's deferred cancel has ended ctx whatever happened.
+		cancelled := err != nil && (isCancel(err) || ctx.Err() != nil)
 		u.do(func() {
 			ts.running, ts.cancel = "", nil
 			u.setHint("") // a failure is said under its option
-			if err != nil && (isCancel(err) || ctx.Err() != nil) {
+			if cancelled {
 				u.setHint("The trial was cancelled; the encoder was stopped and nothing was measured.")
 			}
 			rebuild()

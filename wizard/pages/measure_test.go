@@ -105,13 +105,16 @@ func TestPicturesPageTrialFailsAndCancels(t *testing.T) {
 	test.Tap(h.measureButton(2))
 	h.settle()
 	h.must("The trial picture failed: the second PC did not read the trial picture: second PC 192.168.1.20 did not answer within 5s")
+	if strings.Contains(h.ui.Hint(), "cancelled") {
+		t.Errorf("a failed trial is called cancelled: %q", h.ui.Hint())
+	}
 
 	w.HangAt = "measure"
 	test.Tap(h.measureButton(1))
 	h.settleUntil(func() bool {
 		return strings.Contains(h.text(), "[Cancel the trial]") && strings.Contains(h.text(), "Reading the picture: ")
 	})
-	h.must("stopped after 5 min")
+	h.must("stops after 5 min")
 	var others []*widget.Button
 	findButtons(h.win.Content(), "Measure here", &others)
 	for _, b := range others {
