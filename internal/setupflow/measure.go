@@ -108,6 +108,11 @@ func (f *Flow) Trials() (map[settings.Placement]*Trial, map[settings.Placement]e
 		out[p] = t
 	}
 	for p, e := range f.trialErrs {
+		if p == settings.PlacementRemote && f.remote != nil && f.prepared {
+			if k := measure.KindOf(e); k == measure.KindNotPaired || k == measure.KindNotPrepared {
+				continue // said before this run paired and prepared it
+			}
+		}
 		errs[p] = e
 	}
 	return out, errs

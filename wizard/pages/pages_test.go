@@ -273,6 +273,10 @@ func TestEveryPageSecondPC(t *testing.T) {
 	if rg := findRadio(h.win.Content(), "This PC's GPU"); rg.Selected == "" {
 		t.Error("the recommendation is not preselected")
 	}
+	// A trial on the second PC before one is paired says so.
+	test.Tap(h.measureButton(2))
+	h.settle()
+	h.must("The trial picture failed: no second PC is paired yet")
 	findRadio(h.win.Content(), "A second PC").SetSelected("A second PC")
 	h.settle()
 	if got := h.ui.Flow.Choice().Placement; got != settings.PlacementRemote {
@@ -315,6 +319,9 @@ func TestEveryPageSecondPC(t *testing.T) {
 	test.Tap(findButton(h.win.Content(), "Pair and prepare"))
 	h.settle()
 	h.must("Paired: the companion has its own key", "Prepared: the encoder started", "A trial picture on that PC")
+	if strings.Contains(h.text(), "no second PC is paired yet") {
+		t.Error("a trial's failure from before pairing is still shown")
+	}
 	// A trial picture there, through the PC paired in this run (not yet in the settings).
 	test.Tap(findButton(h.win.Content(), "Measure here"))
 	h.settle()

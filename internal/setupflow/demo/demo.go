@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-companion/companion/internal/measure"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow"
 )
@@ -281,7 +282,7 @@ func (m measurer) Measure(ctx context.Context, p settings.Placement, in setupflo
 		return nil, err
 	}
 	if p == settings.PlacementRemote && !m.w.Paired {
-		return nil, errors.New("no second PC is paired yet: pair one on the second-PC page first")
+		return nil, &measure.Error{Kind: measure.KindNotPaired, Msg: "no second PC is paired yet: pair one on the second-PC page first"}
 	}
 	t := Trials[p]
 	t.When = settings.WhenString(time.Date(2026, 12, 5, 10, 30, 0, 0, time.UTC))
