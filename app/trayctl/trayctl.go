@@ -299,6 +299,7 @@ func (c *Controller) loadLocal() {
 	}
 	c.rules.Off = !s.NotificationsOn()
 	c.in.FallbackCPU = s.FallbackCPU != nil && *s.FallbackCPU
+	c.in.Measured = s.Measured
 	c.in.RemoteName, c.remoteAddr = "", ""
 	if s.Remote != nil && s.Remote.Host != "" {
 		c.in.RemoteName = s.Remote.Host

@@ -27,6 +27,7 @@ const (
 	ItemVision                     // status: where vision runs, the encoder, the last picture
 	ItemRemote                     // status: the second PC (hidden unless vision runs there)
 	ItemLastPicture                // status: where the last picture was read, wakes, failovers (hidden when none)
+	ItemLastMeasured               // status: the last trial picture measured where pictures are read now (hidden when none)
 	ItemProgress                   // status: an action in progress (hidden when none)
 	ItemVisionGPU                  // choice: vision on this PC's GPU
 	ItemVisionCPU                  // choice: vision on this PC's CPU
@@ -152,6 +153,8 @@ type Input struct {
 	// NoGPUVision says why this PC's GPU cannot read pictures, as the probe
 	// found ("" when it can, or before the probe has answered).
 	NoGPUVision string
+	// Measured is the settings' last trial pictures per place (nil: none).
+	Measured *settings.Measured
 }
 
 // DetailWidth is the most characters a status line under the first one
@@ -200,6 +203,7 @@ func Build(in Input) Menu {
 		status(ItemVision, "")
 		status(ItemRemote, "")
 		status(ItemLastPicture, "")
+		status(ItemLastMeasured, "")
 		m.Icon = assets.TrayOffline
 		m.Tooltip = clip("Strata Companion: " + serviceDown(in.Reach))
 	} else {
@@ -212,6 +216,7 @@ func Build(in Input) Menu {
 			last = "" // pictures are refused: where the last one was read is no news
 		}
 		status(ItemLastPicture, last)
+		status(ItemLastMeasured, lastMeasuredLine(in.Measured, st.Vision.Placement))
 		m.Icon = Icon(st)
 		m.Tooltip = Tooltip(st)
 		if NoInstall(st) {
@@ -519,6 +524,16 @@ func placementWords(st *controlapi.State) string {
 // encoderWord is the state's word from the one table (controlapi.EncoderStates).
 func encoderWord(e string) string {
 	return "encoder " + controlapi.EncoderStateInfo(e).Word
+}
+
+// lastMeasuredLine is the last trial picture for the place pictures are
+// read now ("" when none was measured there).
+func lastMeasuredLine(m *settings.Measured, placement string) string {
+	s := settings.Settings{Measured: m}
+	if r := s.LastMeasured(settings.Placement(placement)); r != nil {
+		return "Last measured: " + r.Summary()
+	}
+	return ""
 }
 
 func visionLine(st *controlapi.State, now time.Time) string {

@@ -33,6 +33,14 @@ func (b *Backend) PatchSettings(ctx context.Context, p controlapi.SettingsPatch)
 			}
 		}
 	}
+	if m := p.Measured; m != nil {
+		if m.Placement != settings.PlacementGPU && m.Placement != settings.PlacementCPU && m.Placement != settings.PlacementRemote {
+			return nil, &RequestError{fmt.Errorf("measured: placement must be gpu, cpu or remote, not %q", m.Placement)}
+		}
+		if err := m.Measurement.Check(); err != nil {
+			return nil, &RequestError{err}
+		}
+	}
 	if p.Remote != nil {
 		return nil, &RequestError{errors.New("remote: the settings take no second-PC record; it comes only from pairing and prepare (strata-service remote pair, then remote prepare, or the setup wizard's second-PC page), which check the host key and the system there")}
 	}
@@ -40,13 +48,13 @@ func (b *Backend) PatchSettings(ctx context.Context, p controlapi.SettingsPatch)
 	for _, f := range []struct {
 		name string
 		set  bool
-	}{{"fallback_cpu", p.FallbackCPU != nil}, {"notifications", p.Notifications != nil}, {"idle_stop_s", p.IdleStopS != nil}, {"mac", p.MAC != nil}, {"wake", p.Wake != nil}} {
+	}{{"fallback_cpu", p.FallbackCPU != nil}, {"notifications", p.Notifications != nil}, {"idle_stop_s", p.IdleStopS != nil}, {"mac", p.MAC != nil}, {"wake", p.Wake != nil}, {"measured", p.Measured != nil}} {
 		if f.set {
 			what = append(what, f.name)
 		}
 	}
 	if len(what) == 0 {
-		return nil, &RequestError{errors.New("the patch changes nothing: set fallback_cpu, notifications, idle_stop_s, mac or wake")}
+		return nil, &RequestError{errors.New("the patch changes nothing: set fallback_cpu, notifications, idle_stop_s, mac, wake or measured")}
 	}
 	return b.Update(ctx, "settings changed: "+strings.Join(what, ", "), func(s *settings.Settings) error {
 		if needRemote && (s.Remote == nil || s.Remote.Host == "") {
@@ -63,6 +71,9 @@ func (b *Backend) PatchSettings(ctx context.Context, p controlapi.SettingsPatch)
 		}
 		if p.MAC != nil {
 			s.Remote.MAC = strings.ToLower(*p.MAC)
+		}
+		if m := p.Measured; m != nil {
+			s.SetMeasured(m.Placement, m.Measurement)
 		}
 		if w := p.Wake; w != nil {
 			nw := &settings.Wake{Enabled: w.Enabled, Broadcast: w.Broadcast, Port: w.Port, WaitS: w.WaitS}

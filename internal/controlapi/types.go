@@ -253,11 +253,20 @@ type SettingsPatch struct {
 	Wake          *WakeSettings `json:"wake,omitempty"`
 	MAC           *string       `json:"mac,omitempty"`
 	Notifications *bool         `json:"notifications,omitempty"`
+	// Measured records a trial picture's figures for one placement (the
+	// wizard's Pictures page, `probe --measure`): a record, not a setting.
+	Measured *MeasuredRecord `json:"measured,omitempty"`
 	// Remote is refused, whatever it holds: the second PC's record (host,
 	// port, user, host key, key file, folder, OS, encoder) comes only from
 	// pairing and prepare, through POST /v1/remote, which checks it. The
 	// field exists so the refusal can say so.
 	Remote json.RawMessage `json:"remote,omitempty"`
+}
+
+// MeasuredRecord is one placement's measurement (SettingsPatch.Measured).
+type MeasuredRecord struct {
+	Placement   settings.Placement   `json:"placement"`
+	Measurement settings.Measurement `json:"measurement"`
 }
 
 // RemoteRecord is POST /v1/remote: what the second-PC code did (pair,

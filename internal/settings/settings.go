@@ -142,6 +142,9 @@ type Settings struct {
 	// CPUMaxTokens: image tokens per picture on this PC's CPU (0: 300, as
 	// Strata's own CPU mode).
 	CPUMaxTokens int `json:"cpu_max_tokens,omitempty"`
+	// Measured keeps the last trial picture per placement (gpu, cpu,
+	// remote): measured.go.
+	Measured *Measured `json:"measured,omitempty"`
 
 	Extra map[string]json.RawMessage `json:"-"`
 }

@@ -32,6 +32,8 @@ type Deps struct {
 	Login    LoginItem
 	// Confirm asks the user about an unknown host key.
 	Confirm ConfirmHostKey
+	// Measurer reads trial pictures (measure.go); nil: no Measure buttons.
+	Measurer Measurer
 }
 
 // Options change where the flow starts.
@@ -123,6 +125,10 @@ type Flow struct {
 
 	configured bool // the machine was set up before the wizard opened
 	prev       *settings.Settings
+
+	// Trial pictures of this run (measure.go).
+	trials    map[settings.Placement]*Trial
+	trialErrs map[settings.Placement]error
 
 	applied   bool
 	applyErr  error
@@ -875,6 +881,7 @@ func (f *Flow) newSettingsLocked() *settings.Settings {
 		fb := f.pcOpts.FallbackCPU
 		n.FallbackCPU = &fb
 	}
+	f.keepTrialsLocked(n)
 	return n
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-companion/companion/internal/measure"
 	"github.com/strata-companion/companion/internal/probe"
 	"github.com/strata-companion/companion/internal/settings"
 )
@@ -36,11 +37,14 @@ func probeCmd(env *cliEnv) *ffcli.Command {
 		login     sshLogin
 		remoteDir string
 		transfer  int
+		// --measure: trial pictures (cmd_probe_measure.go)
+		measureAll   bool
+		measureBound time.Duration
 	)
 	return &ffcli.Command{
 		Name:       "probe",
 		ShortHelp:  "probe this PC's GPUs, VRAM, CPU and RAM (or a second PC with --ssh)",
-		ShortUsage: "strata-service probe [--json] [--ssh [user@]host[:port]]",
+		ShortUsage: "strata-service probe [--json] [--measure] [--ssh [user@]host[:port]]",
 		FlagSet: env.flagSet("probe", func(fs *flag.FlagSet) {
 			fs.BoolVar(&asJSON, "json", false, "print the report as JSON (the structure is in docs/probe.md)")
 			fs.StringVar(&sshTarget, "ssh", "", "probe a second PC over ssh instead: [user@]host[:port]")
@@ -49,16 +53,28 @@ func probeCmd(env *cliEnv) *ffcli.Command {
 			login.addFlags(fs)
 			fs.StringVar(&remoteDir, "remote-dir", "", "with --ssh: the folder on the second PC to look for strata-vision and the model files in (default: the paired PC's, from the settings)")
 			fs.IntVar(&transfer, "transfer-mb", 4, "with --ssh: megabytes sent each way to measure the link")
+			fs.BoolVar(&measureAll, "measure", false, "read one trial picture on this PC's CPU, its GPU (when it fits) and the paired second PC, show the measured times and keep them in the settings")
+			fs.DurationVar(&measureBound, "measure-bound", measure.DefaultBound, "with --measure: how long one trial may take before it is stopped")
 		}),
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
 				return fmt.Errorf("unexpected argument %q (to probe a second PC, use --ssh %s)", args[0], args[0])
+			}
+			if measureAll && sshTarget != "" {
+				return &exitCode{code: 2, err: fmt.Errorf("--measure reads trial pictures through the paired second PC; it does not go with --ssh")}
 			}
 			if sshTarget != "" {
 				return runSSHProbe(ctx, env, &login, sshTarget, remoteDir, transfer, asJSON)
 			}
 			r := probe.Probe(ctx, probe.Options{NvidiaSMIPath: smiPath, Timeout: timeout})
 			rec := probe.Recommend(r, nil)
+			if measureAll {
+				if !asJSON {
+					writeProbeText(env.stdout, r, rec, configuredRemote())
+					fmt.Fprintln(env.stdout)
+				}
+				return runMeasure(ctx, env, r, rec, measureBound, asJSON)
+			}
 			if asJSON {
 				return writeProbeJSON(env.stdout, r, rec)
 			}

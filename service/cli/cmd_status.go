@@ -45,6 +45,9 @@ type strataStatus struct {
 	Settings          string             `json:"settings"`
 	SettingsPlacement settings.Placement `json:"settings_placement,omitempty"`
 	SettingsError     string             `json:"settings_error,omitempty"`
+	// LastMeasured is the last trial picture measured where pictures are
+	// read now (probe --measure, the wizard's Pictures page); nil: none.
+	LastMeasured *settings.Measurement `json:"last_measured,omitempty"`
 	// Service is the OS service and, when it runs, its state through the
 	// control API (cmd_service.go).
 	Service *serviceStatus `json:"service,omitempty"`
@@ -79,6 +82,7 @@ func collectStrataStatus(ctx context.Context, env *cliEnv) *strataStatus {
 	}
 	st.Placement, st.Port, st.Host, st.EngineLog = backend.Placement(c, s), c.Port(), c.Host(), c.LogPath()
 	st.Relay = c.NamesRelay()
+	st.LastMeasured = s.LastMeasured(st.Placement)
 	for _, p := range c.Problems {
 		st.Problems = append(st.Problems, p.String())
 	}
@@ -142,6 +146,9 @@ func printStrataStatus(w io.Writer, st *strataStatus) {
 		fmt.Fprintf(w, "Vision:     %s\n", placementText(st.Placement))
 		if st.Relay {
 			fmt.Fprintf(w, "            through strata-vision-relay: moves among the second PC, the CPU and off need no restart\n")
+		}
+		if m := st.LastMeasured; m != nil {
+			fmt.Fprintf(w, "            last measured: %s\n", m.Summary())
 		}
 		fmt.Fprintf(w, "Address:    http://%s:%d/v1\n", st.Host, st.Port)
 	}

@@ -1,6 +1,8 @@
 package pages
 
 import (
+	"time"
+
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow"
 )
@@ -34,12 +36,37 @@ func (u *UI) Autopilot(shot func(name string)) {
 		}
 		go func() {
 			shot(name)
+			if p == setupflow.PagePlacement && u.Flow.CanMeasure() {
+				u.autopilotTrials(shot)
+			}
 			u.do(func() { u.autopilotAct(p, remoteStep) })
 		}()
 	}
 	if u.hasSettled {
 		u.settled()
 	}
+}
+
+// autopilotTrials measures the three places through the page, with a
+// shot while one runs and two after (the figures, then the chart).
+func (u *UI) autopilotTrials(shot func(string)) {
+	for _, p := range []settings.Placement{settings.PlacementGPU, settings.PlacementCPU, settings.PlacementRemote} {
+		done := make(chan struct{})
+		u.do(func() {
+			u.pics.ts.onEnd = func() { close(done) }
+			u.startTrial(p, u.pics.ts, u.pics.rebuild)
+		})
+		if p == settings.PlacementCPU {
+			time.Sleep(time.Second) // the demo's trial takes six steps of 0.3 s
+			shot("placement-measuring")
+		}
+		<-done
+	}
+	shot("placement-measured")
+	u.do(func() { u.pics.scroll.ScrollToBottom() })
+	time.Sleep(300 * time.Millisecond)
+	shot("placement-chart")
+	u.do(func() { u.pics.scroll.ScrollToTop() })
 }
 
 func (u *UI) autopilotAct(p setupflow.Page, remoteStep int) {

@@ -232,11 +232,15 @@ func (u *UI) thisPCPage() fyne.CanvasObject {
 
 func (u *UI) placementPage() fyne.CanvasObject {
 	box := container.NewVBox()
-	build := func() {
+	ts := &trialState{}
+	var build func()
+	build = func() {
 		box.RemoveAll()
 		rec := u.Flow.Recommendation()
 		choice := u.Flow.Choice()
-		if rec.Reason != "" {
+		if best, why, _ := u.Flow.MeasuredAdvice(); why != "" {
+			box.Add(section("From the figures measured here: "+labelFor(rec, best), para(why)))
+		} else if rec.Reason != "" {
 			r := section("Recommended: "+labelFor(rec, rec.Best), para(rec.Reason))
 			box.Add(r)
 		}
@@ -272,29 +276,30 @@ func (u *UI) placementPage() fyne.CanvasObject {
 				}
 				u.refresh()
 			}
+			// Short words here (time, VRAM); the estimate's long
+			// explanation is behind "How this was estimated" below.
 			details := strings.Join(o.Figures(), " · ")
-			note := o.Note
-			if !o.Available {
-				note = "Not possible here: " + o.Why
-			}
 			under := container.NewVBox()
 			if details != "" {
 				under.Add(widget.NewLabelWithStyle(details, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 			}
-			if note != "" {
-				n := para(note)
-				if !o.Available {
-					n.Importance = widget.LowImportance
-				}
+			if !o.Available {
+				n := para("Not possible here: " + o.Why)
+				n.Importance = widget.LowImportance
 				under.Add(n)
+			} else if o.Placement == settings.PlacementOff && o.Note != "" {
+				under.Add(para(o.Note))
 			}
+			under.Add(u.trialRow(o, ts, build))
 			box.Add(container.NewVBox(g, indent(under)))
 			box.Add(widget.NewSeparator())
 		}
-		if rec.Basis != "" {
-			l := para("Estimates rest on " + rec.Basis + ".")
-			l.Importance = widget.LowImportance
-			box.Add(l)
+		box.Add(para(setupflow.TextWaits))
+		if c := u.timesChart(rec); c != nil {
+			box.Add(c)
+		}
+		if d := estimateDetails(rec); d != nil {
+			box.Add(d)
 		}
 		u.updateButtons()
 	}
@@ -317,7 +322,9 @@ func (u *UI) placementPage() fyne.CanvasObject {
 		build()
 		u.goAsync(func() { u.do(u.settled) })
 	}
-	return container.NewVScroll(box)
+	sc := container.NewVScroll(box)
+	u.pics = picturesPage{ts: ts, rebuild: build, scroll: sc}
+	return sc
 }
 
 func labelFor(rec setupflow.Recommendation, p settings.Placement) string {
@@ -434,8 +441,21 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 	}
 	whenOff, wakeL := u.secondPCOptions()
 	var probeB, pairB *widget.Button
+	// A trial picture there, once it is paired and prepared.
+	trialBox := container.NewVBox()
+	trialTS := &trialState{}
+	var trialRebuild func()
+	trialRebuild = func() {
+		trialBox.RemoveAll()
+		if _, paired, prepared := u.Flow.RemoteState(); paired && prepared && u.Flow.CanMeasure() {
+			o := setupflow.Option{Placement: settings.PlacementRemote, Available: true, Label: "The second PC"}
+			trialBox.Add(section("A trial picture on that PC", u.trialRow(o, trialTS, trialRebuild)))
+		}
+		trialBox.Refresh()
+	}
 	state := func() {
 		wakeL.SetText(u.Flow.Wake().Describe())
+		trialRebuild()
 		_, paired, prepared := u.Flow.RemoteState()
 		busy := u.Flow.Busy() != ""
 		if busy {
@@ -545,7 +565,7 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 	intro := para("Pictures go to this PC over ssh and come back as the encoder's result (about 10 MB each). " + setupflow.TextWaits + " " +
 		"The second PC needs an NVIDIA GPU with about 1.5 GB free and an ssh server.")
 	sc := container.NewVScroll(container.NewVBox(intro, form,
-		container.NewHBox(probeB, pairB), probeBar.box, resultsCard, pairBar.box, prepBar.box, whenOff))
+		container.NewHBox(probeB, pairB), probeBar.box, resultsCard, pairBar.box, prepBar.box, trialBox, whenOff))
 	u.remoteW.scroll = sc
 	return sc
 }

@@ -276,6 +276,10 @@ func TestEveryPageSecondPC(t *testing.T) {
 	if rg := findRadio(h.win.Content(), "This PC's GPU"); rg.Selected == "" {
 		t.Error("the recommendation is not preselected")
 	}
+	// A trial on the second PC before one is paired says so.
+	test.Tap(h.measureButton(2))
+	h.settle()
+	h.must("The trial picture failed: no second PC is paired yet")
 	findRadio(h.win.Content(), "A second PC").SetSelected("A second PC")
 	h.settle()
 	if got := h.ui.Flow.Choice().Placement; got != settings.PlacementRemote {
@@ -317,7 +321,14 @@ func TestEveryPageSecondPC(t *testing.T) {
 	h.must("windows / amd64", "NVIDIA GeForce RTX 3060 Laptop GPU", "5.7 GB", "0.9 ms", "112 MB/s up", "One picture")
 	test.Tap(findButton(h.win.Content(), "Pair and prepare"))
 	h.settle()
-	h.must("Paired: the companion has its own key", "Prepared: the encoder started")
+	h.must("Paired: the companion has its own key", "Prepared: the encoder started", "A trial picture on that PC")
+	if strings.Contains(h.text(), "no second PC is paired yet") {
+		t.Error("a trial's failure from before pairing is still shown")
+	}
+	// A trial picture there, through the PC paired in this run (not yet in the settings).
+	test.Tap(findButton(h.win.Content(), "Measure here"))
+	h.settle()
+	h.must("Measured here: 2.6 s per picture, start 3.4 s", "[Measure again]")
 	h.next(setupflow.PageReview)
 	h.must("[Apply]", "+ ", "strata-vision-relay", "Service: strata-service will be installed", "Start the tray icon when I log in")
 	if w.Login {
@@ -334,7 +345,7 @@ func TestEveryPageSecondPC(t *testing.T) {
 	if !h.closed {
 		t.Error("Finish did not close")
 	}
-	if w.Settings == nil || w.Settings.Vision != settings.PlacementRemote {
+	if w.Settings == nil || w.Settings.Vision != settings.PlacementRemote || w.Settings.LastMeasured(settings.PlacementRemote) == nil {
 		t.Errorf("settings %+v", w.Settings)
 	}
 }

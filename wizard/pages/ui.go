@@ -60,6 +60,7 @@ type UI struct {
 	refresh func()
 	modal   *modal
 	remoteW remoteWidgets
+	pics    picturesPage
 	// hasSettled: the current page's automatic step is done.
 	hasSettled bool
 	// onHostKeyShown is the autopilot's hook for the host key question.

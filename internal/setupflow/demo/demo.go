@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-companion/companion/internal/measure"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow"
 )
@@ -127,6 +128,7 @@ func (w *World) Deps(confirm setupflow.ConfirmHostKey) setupflow.Deps {
 	return setupflow.Deps{
 		Finder: finder{w}, Prober: prober{w}, Remote: remote{w}, Config: planner{w},
 		Service: service{w}, Settings: store{w}, Login: login{w}, Confirm: confirm,
+		Measurer: measurer{w},
 	}
 }
 
@@ -240,6 +242,52 @@ func Recommend(local *setupflow.Machine, r *setupflow.RemoteReport) setupflow.Re
 		rec.Best, rec.Reason = settings.PlacementCPU, "No usable GPU: the CPU reads pictures, slowly but without VRAM."
 	}
 	return rec
+}
+
+// ---- Measurer ----
+
+type measurer struct{ w *World }
+
+// Trials are the demo machine's trial figures: seconds per picture, the
+// encoder's start, where it read.
+var Trials = map[settings.Placement]setupflow.Trial{
+	settings.PlacementGPU:    {Measurement: settings.Measurement{PictureS: 1.42, StartS: 2.9, Device: "GPU 0 (NVIDIA GeForce RTX 4080)", Tokens: 1024}},
+	settings.PlacementCPU:    {Measurement: settings.Measurement{PictureS: 11.8, StartS: 0.4, Device: "this PC's CPU, 8 threads", Tokens: 300}},
+	settings.PlacementRemote: {Measurement: settings.Measurement{PictureS: 2.61, StartS: 3.4, Device: "the second PC 192.168.1.20 (NVIDIA GeForce RTX 3060)", Host: "192.168.1.20", Tokens: 1024}},
+}
+
+// Measure plays a trial in six delays (fails with Fail["measure-<place>"],
+// waits for Cancel with HangAt "measure").
+func (m measurer) Measure(ctx context.Context, p settings.Placement, in setupflow.Install, cfg string, remote *settings.Remote, progress func(setupflow.TrialProgress)) (*setupflow.Trial, error) {
+	m.w.record("measure %s", p)
+	if p == settings.PlacementRemote && remote != nil {
+		m.w.record("measure remote on %s", remote.Host)
+	}
+	t0 := time.Now()
+	for i := 0; i < 6; i++ {
+		phase := "starting"
+		if i >= 2 {
+			phase = "reading"
+		}
+		progress(setupflow.TrialProgress{Phase: phase, Elapsed: time.Since(t0), Bound: 5 * time.Minute})
+		if err := m.w.wait(ctx, 1); err != nil {
+			return nil, err
+		}
+	}
+	if m.w.HangAt == "measure" {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if err := m.w.fail("measure-" + string(p)); err != nil {
+		return nil, err
+	}
+	if p == settings.PlacementRemote && !m.w.Paired {
+		return nil, &measure.Error{Kind: measure.KindNotPaired, Msg: "no second PC is paired yet: pair one on the second-PC page first"}
+	}
+	t := Trials[p]
+	t.When = settings.WhenString(time.Date(2026, 12, 5, 10, 30, 0, 0, time.UTC))
+	t.StrataVersion = "0.9.3"
+	return &t, nil
 }
 
 // ---- Remote ----

@@ -45,15 +45,17 @@ func Deps(o Options) setupflow.Deps {
 		o.SettingsPath = locations.SettingsFile()
 	}
 	pr := &Prober{}
+	svc := &Service{Exe: o.ServiceExe}
 	return setupflow.Deps{
 		Finder:   Finder{Root: o.StrataRoot, Config: o.ConfigPath, SettingsPath: o.SettingsPath},
 		Prober:   pr,
 		Remote:   NewRemote(),
 		Config:   Planner{SettingsPath: o.SettingsPath, RelayExe: o.RelayExe, Prober: pr},
-		Service:  &Service{Exe: o.ServiceExe},
+		Service:  svc,
 		Settings: SettingsFile{Path: o.SettingsPath, RelayExe: o.RelayExe},
 		Login:    o.Login,
 		Confirm:  o.Confirm,
+		Measurer: &Measurer{SettingsPath: o.SettingsPath, RelayExe: o.RelayExe, Prober: pr, Service: svc},
 	}
 }
 
