@@ -223,9 +223,8 @@ func (b *Backend) SetVision(ctx context.Context, req controlapi.VisionRequest) (
 		res.ConfigWritten, res.Backup = true, backup
 	}
 	if res.SettingsChanged || res.ConfigWritten {
-		b.publish(events.Event{Kind: events.ConfigChanged, Message: "pictures are now read " + describe(pl),
-			Details: map[string]any{"path": c.Path, "placement": string(pl), "backup": res.Backup,
-				"config_written": res.ConfigWritten, "restart_needed": res.RestartNeeded}})
+		b.publish(events.New("pictures are now read "+describe(pl), events.ConfigChangedDetails{Path: c.Path, Placement: string(pl), Backup: res.Backup,
+			ConfigWritten: res.ConfigWritten, RestartNeeded: res.RestartNeeded}))
 	}
 	return res, nil
 }
@@ -305,8 +304,8 @@ func (b *Backend) restore(ctx context.Context, backup string, dryRun bool) (*Vis
 		return nil, explain(err, ch.Path)
 	}
 	res.ConfigWritten, res.Backup = true, written
-	b.publish(events.Event{Kind: events.ConfigChanged, Message: "the config was restored from a backup; pictures are read " + describe(pl),
-		Details: map[string]any{"path": ch.Path, "placement": string(pl), "backup": written, "config_written": true, "restart_needed": true}})
+	b.publish(events.New("the config was restored from a backup; pictures are read "+describe(pl), events.ConfigChangedDetails{Path: ch.Path, Placement: string(pl), Backup: written,
+		ConfigWritten: true, RestartNeeded: true}))
 	return res, nil
 }
 

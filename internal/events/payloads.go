@@ -212,6 +212,10 @@ type (
 		Path      string `json:"path,omitempty"`
 		Placement string `json:"placement,omitempty"`
 		Backup    string `json:"backup,omitempty"`
+		// ConfigWritten: Strata's config was rewritten (else only the
+		// settings); RestartNeeded: Strata must restart to use it.
+		ConfigWritten bool `json:"config_written"`
+		RestartNeeded bool `json:"restart_needed"`
 	}
 	ConfigSwitchedDetails struct {
 		Previous   string `json:"previous,omitempty"`

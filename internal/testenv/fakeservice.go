@@ -249,7 +249,7 @@ func (s *Service) switchConfig(_ context.Context, req controlapi.ConfigRequest) 
 		s.Change(func(st *controlapi.State) {
 			st.Config.Path = next
 			st.Server.Phase, st.Server.Since = controlapi.PhaseRestarting, time.Now()
-		}, events.Event{Kind: events.ConfigSwitched, Details: map[string]any{"previous": prev, "running": next}}, events.Event{Kind: events.ServerRestarting})
+		}, events.New("", events.ConfigSwitchedDetails{Previous: prev, Running: next}), events.Event{Kind: events.ServerRestarting})
 	}
 	return &controlapi.ConfigResponse{Previous: prev, Running: next, Message: "switched"}, nil
 }
