@@ -99,7 +99,7 @@ func runVision(ctx context.Context, env *cliEnv, o visionOptions, args []string)
 	}
 	what := args[0]
 	if what == "repair" {
-		return repairVision(ctx, env)
+		return repairVision(ctx, env, o)
 	}
 	pl := settings.Placement(what)
 	if what != "restore" && !pl.Valid() {
@@ -219,20 +219,53 @@ func joinEndpoint(e sshx.Endpoint) string {
 	return out
 }
 
-// repairVision has the service put the placement the settings say back
-// into a config Strata's setup rewrote.
-func repairVision(ctx context.Context, env *cliEnv) error {
+// repairVision has the service put back what Strata's setup took from the
+// companion's setup (the placement, and port, host, api_key or any other
+// key it dropped or changed), from the companion's last known good config.
+// It says what first; --dry-run stops there; the restart it needs is asked
+// about on a terminal and refused elsewhere without --yes.
+func repairVision(ctx context.Context, env *cliEnv, o visionOptions) error {
 	c := runningService(ctx)
 	if c == nil {
 		return &exitCode{code: 1, err: errors.New("repair goes through the service, which is not running: start it, or set the placement again (strata-service vision cpu|remote|...)")}
 	}
-	r, err := c.RepairConfig(ctx)
+	dry, err := c.RepairConfig(ctx, controlapi.RepairRequest{DryRun: true})
 	if err != nil {
 		return serviceError(err)
 	}
-	if r.Diff != "" {
-		fmt.Fprintln(env.stdout, r.Diff)
+	printRepair(env, dry)
+	if o.dryRun || !dry.RestartNeeded {
+		if o.dryRun {
+			fmt.Fprintln(env.stdout, "Dry run: nothing was written.")
+		}
+		return nil
+	}
+	if !o.yes {
+		if err := confirmRestart(env); err != nil {
+			return err
+		}
+	}
+	r, err := c.RepairConfig(ctx, controlapi.RepairRequest{Confirm: true})
+	if err != nil {
+		return serviceError(err)
 	}
 	fmt.Fprintln(env.stdout, r.Message)
+	if r.Restarted {
+		fmt.Fprintln(env.stdout, "Follow Strata's start with `strata-service status`.")
+	}
 	return nil
+}
+
+// printRepair shows what the repair puts back: the diff, then in words.
+func printRepair(env *cliEnv, r *controlapi.RepairResponse) {
+	if r.Diff != "" {
+		fmt.Fprint(env.stdout, r.Diff)
+		if !strings.HasSuffix(r.Diff, "\n") {
+			fmt.Fprintln(env.stdout)
+		}
+	}
+	for _, ch := range r.Changes {
+		fmt.Fprintln(env.stdout, "  - "+ch)
+	}
+	fmt.Fprintln(env.stdout, r.Message)
 }

@@ -83,8 +83,9 @@ type Daemon struct {
 	// update of Strata); it is held for the whole of one.
 	switchMu sync.Mutex
 
-	mu  sync.Mutex // guards cur and runCtx
+	mu  sync.Mutex // guards cur, runCtx and op
 	cur *running
+	op  *opRunning // the switch, update or repair under way
 	// runCtx is Run's context (nil before Run): supervisors started by a
 	// switch live under it.
 	runCtx context.Context

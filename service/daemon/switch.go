@@ -141,8 +141,11 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 	if strings.TrimSpace(req.Config) == "" {
 		return nil, badRequest("say which config to run: a tag (coder-iq1_m) or the path of a strata-<tag>.json")
 	}
-	d.switchMu.Lock()
-	defer d.switchMu.Unlock()
+	done, err := d.beginOp("a switch to " + req.Config)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	cur := d.current()
 	prev := cur.path()
 	if req.IfRunning != "" && !samePath(req.IfRunning, prev) {

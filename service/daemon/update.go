@@ -164,8 +164,15 @@ func lastLine(out string, err error) string {
 
 // UpdateStrata is POST /v1/strata/update.
 func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest) (*controlapi.UpdateResponse, error) {
-	d.switchMu.Lock()
-	defer d.switchMu.Unlock()
+	what := "an update of Strata"
+	if req.Check {
+		what = "a check for an update of Strata"
+	}
+	done, err := d.beginOp(what)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	cur := d.current()
 	if cur.in == nil {
 		return nil, conflict("no Strata install to update: %v", cur.resolveErr)
