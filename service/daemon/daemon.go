@@ -86,6 +86,9 @@ type Daemon struct {
 	mu  sync.Mutex // guards cur, runCtx and op
 	cur *running
 	op  *opRunning // the switch, update or repair under way
+	// engineKept is Strata's own "[!]" line when the last update left the
+	// engine older than its files need ("-": no line), for --check.
+	engineKept string
 	// runCtx is Run's context (nil before Run): supervisors started by a
 	// switch live under it.
 	runCtx context.Context

@@ -90,6 +90,11 @@ func (d *Daemon) check(ctx context.Context, root, from string) *controlapi.Updat
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		if out, err := git(cctx, root, "fetch", "--quiet", "origin"); err != nil {
+			if errors.Is(err, exec.ErrNotFound) {
+				r.Offline = true // nothing was checked (the CLI exits 1)
+				r.Message = noGit
+				return r
+			}
 			r.Offline = true
 			r.Message = "Could not reach the install's git origin (" + lastLine(out, err) + "): offline? Nothing was checked."
 			return r
@@ -120,7 +125,7 @@ func (d *Daemon) check(ctx context.Context, root, from string) *controlapi.Updat
 			r.Message += "."
 		case engineDue:
 			r.To = due
-			r.Message = fmt.Sprintf("Strata's files are up to date, but its engine %s is older than the %s they need (an earlier update kept it while it ran).", ReadBuild(root).Version, due)
+			r.Message = fmt.Sprintf("Strata's files are up to date, but its engine %s is older than the %s they need (%s).", ReadBuild(root).Version, due, d.engineKeptReason())
 		default:
 			r.Message = "Strata is up to date."
 		}
@@ -146,6 +151,11 @@ func (d *Daemon) check(ctx context.Context, root, from string) *controlapi.Updat
 	}
 	r.To = strings.TrimPrefix(rel.Tag, "v")
 	r.Available = older(from, r.To) || engineDue
+	if engineDue && !older(from, r.To) {
+		r.To = due
+		r.Message = fmt.Sprintf("Strata's engine %s is older than the %s its files need (%s).", ReadBuild(root).Version, due, d.engineKeptReason())
+		return r
+	}
 	if r.Available {
 		r.Message = "Strata " + r.To + " is available (this install is not a git checkout: `setup.py --update` downloads its engine)."
 	} else {
@@ -184,6 +194,9 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 	}
 	r := d.check(ctx, root, from)
 	if req.Check || !r.Available {
+		if r.Available {
+			r.Busy = d.busy(ctx) // the caller names a request in flight before asking
+		}
 		return r, nil
 	}
 	if !req.Confirm && d.busy(ctx) {
@@ -206,18 +219,30 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 	before := ReadBuild(root).Version
 
 	var failed string
+	gitCopy, pulled := false, false
 	if _, err := os.Stat(filepath.Join(root, ".git")); err == nil {
+		gitCopy = true
+		head, _ := git(runCtx, root, "rev-parse", "HEAD")
 		failed = d.pull(runCtx, root, say)
+		now, _ := git(runCtx, root, "rev-parse", "HEAD")
+		pulled = head != now
+	} else {
+		say("this copy of Strata is not a git checkout: no files are pulled; only its setup's update runs")
 	}
 	inUse := false
+	warn := "" // Strata's own "[!]" line about the engine, quoted as it said it
 	if failed == "" {
 		code, lines, err := d.runSetup(runCtx, cur.in, say, "--update")
 		for _, l := range lines {
+			t := strings.TrimSpace(l)
 			switch {
-			case strings.HasPrefix(strings.TrimSpace(l), "[X]") && failed == "":
-				failed = "Strata's setup stopped: " + strings.TrimSpace(l)
+			case strings.HasPrefix(t, "[X]") && failed == "":
+				failed = "Strata's setup stopped: " + t
 			case strings.Contains(l, "is in use"):
 				inUse = true
+				warn = t
+			case strings.HasPrefix(t, "[!]") && strings.Contains(strings.ToLower(t), "engine"):
+				warn = t
 			}
 		}
 		switch {
@@ -230,6 +255,25 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 		}
 	}
 	after := ReadBuild(root).Version
+	// The engine these files need, against the one installed now: a setup
+	// that refused the download still says "Strata is updated" and exits 0.
+	sp, _ := os.ReadFile(filepath.Join(root, "setup.py"))
+	need := minEngineOf(string(sp))
+	if failed == "" && need != "" && older(after, need) {
+		failed = fmt.Sprintf("Strata's engine was not updated: it stays %s, and these files need %s", after, need)
+		if warn != "" {
+			failed += "; Strata's setup said \"" + warn + "\""
+		}
+	}
+	d.mu.Lock()
+	d.engineKept = ""
+	if need != "" && older(after, need) {
+		d.engineKept = warn
+		if d.engineKept == "" {
+			d.engineKept = "-"
+		}
+	}
+	d.mu.Unlock()
 	replaced := after != before
 	rollback := func() {
 		if !replaced || r.RolledBack {
@@ -254,8 +298,15 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 		}
 	}
 	r.To = ver
+	files := "Strata's files were not pulled (this copy is not a git checkout: download the new release to get them)"
+	switch {
+	case gitCopy && pulled:
+		files = "Strata's files were pulled"
+	case gitCopy:
+		files = "no new files were pulled"
+	}
 	if failed != "" {
-		r.Message = "The update failed: " + failed + "."
+		r.Message = "The update failed: " + failed + ". " + files + "."
 		if r.RolledBack {
 			r.Message += " The old engine was put back."
 		}
@@ -268,12 +319,35 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 		return r, nil
 	}
 	r.Updated = true
-	r.Message = fmt.Sprintf("Strata was updated: engine %s -> %s, and it is ready.", from, ver)
-	if from == ver {
-		r.Message = fmt.Sprintf("Strata's files were updated; its engine stays %s (no newer one was needed), and it is ready.", ver)
+	switch {
+	case from != ver:
+		r.Message = fmt.Sprintf("Strata was updated: engine %s -> %s; %s. It is ready.", from, ver, files)
+	case pulled:
+		r.Message = fmt.Sprintf("Strata's files were pulled; its engine stays %s (these files need no newer one). It is ready.", ver)
+	default:
+		r.Updated = false
+		r.Message = fmt.Sprintf("Nothing was updated: %s, and the engine stays %s. Strata runs again and is ready.", files, ver)
 	}
 	d.publish(events.Event{Kind: events.UpdateFinished, Message: r.Message, Details: map[string]any{"from": from, "to": ver, "ok": true}})
 	return r, nil
+}
+
+// noGit is what an update says when git cannot be run.
+const noGit = "git is not installed for the account that updates Strata (the service's): install Git for it, or update Strata by hand with its UPDATE.bat; nothing was changed"
+
+// engineKeptReason is why the engine is older than the files need, as the
+// last update learned it.
+func (d *Daemon) engineKeptReason() string {
+	d.mu.Lock()
+	why := d.engineKept
+	d.mu.Unlock()
+	switch why {
+	case "":
+		return "the update that brought these files did not install it"
+	case "-":
+		return "the last update did not install it"
+	}
+	return "the last update did not install it; Strata's setup said \"" + why + "\""
 }
 
 // pull is UPDATE.bat's git step: `git pull --ff-only`, and when that fails
@@ -288,6 +362,19 @@ func (d *Daemon) pull(ctx context.Context, root string, say func(string)) string
 		}
 	}
 	if err == nil {
+		return ""
+	}
+	if errors.Is(err, exec.ErrNotFound) {
+		return noGit
+	}
+	// One backup branch per state of this checkout: a retry reuses the
+	// branch an earlier try made of the same commit.
+	if have, err := git(ctx, root, "for-each-ref", "--points-at", "HEAD", "--format=%(refname:short)", "refs/heads/pre-cleanup-backup*"); err == nil && have != "" {
+		name := strings.Split(have, "\n")[0]
+		say("the pull could not fast-forward: this checkout is kept already on the branch " + name + "; moving to origin/main (as UPDATE.bat does)")
+		if out, err := git(ctx, root, "checkout", "-B", "main", "origin/main"); err != nil {
+			return "git checkout -B main origin/main: " + lastLine(out, err)
+		}
 		return ""
 	}
 	name := "pre-cleanup-backup"
