@@ -103,6 +103,7 @@ type running struct {
 	sup        *supervisor.Supervisor
 	foreign    bool // a Strata the service did not start held the port at start
 	watching   atomic.Bool
+	startedAt  atomic.Int64 // when the server's start began (unix ns), to record a good start's time
 	ctx        context.Context // the supervisor's (set by start)
 	cancel     context.CancelFunc
 	done       chan struct{}
@@ -228,8 +229,14 @@ type supPublisher struct {
 }
 
 func (p supPublisher) Publish(e events.Event) events.Event {
-	if e.Kind == events.ServerReady {
+	switch e.Kind {
+	case events.ServerStarting, events.ServerRestarting:
+		p.r.startedAt.Store(time.Now().UnixNano())
+	case events.ServerReady:
 		p.d.addVersion(p.r, &e)
+		if at := p.r.startedAt.Swap(0); at > 0 {
+			p.d.recordStart(p.r.path(), time.Since(time.Unix(0, at)))
+		}
 	}
 	out := p.d.publish(e)
 	if e.Kind == events.ServerFailed && strings.Contains(e.Message, "already in use") {

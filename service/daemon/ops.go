@@ -6,10 +6,16 @@ package daemon
 // later when nobody waits for it any more.
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/service/controlserver"
 )
 
@@ -42,4 +48,80 @@ func (d *Daemon) beginOp(what string) (done func(), err error) {
 		d.mu.Unlock()
 		d.switchMu.Unlock()
 	}, nil
+}
+
+// waitStart waits (up to bound) for the server started after event seq to
+// get ready or fail; it returns the engine it runs.
+func (d *Daemon) waitStart(ctx context.Context, seq uint64, bound time.Duration) (version string, ready bool, why string) {
+	wctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	for {
+		evs, _, err := d.bus.Wait(wctx, seq)
+		if err != nil {
+			return "", false, "it did not get ready within " + bound.Round(time.Second).String()
+		}
+		for _, e := range evs {
+			seq = e.Seq
+			switch e.Kind {
+			case events.ServerReady:
+				v, _ := e.Details["version"].(string)
+				return v, true, ""
+			case events.ServerFailed, events.ServerForeign:
+				return "", false, e.Message
+			}
+		}
+	}
+}
+
+// startRecord is this install's last good start (strata-start.json in the
+// state folder): how long Strata took from starting to ready.
+type startRecord struct {
+	Seconds float64   `json:"seconds"`
+	Config  string    `json:"config"`
+	At      time.Time `json:"at"`
+}
+
+func startRecordFile() string {
+	return filepath.Join(locations.Path(locations.StateDir), "strata-start.json")
+}
+
+// lastStart is the last good start's duration (0 when none is recorded).
+func lastStart() time.Duration {
+	var rec startRecord
+	b, err := os.ReadFile(startRecordFile())
+	if err != nil || json.Unmarshal(b, &rec) != nil || rec.Seconds <= 0 {
+		return 0
+	}
+	return time.Duration(rec.Seconds * float64(time.Second))
+}
+
+// recordStart keeps how long a start took that got ready.
+func (d *Daemon) recordStart(config string, took time.Duration) {
+	b, _ := json.Marshal(startRecord{Seconds: took.Seconds(), Config: config, At: time.Now().UTC()})
+	if err := os.WriteFile(startRecordFile(), b, 0o644); err != nil {
+		d.logf("recording the start time: %v", err)
+	}
+}
+
+// startBound is how long a switch or an update waits for Strata to get
+// ready before it brings back what ran before: three times this install's
+// last good start plus 30 s (a new engine may load more), at least a
+// minute, at most the supervisor's start timeout (10 minutes by default,
+// the bound when no start was recorded yet).
+func (d *Daemon) startBound() time.Duration {
+	most := d.o.StartTimeout
+	if most == 0 {
+		most = 10 * time.Minute
+	}
+	last := lastStart()
+	if last == 0 {
+		return most
+	}
+	return boundFrom(last, most)
+}
+
+func boundFrom(last, most time.Duration) time.Duration {
+	b := 3*last + 30*time.Second
+	b = max(b, time.Minute)
+	return min(b, most)
 }

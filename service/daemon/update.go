@@ -42,6 +42,9 @@ import (
 var ReleasesURL = "https://api.github.com/repos/Niko1221/Strata/releases/latest"
 
 var (
+	// consoleHint is Strata's "Start the model with START-HERE.bat ..."
+	// sentence (and its kin naming a .bat to start a server).
+	consoleHint  = regexp.MustCompile(`\s*(Start the model with|Start Strata with|Run) [^.]*\.bat[^.]*\.?`)
 	cmakeVersion = regexp.MustCompile(`project\s*\(\s*strata\s+VERSION\s+([0-9]+\.[0-9]+\.[0-9]+)`)
 	minEngine    = regexp.MustCompile(`MIN_ENGINE\s*=\s*\((\d+),\s*(\d+),\s*(\d+)\)`)
 )
@@ -210,6 +213,12 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 		return nil, conflict("the service is starting or stopping: try again")
 	}
 	say := func(line string) {
+		// Strata's console hint to start it from its own window would,
+		// under the service, start a second server: left out.
+		line = consoleHint.ReplaceAllString(line, "")
+		if strings.TrimSpace(line) == "" {
+			return
+		}
 		r.Lines = append(r.Lines, line)
 		d.publish(events.Event{Kind: events.UpdateProgress, Message: line})
 	}
@@ -449,28 +458,12 @@ func (d *Daemon) startAndWait(ctx context.Context, root string, say func(string)
 	}
 	d.tracker.Update(func(st *controlapi.State) { st.Config, st.Vision = configState(in, nil, s) })
 	seq := d.bus.Last()
-	say("starting Strata")
+	bound := d.startBound()
+	if last := lastStart(); last > 0 {
+		say(fmt.Sprintf("starting Strata (its last start took %s; if it is not ready within %s, what ran before is put back)", last.Round(time.Second), bound.Round(time.Second)))
+	} else {
+		say(fmt.Sprintf("starting Strata (if it is not ready within %s, what ran before is put back)", bound.Round(time.Second)))
+	}
 	d.start(ctx, next)
-	timeout := d.o.StartTimeout
-	if timeout == 0 {
-		timeout = 10 * time.Minute
-	}
-	wctx, cancel := context.WithTimeout(ctx, timeout+30*time.Second)
-	defer cancel()
-	for {
-		evs, _, err := d.bus.Wait(wctx, seq)
-		if err != nil {
-			return "", false, "it did not get ready within " + timeout.String()
-		}
-		for _, e := range evs {
-			seq = e.Seq
-			switch e.Kind {
-			case events.ServerReady:
-				v, _ := e.Details["version"].(string)
-				return v, true, ""
-			case events.ServerFailed, events.ServerForeign:
-				return "", false, e.Message
-			}
-		}
-	}
+	return d.waitStart(ctx, seq, bound)
 }
