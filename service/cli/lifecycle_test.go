@@ -1,0 +1,112 @@
+//go:build linux
+
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/strataconfig"
+)
+
+// writeConfig writes a strata-<tag>.json beside r's config: r's own keys,
+// changed by edit.
+func writeConfig(t *testing.T, from, tag string, edit func(m map[string]any)) string {
+	t.Helper()
+	raw, _ := os.ReadFile(from)
+	var m map[string]any
+	json.Unmarshal(raw, &m)
+	edit(m)
+	b, _ := json.MarshalIndent(m, "", "  ")
+	p := filepath.Join(filepath.Dir(from), "strata-"+tag+".json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// Issue 34: a switch to a text-only model (a config with no vision block)
+// with pictures on the CPU through the relay starts it without vision: no
+// --vision, no projector (the previous model's least of all), and the user
+// is told pictures are off for it.
+func TestSwitchToATextOnlyModelCarriesNoPictures(t *testing.T) {
+	t.Setenv(locations.EnvHome, t.TempDir())
+	r := visionRoot(t)
+	os.WriteFile(filepath.Join(r.Dir, "model.gguf"), []byte("GGUF"), 0o644)
+	os.WriteFile(filepath.Join(r.Dir, "text.gguf"), []byte("GGUF"), 0o644)
+	text := writeConfig(t, r.Config, "text", func(m map[string]any) {
+		m["args"] = []string{"-m", "text.gguf"}
+		m["model_name"] = "Strata Text"
+		delete(m, "vision")
+	})
+	c, _, _ := runService(t, "--strata-root", r.Dir, "--config", r.Config)
+	var since uint64
+	follow(t, c, &since, events.ServerReady)
+	if code, out := cliRun("vision", "cpu", "--yes"); code != 0 {
+		t.Fatalf("vision cpu: %d\n%s", code, out)
+	}
+	follow(t, c, &since, events.ServerReady)
+
+	code, out := cliRun("model", "use", "text", "--yes")
+	if code != 0 || !strings.Contains(out, "Pictures are off for Strata Text") {
+		t.Fatalf("model use text: %d\n%s", code, out)
+	}
+	raw, _ := os.ReadFile(text)
+	cc, _ := strataconfig.Read(text)
+	if cc.Vision != nil || strings.Contains(string(raw), "mmproj") || strings.Contains(string(raw), "--vision") {
+		t.Fatalf("the text-only model was given vision:\n%s", raw)
+	}
+	st, _ := c.State(context.Background())
+	if st.Config.Path != text || st.Server.Phase != controlapi.PhaseReady {
+		t.Fatalf("after the switch: %+v %+v", st.Config, st.Server)
+	}
+}
+
+// Issue 34: a switch to a config whose port another program holds stops
+// the old model, sees the new one cannot start, and starts the old one
+// again; the command says so and exits non-zero. Without a terminal and
+// without --yes a switch does nothing.
+func TestSwitchToAHeldPortBringsTheOldModelBack(t *testing.T) {
+	t.Setenv(locations.EnvHome, t.TempDir())
+	r, _ := twoModels(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	held := l.Addr().(*net.TCPAddr).Port
+	coder := writeConfig(t, filepath.Join(r.Dir, "strata-coder.json"), "coder", func(m map[string]any) { m["port"] = held })
+	c, _, _ := runService(t, "--strata-root", r.Dir, "--config", r.Config)
+	ctx := context.Background()
+	var since uint64
+	follow(t, c, &since, events.ServerReady)
+
+	if code, out := cliRun("model", "use", "coder"); code != 2 || !strings.Contains(out, "--yes") {
+		t.Fatalf("a switch with no terminal and no --yes: %d\n%s", code, out)
+	}
+	if st, _ := c.State(ctx); st.Config.Path != r.Config {
+		t.Fatalf("the unconfirmed switch changed the config: %s", st.Config.Path)
+	}
+
+	code, out := cliRun("model", "use", "coder", "--yes")
+	if code == 0 || !strings.Contains(out, "The switch failed") || !strings.Contains(out, "port "+strconv.Itoa(held)) || !strings.Contains(out, "started strata-test.json again; it is ready") {
+		t.Fatalf("model use coder onto a held port: %d\n%s", code, out)
+	}
+	st, _ := c.State(ctx)
+	if st.Config.Path != r.Config || st.Server.Phase != controlapi.PhaseReady {
+		t.Fatalf("the old model is not back: %+v %+v", st.Config, st.Server)
+	}
+	if cliOut := func() string { _, o := cliRun("model"); return o }(); !strings.Contains(cliOut, "* test") {
+		t.Errorf("model does not mark the old model as running:\n%s", cliOut)
+	}
+	_ = coder
+}
