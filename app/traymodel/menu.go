@@ -277,7 +277,7 @@ func Build(in Input) Menu {
 	}
 	m.Items[ItemRepair] = Item{Visible: false}
 	if connected && len(st.Config.Rewritten) > 0 {
-		m.Items[ItemRepair] = Item{Title: "Put pictures back " + placementWords(st) + " (Strata's setup changed the config)", Visible: true, Enabled: why == ""}
+		m.Items[ItemRepair] = Item{Title: repairTitle(st), Visible: true, Enabled: why == ""}
 	}
 	if connected && st.Server.Phase == controlapi.PhaseStopped {
 		m.Items[ItemRestart].Title = "Start Strata"
@@ -500,6 +500,39 @@ func serverDetail(st *controlapi.State) string {
 	return ""
 }
 
+// repairTitle is the one repair row for everything Strata's setup changed
+// (the findings in the state): the pictures alone keep their own words;
+// with keys too, one row names them all.
+func repairTitle(st *controlapi.State) string {
+	var what []string
+	add := func(w string) {
+		for _, x := range what {
+			if x == w {
+				return
+			}
+		}
+		what = append(what, w)
+	}
+	for _, f := range st.Config.Rewritten {
+		switch {
+		case strings.HasPrefix(f, "the relay was replaced"):
+			add("pictures")
+		case strings.HasPrefix(f, "host went"):
+			add("host")
+		case strings.HasPrefix(f, "port went"):
+			add("port")
+		case strings.HasPrefix(f, "api_key"):
+			add("key")
+		case strings.HasSuffix(f, " was dropped"):
+			add(strings.TrimSuffix(f, " was dropped"))
+		}
+	}
+	if len(what) == 1 && what[0] == "pictures" {
+		return "Put pictures back " + placementWords(st) + " (Strata's setup changed the config)"
+	}
+	return clipWords("Put back what Strata's setup changed: "+strings.Join(what, ", "), 80)
+}
+
 func placementWords(st *controlapi.State) string {
 	p := settings.Placement(st.Vision.Placement)
 	if p == "" || p == settings.PlacementOff {
@@ -599,10 +632,10 @@ func progressLine(in Input) string {
 	case "update":
 		what = "Starting the updated Strata"
 	case "repair":
-		what = "Putting the picture setting back"
+		what = "Putting back what Strata's setup changed"
 	}
 	if p.Err != "" {
-		return what + " failed: " + p.Err
+		return clipWords(what+" failed: "+p.Err, 100)
 	}
 	if in.State != nil {
 		switch in.State.Server.Phase {

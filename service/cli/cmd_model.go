@@ -67,7 +67,9 @@ before is started again and the command exits 1.`,
 // install found here.
 func listModels(ctx context.Context, env *cliEnv) error {
 	var l *controlapi.ConfigList
+	live := false
 	if c := runningService(ctx); c != nil && env.strataRoot == "" && env.configPath == "" {
+		live = true
 		var err error
 		if l, err = c.Configs(ctx); err != nil {
 			return fmt.Errorf("the service could not list the configs: %w", err)
@@ -96,11 +98,13 @@ func listModels(ctx context.Context, env *cliEnv) error {
 			l.Configs = append(l.Configs, e)
 		}
 	}
-	printModels(env.stdout, l)
+	printModels(env.stdout, l, live)
 	return nil
 }
 
-func printModels(w io.Writer, l *controlapi.ConfigList) {
+// printModels lists l; live: the service's own view (the marked model
+// runs now), else the settings' (the marked one runs at the next start).
+func printModels(w io.Writer, l *controlapi.ConfigList, live bool) {
 	if l.StrataRoot == "" {
 		fmt.Fprintln(w, "No Strata install is known to the service: choose one with `strata-service model use --strata-root DIR TAG`, or in the setup.")
 		return
@@ -125,8 +129,11 @@ func printModels(w io.Writer, l *controlapi.ConfigList) {
 		}
 		fmt.Fprintf(w, "%s %-20s %-28s %s\n", mark, e.Tag, name, ready)
 	}
-	if l.Running != "" {
+	switch {
+	case l.Running != "" && live:
 		fmt.Fprintf(w, "* runs now (%s)\n", filepath.Base(l.Running))
+	case l.Running != "":
+		fmt.Fprintf(w, "* runs when the service starts (%s); the service is not running now\n", filepath.Base(l.Running))
 	}
 }
 

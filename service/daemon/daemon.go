@@ -237,6 +237,15 @@ func (p supPublisher) Publish(e events.Event) events.Event {
 		if at := p.r.startedAt.Swap(0); at > 0 {
 			p.d.recordStart(p.r.path(), time.Since(time.Unix(0, at)))
 		}
+	case events.ServerStopped:
+		// The supervisor ends with its context: a switch, an update or a
+		// repair under way says which, not "the service is stopping".
+		p.d.mu.Lock()
+		op := p.d.op
+		p.d.mu.Unlock()
+		if op != nil && strings.Contains(e.Message, "because the service is stopping") {
+			e.Message = "the Strata server was stopped for " + op.what
+		}
 	}
 	out := p.d.publish(e)
 	if e.Kind == events.ServerFailed && strings.Contains(e.Message, "already in use") {
