@@ -105,9 +105,9 @@ func (d *Daemon) recordStart(config string, took time.Duration) {
 
 // startBound is how long a switch or an update waits for Strata to get
 // ready before it brings back what ran before: three times this install's
-// last good start plus 30 s (a new engine may load more), at least a
-// minute, at most the supervisor's start timeout (10 minutes by default,
-// the bound when no start was recorded yet).
+// last good start plus 30 s (a new engine may load more), at most the
+// supervisor's start timeout (10 minutes by default, the bound when no
+// start was recorded yet).
 func (d *Daemon) startBound() time.Duration {
 	most := d.o.StartTimeout
 	if most == 0 {
@@ -121,7 +121,5 @@ func (d *Daemon) startBound() time.Duration {
 }
 
 func boundFrom(last, most time.Duration) time.Duration {
-	b := 3*last + 30*time.Second
-	b = max(b, time.Minute)
-	return min(b, most)
+	return min(3*last+30*time.Second, most)
 }

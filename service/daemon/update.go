@@ -301,6 +301,10 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 	ver, ready, why := d.startAndWait(runCtx, root, say)
 	if failed == "" && !ready {
 		failed = "Strata did not get ready after the update: " + why
+		// The new engine that did not come up is stopped before the old
+		// one is put back (a running engine is not replaced).
+		say("stopping the new engine, which did not get ready")
+		d.stop(d.current())
 		rollback()
 		if r.RolledBack {
 			ver, ready, why = d.startAndWait(runCtx, root, say)
