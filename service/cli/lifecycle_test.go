@@ -6,11 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
@@ -32,6 +34,36 @@ func writeConfig(t *testing.T, from, tag string, edit func(m map[string]any)) st
 		t.Fatal(err)
 	}
 	return p
+}
+
+// prober asks Strata's /health on port every 0.25 s, as a client would,
+// until stop; it returns how long it got no answer in all (a figure for
+// the log, never asserted).
+func prober(port int) (stop func() time.Duration) {
+	quit := make(chan struct{})
+	res := make(chan time.Duration, 1)
+	go func() {
+		var down time.Duration
+		cl := &http.Client{Timeout: time.Second}
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				res <- down
+				return
+			case <-tick.C:
+			}
+			resp, err := cl.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/health")
+			if err != nil || resp.StatusCode != 200 {
+				down += 250 * time.Millisecond
+			}
+			if resp != nil {
+				resp.Body.Close()
+			}
+		}
+	}()
+	return func() time.Duration { close(quit); return <-res }
 }
 
 // Issue 34: a switch to a text-only model (a config with no vision block)
@@ -97,7 +129,9 @@ func TestSwitchToAHeldPortBringsTheOldModelBack(t *testing.T) {
 		t.Fatalf("the unconfirmed switch changed the config: %s", st.Config.Path)
 	}
 
+	stopProbe := prober(r.Port)
 	code, out := cliRun("model", "use", "coder", "--yes")
+	t.Logf("text was down for %s during the failed switch and the way back (prober, every 0.25 s)", stopProbe())
 	if code == 0 || !strings.Contains(out, "The switch failed") || !strings.Contains(out, "port "+strconv.Itoa(held)) || !strings.Contains(out, "started strata-test.json again; it is ready") {
 		t.Fatalf("model use coder onto a held port: %d\n%s", code, out)
 	}

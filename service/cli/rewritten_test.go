@@ -72,6 +72,7 @@ func TestRewrittenConfigIsNoticedAndRepaired(t *testing.T) {
 	// A dry run says what, in words, and changes nothing; without a
 	// terminal and without --yes nothing is done either.
 	before, _ := os.ReadFile(r.Config)
+	stopProbe := prober(r.Port)
 	code, out = cliRun("vision", "repair", "--dry-run")
 	for _, want := range []string{"port back to " + strconv.Itoa(r.Port) + " (Strata's setup set 8080)", "host back to localhost", "api_key put back", "pictures back on this PC's CPU", "Dry run: nothing was written"} {
 		if code != 0 || !strings.Contains(out, want) {
@@ -89,6 +90,8 @@ func TestRewrittenConfigIsNoticedAndRepaired(t *testing.T) {
 		t.Fatalf("a dry run or an unconfirmed repair changed the config:\n%s", now)
 	}
 
+	t.Logf("text was down for %s during the dry run and the unconfirmed repair (prober, every 0.25 s)", stopProbe())
+	stopProbe = prober(r.Port)
 	code, out = cliRun("vision", "repair", "--yes")
 	if code != 0 || !strings.Contains(out, "strata-vision-relay") || !strings.Contains(out, "Put back") {
 		t.Fatalf("vision repair: %d\n%s", code, out)
@@ -101,6 +104,7 @@ func TestRewrittenConfigIsNoticedAndRepaired(t *testing.T) {
 		t.Errorf("the repair did not put back port, host and api_key: %d %s key set %v", cc.Port(), cc.Host(), cc.APIKey() != "")
 	}
 	follow(t, c, &since, events.ServerReady)
+	t.Logf("text was down for %s during the repair's restart (prober, every 0.25 s)", stopProbe())
 	st, _ = c.State(ctx)
 	if len(st.Config.Rewritten) != 0 || st.Vision.Placement != "cpu" {
 		t.Errorf("after the repair: %v %+v", st.Config.Rewritten, st.Vision)
