@@ -45,14 +45,17 @@ func visionCmd(env *cliEnv) *ffcli.Command {
 	return &ffcli.Command{
 		Name:       "vision",
 		ShortHelp:  "change where Strata's image encoder runs: gpu | cpu | remote | off | restore | repair",
-		ShortUsage: "strata-service vision gpu [--device N] | cpu [--threads N] | remote --host [user@]host[:port] | off | restore [--dry-run]",
+		ShortUsage: "strata-service vision gpu [--device N] | cpu [--threads N] | remote --host [user@]host[:port] | off | restore | repair [--dry-run] [--yes]",
 		LongHelp: `  gpu      read pictures on this PC's GPU (--device N: on another GPU, by nvidia-smi index; -1: the server's)
   cpu      read pictures on this PC's CPU, through strata-vision-relay (--threads N); frees ~1.4 GB of VRAM
   remote   read pictures on a second PC over ssh, through strata-vision-relay
   off      no pictures (text only)
   restore  put the newest backup of the config back
-  repair   after Strata's setup rewrote the config (relay replaced): put the
-           companion's placement back (through the service; shows the diff)
+  repair   after Strata's setup rewrote the config: put back what the user
+           had (the placement, and port, host, api_key or any other key it
+           dropped or changed) from the companion's last known good config,
+           through the service; says what first (--dry-run stops there) and
+           restarts Strata once (asked on a terminal, else --yes)
 
 Moves among cpu, remote and off change only the companion's settings once
 Strata's config names the relay: no restart. Moves to or from gpu edit the

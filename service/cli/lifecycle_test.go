@@ -132,6 +132,7 @@ func TestSwitchToAHeldPortBringsTheOldModelBack(t *testing.T) {
 	stopProbe := prober(r.Port)
 	code, out := cliRun("model", "use", "coder", "--yes")
 	t.Logf("text was down for %s during the failed switch and the way back (prober, every 0.25 s)", stopProbe())
+	t.Logf("model use coder onto a held port said:\n%s", out)
 	if code == 0 || !strings.Contains(out, "The switch failed") || !strings.Contains(out, "port "+strconv.Itoa(held)) || !strings.Contains(out, "started strata-test.json again; it is ready") {
 		t.Fatalf("model use coder onto a held port: %d\n%s", code, out)
 	}

@@ -160,7 +160,7 @@ func (d *Daemon) check(ctx context.Context, root, from string) *controlapi.Updat
 		return r
 	}
 	if r.Available {
-		r.Message = "Strata " + r.To + " is available (this install is not a git checkout: `setup.py --update` downloads its engine)."
+		r.Message = "Strata " + r.To + " is available. This copy of Strata is not a git checkout: the update runs Strata's own setup, which downloads the new engine, but cannot bring new files (download the new release for those)."
 	} else {
 		r.Message = "Strata is up to date."
 	}
