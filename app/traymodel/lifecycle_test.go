@@ -27,3 +27,23 @@ func TestRepairDialogSaysWhatAndNamesARequest(t *testing.T) {
 		t.Errorf("a failure line of %d characters: %q", len([]rune(line)), line)
 	}
 }
+
+// Issue 34: a Strata the service did not start is named, and Start Strata
+// is not offered into its port.
+func TestAForeignStrataIsNamed(t *testing.T) {
+	st := &controlapi.State{Server: controlapi.ServerState{Phase: controlapi.PhaseStopped,
+		Foreign: &controlapi.ForeignServer{Port: 8080, PID: 4242, Cmdline: `C:\Strata\.venv\Scripts\python.exe serve/server.py --config strata-iq2_xs.json`}}}
+	st.Config = controlapi.ConfigInfo{StrataRoot: `C:\Strata`, Path: `C:\Strata\strata-iq2_xs.json`, Valid: true}
+	m := Build(Input{State: st, Reach: Connected})
+	var all []string
+	for _, it := range m.Items {
+		all = append(all, it.Title)
+	}
+	text := strings.Join(all, "\n")
+	if !strings.Contains(text, "Port 8080 held by python.exe (process 4242), not by the service: close it") {
+		t.Errorf("the foreign Strata is not named:\n%s", text)
+	}
+	if it := m.Items[ItemRestart]; it.Enabled {
+		t.Errorf("Start Strata is offered into a held port: %+v", it)
+	}
+}

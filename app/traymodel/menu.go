@@ -282,6 +282,11 @@ func Build(in Input) Menu {
 	if connected && st.Server.Phase == controlapi.PhaseStopped {
 		m.Items[ItemRestart].Title = "Start Strata"
 	}
+	if connected && st.Server.Foreign != nil {
+		// Starting into a port another program holds fails: the service
+		// starts its own once that one ends.
+		m.Items[ItemRestart] = Item{Title: "Start Strata (starts by itself once the port is free)", Visible: true, Enabled: false}
+	}
 	m.Items[ItemOpenBrowser] = Item{Title: "Open Strata in the browser", Visible: true, Enabled: connected && BrowserURL(st) != "" && st.Server.Phase == controlapi.PhaseReady}
 	m.Items[ItemViewLogs] = Item{Title: "View logs", Visible: true, Enabled: true}
 	m.Items[ItemSetup] = Item{Title: "Open setup...", Visible: true, Enabled: true}
@@ -478,6 +483,9 @@ func serverDetail(st *controlapi.State) string {
 		// flags) is for the log; the tray says what to do here.
 		return "  No Strata install chosen yet: choose its folder in Open setup..."
 	}
+	if f := s.Foreign; f != nil {
+		return "  " + foreignWords(f)
+	}
 	switch s.Phase {
 	case controlapi.PhaseFailed:
 		msg := s.LastError
@@ -498,6 +506,21 @@ func serverDetail(st *controlapi.State) string {
 		}
 	}
 	return ""
+}
+
+// foreignWords names a server the service did not start on Strata's port.
+func foreignWords(f *controlapi.ForeignServer) string {
+	if f.PID <= 0 {
+		return fmt.Sprintf("Port %d is held by another program: close it", f.Port)
+	}
+	name := "a program"
+	if fs := strings.Fields(f.Cmdline); len(fs) > 0 {
+		name = fs[0]
+		if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+			name = name[i+1:]
+		}
+	}
+	return fmt.Sprintf("Port %d held by %s (process %d), not by the service: close it", f.Port, name, f.PID)
 }
 
 // repairTitle is the one repair row for everything Strata's setup changed

@@ -145,3 +145,32 @@ func TestSwitchToAHeldPortBringsTheOldModelBack(t *testing.T) {
 	}
 	_ = coder
 }
+
+// Issue 34: a new engine that hangs at start is rolled back within a bound
+// derived from this install's last good start (recorded), not the fixed
+// 10-minute start bound, and the progress says the bound meanwhile.
+func TestUpdateRollsBackAnEngineThatHangsWithinTheRecordedBound(t *testing.T) {
+	t.Setenv(locations.EnvHome, t.TempDir())
+	r, _, _ := updatableInstall(t)
+	c, _, _ := runService(t, "--strata-root", r.Dir, "--config", r.Config)
+	ctx := context.Background()
+	var since uint64
+	follow(t, c, &since, events.ServerReady)
+	if err := r.SetMode("hang-engine=0.1.44"); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	code, out := cliRun("update-strata", "--yes")
+	took := time.Since(began)
+	t.Logf("the update with a hanging engine ended after %s:\n%s", took.Round(time.Second), out)
+	if code == 0 || !strings.Contains(out, "did not get ready within") || !strings.Contains(out, "old engine was put back") || !strings.Contains(out, "if it is not ready within") {
+		t.Fatalf("update-strata with a hanging engine: %d\n%s", code, out)
+	}
+	if took > 5*time.Minute {
+		t.Errorf("the rollback waited %s: not a bound from the last start", took)
+	}
+	st, _ := c.State(ctx)
+	if st.Server.Version != "0.1.43" || st.Server.Phase != controlapi.PhaseReady {
+		t.Fatalf("after the rollback: %+v", st.Server)
+	}
+}
