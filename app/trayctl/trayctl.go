@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -535,10 +536,25 @@ func (c *Controller) click(id traymodel.ItemID) {
 			break
 		}
 		c.act("Switch the model to "+e.Tag, &traymodel.Pending{Action: "model", Placement: e.Tag},
-			func(context.Context, *controlapi.Client) (traymodel.Decision, error) { return d, nil },
-			func(ctx context.Context, cl *controlapi.Client) error {
+			func(ctx context.Context, cl *controlapi.Client) (traymodel.Decision, error) {
+				// The service's dry run: a request in flight, a text-only model.
+				if r, err := cl.SwitchConfig(ctx, controlapi.ConfigRequest{Config: e.Path, IfRunning: running, DryRun: true}); err == nil {
+					d = traymodel.WithBusy(d, r.Busy)
+					if d.Confirm && strings.Contains(r.Message, "Pictures are off for") {
+						const off = " Pictures are off for that model: it has no image projector of its own."
+						d.Explain += off
+						d.Question = strings.TrimSuffix(d.Question, " Continue?") + off + " Continue?"
+					}
+				}
+				return d, nil
+			},
+			func(_ context.Context, cl *controlapi.Client) error {
 				// The user confirmed (or nothing was running); the config
-				// meant is the one the menu showed as running.
+				// meant is the one the menu showed as running. The service
+				// answers once the new model is ready (or the old one is
+				// back): its own bound, not a click's.
+				ctx, cancel := context.WithTimeout(c.ctx, 15*time.Minute)
+				defer cancel()
 				_, err := cl.SwitchConfig(ctx, controlapi.ConfigRequest{Config: e.Path, IfRunning: running, Confirm: true})
 				return err
 			})
