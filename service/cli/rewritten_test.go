@@ -113,6 +113,15 @@ func TestRewrittenConfigIsNoticedAndRepaired(t *testing.T) {
 	if code, out = cliRun("vision", "repair", "--yes"); code != 0 || !strings.Contains(out, "Nothing to repair") {
 		t.Errorf("a second repair: %d\n%s", code, out)
 	}
+	// The companion's own move (off the relay: its env entry goes) is no
+	// loss to report or to repair.
+	if code, out = cliRun("vision", "gpu", "--yes"); code != 0 {
+		t.Fatalf("vision gpu: %d\n%s", code, out)
+	}
+	follow(t, c, &since, events.ServerReady)
+	if code, out = cliRun("vision", "repair", "--dry-run"); !strings.Contains(out, "Nothing to repair") {
+		t.Errorf("a repair after the companion's own move: %d\n%s", code, out)
+	}
 }
 
 // The check: another Strata answering on the port (Strata's own

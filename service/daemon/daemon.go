@@ -109,7 +109,9 @@ type running struct {
 	done       chan struct{}
 	// expect is what the companion knows of the config's keys at start
 	// (host, api_key, port), to tell when Strata's setup dropped them.
-	expect configKeys
+	// The companion's own writes to the config (a vision move, a repair)
+	// update it (ownWrite); Strata's setup's do not.
+	expect atomic.Pointer[configKeys]
 }
 
 func (r *running) path() string {
@@ -219,6 +221,15 @@ func configState(in *stratainstall.Install, resolveErr error, s *settings.Settin
 // the supervisors publish through it too, so the daemon sees a port held
 // by another Strata and a server getting ready.
 func (d *Daemon) publish(e events.Event) events.Event {
+	if e.Kind == events.ConfigChanged {
+		if written, _ := e.Details["config_written"].(bool); written {
+			path, _ := e.Details["path"].(string)
+			backup, _ := e.Details["backup"].(string)
+			if r := d.current(); r != nil && r.in != nil && samePath(path, r.path()) {
+				r.ownWrite(backup)
+			}
+		}
+	}
 	return d.tracker.Publish(e)
 }
 
@@ -262,7 +273,8 @@ func (d *Daemon) prepare(in *stratainstall.Install, resolveErr error, stopped bo
 	}
 	r.owner = newBackend(in, d.publish)
 	if c, err := strataconfig.Read(in.ConfigInUse); err == nil {
-		r.expect = keysOf(c) // what Strata's setup may drop, as it is now
+		k := keysOf(c) // what Strata's setup may drop, as it is now
+		r.expect.Store(&k)
 	}
 	if _, err := locations.EnsureDir(locations.LogDir); err != nil {
 		d.logf("cannot create the log folder: %v", fserr.Explain(err, locations.Path(locations.LogDir)))

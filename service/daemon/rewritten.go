@@ -44,6 +44,63 @@ func keysOf(c *strataconfig.Config) configKeys {
 	return configKeys{known: true, host: c.Host(), apiKey: c.APIKey() != "", port: c.Port(), top: top}
 }
 
+// expected is what the companion knows of r's config keys (zero: nothing).
+func (r *running) expected() configKeys {
+	if k := r.expect.Load(); k != nil {
+		return *k
+	}
+	return configKeys{}
+}
+
+// ownWrite takes the companion's own change of r's config into what it
+// expects: the top-level keys that differ between the backup of the file
+// before the change and the file now follow the file (a move off the
+// second PC drops "env"; that is no loss). What Strata's setup changed
+// before stays expected as it was.
+func (r *running) ownWrite(backup string) {
+	old := r.expect.Load()
+	if old == nil || !old.known || backup == "" {
+		return
+	}
+	braw, err := os.ReadFile(backup)
+	if err != nil {
+		return
+	}
+	c, err := strataconfig.Read(r.path())
+	if err != nil {
+		return
+	}
+	was, err1 := strataconfig.TopKeys(braw)
+	now, err2 := strataconfig.TopKeys(c.Raw)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	k := *old
+	k.top = map[string]string{}
+	for key, v := range old.top {
+		k.top[key] = v
+	}
+	for key := range was {
+		if _, ok := now[key]; !ok {
+			delete(k.top, key)
+		}
+	}
+	for key, v := range now {
+		if was[key] != v {
+			k.top[key] = v
+			switch key {
+			case "host":
+				k.host = c.Host()
+			case "port":
+				k.port = c.Port()
+			case "api_key":
+				k.apiKey = c.APIKey() != ""
+			}
+		}
+	}
+	r.expect.Store(&k)
+}
+
 // restoredKeys are the top-level keys a repair puts back: the ones Strata's
 // setup dropped (any the companion knew, but vision, which the placement
 // repairs) and host, port and api_key when setup changed them. What setup
@@ -142,7 +199,7 @@ func (d *Daemon) checkConfig(r *running) {
 	if err != nil {
 		return
 	}
-	found := Rewritten(c, s, r.expect)
+	found := Rewritten(c, s, r.expected())
 	st := d.tracker.Snapshot()
 	if fmt.Sprint(found) == fmt.Sprint(st.Config.Rewritten) {
 		return
@@ -225,7 +282,7 @@ var SettleDelay = 300 * time.Millisecond
 // lost), the last good config is the newest backup that names the relay.
 func repairSource(r *running, c *strataconfig.Config, s *settings.Settings) (keys []string, want map[string]string, from string) {
 	now, _ := strataconfig.TopKeys(c.Raw)
-	before := r.expect.top
+	before := r.expected().top
 	keys = restoredKeys(now, before)
 	backups := strataconfig.Backups(r.path())
 	relayWanted := s.Vision == settings.PlacementRemote || s.Vision == settings.PlacementCPU

@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
+	"github.com/strata-companion/companion/internal/stratainstall"
 )
 
 // What Strata's setup does to the companion's config, one finding each;
@@ -106,5 +107,33 @@ func TestStartBoundFollowsTheLastGoodStart(t *testing.T) {
 		if got := boundFrom(c.last, 10*time.Minute); got != c.want {
 			t.Errorf("last start %s: bound %s, want %s", c.last, got, c.want)
 		}
+	}
+}
+
+// The companion's own change of the config (a move off the relay drops
+// its env entry) is no loss: neither reported nor put back by a repair.
+func TestTheCompanionsOwnWriteIsNoLoss(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "strata-t.json")
+	before := `{"exe": "e", "port": 18080, "env": {"STRATA_COMPANION_SETTINGS": "s.json"}, "vision": {"exe": "/c/strata-vision-relay", "gpu": false}}`
+	os.WriteFile(p, []byte(before), 0o644)
+	c, _ := strataconfig.Read(p)
+	r := &running{in: &stratainstall.Install{ConfigInUse: p}}
+	k := keysOf(c)
+	r.expect.Store(&k)
+	backup := p + ".bak-20260101T000000Z"
+	os.WriteFile(backup, []byte(before), 0o644)
+	os.WriteFile(p, []byte(`{"exe": "e", "port": 18080, "vision": {"exe": "engine/strata-vision", "gpu": true}}`), 0o644)
+	c, _ = strataconfig.Read(p)
+	now, _ := strataconfig.TopKeys(c.Raw)
+	if got := restoredKeys(now, r.expected().top); len(got) != 1 || got[0] != "env" {
+		t.Fatalf("before the own write is taken in: %v", got)
+	}
+	r.ownWrite(backup)
+	if got := restoredKeys(now, r.expected().top); len(got) != 0 {
+		t.Errorf("the companion's own write is a loss: %v", got)
+	}
+	if f := Rewritten(c, &settings.Settings{Vision: settings.PlacementGPU}, r.expected()); len(f) != 0 {
+		t.Errorf("the companion's own write is reported: %v", f)
 	}
 }
