@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
 	"github.com/strata-companion/companion/internal/stratainstall"
@@ -67,6 +68,9 @@ func TestRewrittenSaysTheRealPlacementAndWhatARepairPutsBack(t *testing.T) {
 	f := strings.Join(Rewritten(c, &settings.Settings{Vision: settings.PlacementRemote}, configKeys{}), "\n")
 	if !strings.Contains(f, "pictures are read on this PC's CPU, not on the second PC") {
 		t.Errorf("the real placement is not said: %s", f)
+	}
+	if pl := backend.Placement(c, &settings.Settings{Vision: settings.PlacementRemote}); pl != settings.PlacementCPU {
+		t.Errorf("the state's placement for Strata's own CPU encoder: %s", pl)
 	}
 	now := map[string]string{"exe": `"e"`, "port": "8080", "args": `["-m", "b.gguf"]`, "vision": "{}"}
 	before := map[string]string{"exe": `"e2"`, "port": "18080", "host": `"0.0.0.0"`, "api_key": `"k"`, "args": `["-m", "a.gguf"]`, "draft_vocab": `"d.gguf"`, "vision": "{}"}
