@@ -619,6 +619,7 @@ func (s *server) visionEnv() []string {
 	}
 	return env
 }
+
 // buildVersion is the version the engine's BUILD.json says ("" when none).
 func (s *server) buildVersion() string {
 	exe := s.cfg.Exe

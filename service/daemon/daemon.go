@@ -103,7 +103,7 @@ type running struct {
 	sup        *supervisor.Supervisor
 	foreign    bool // a Strata the service did not start held the port at start
 	watching   atomic.Bool
-	startedAt  atomic.Int64 // when the server's start began (unix ns), to record a good start's time
+	startedAt  atomic.Int64    // when the server's start began (unix ns), to record a good start's time
 	ctx        context.Context // the supervisor's (set by start)
 	cancel     context.CancelFunc
 	done       chan struct{}
