@@ -225,7 +225,7 @@ func (d *Daemon) publish(e events.Event) events.Event {
 		if written, _ := e.Details["config_written"].(bool); written {
 			path, _ := e.Details["path"].(string)
 			backup, _ := e.Details["backup"].(string)
-			if r := d.current(); r != nil && r.in != nil && samePath(path, r.path()) {
+			if r := d.current(); r != nil && r.in != nil && sameFile(path, r.path()) {
 				r.ownWrite(backup)
 			}
 		}

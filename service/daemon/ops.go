@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/strata-companion/companion/internal/events"
@@ -122,4 +124,17 @@ func (d *Daemon) startBound() time.Duration {
 
 func boundFrom(last, most time.Duration) time.Duration {
 	return min(3*last+30*time.Second, most)
+}
+
+// sameFile says whether a and b name one file ("" matches nothing).
+func sameFile(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	a, _ = filepath.Abs(a)
+	b, _ = filepath.Abs(b)
+	if runtime.GOOS == "windows" {
+		return strings.EqualFold(a, b)
+	}
+	return a == b
 }
