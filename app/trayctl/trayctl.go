@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -356,7 +357,7 @@ func (c *Controller) update(u watch.Update) {
 			// rate-limited away.
 			st := u.State
 			notices = append(notices, traymodel.Notice{Topic: "tray.action", Title: "Strata is ready",
-				Body: "Strata is ready again; vision " + traymodel.PlacementName(st.Vision.Placement, c.in.RemoteName) + "."})
+				Body: readyAgain(st.Vision.Placement, c.in.RemoteName)})
 		}
 		for _, n := range notices {
 			c.notify(n)
@@ -536,10 +537,25 @@ func (c *Controller) click(id traymodel.ItemID) {
 			break
 		}
 		c.act("Switch the model to "+e.Tag, &traymodel.Pending{Action: "model", Placement: e.Tag},
-			func(context.Context, *controlapi.Client) (traymodel.Decision, error) { return d, nil },
-			func(ctx context.Context, cl *controlapi.Client) error {
+			func(ctx context.Context, cl *controlapi.Client) (traymodel.Decision, error) {
+				// The service's dry run: a request in flight, a text-only model.
+				if r, err := cl.SwitchConfig(ctx, controlapi.ConfigRequest{Config: e.Path, IfRunning: running, DryRun: true}); err == nil {
+					d = traymodel.WithBusy(d, r.Busy)
+					if d.Confirm && strings.Contains(r.Message, "Pictures are off for") {
+						const off = " Pictures are off for that model: it has no image projector of its own."
+						d.Explain += off
+						d.Question = strings.TrimSuffix(d.Question, " Continue?") + off + " Continue?"
+					}
+				}
+				return d, nil
+			},
+			func(_ context.Context, cl *controlapi.Client) error {
 				// The user confirmed (or nothing was running); the config
-				// meant is the one the menu showed as running.
+				// meant is the one the menu showed as running. The service
+				// answers once the new model is ready (or the old one is
+				// back): its own bound, not a click's.
+				ctx, cancel := context.WithTimeout(c.ctx, 15*time.Minute)
+				defer cancel()
 				_, err := cl.SwitchConfig(ctx, controlapi.ConfigRequest{Config: e.Path, IfRunning: running, Confirm: true})
 				return err
 			})
@@ -557,7 +573,7 @@ func (c *Controller) click(id traymodel.ItemID) {
 				if !r.Available {
 					return traymodel.Decision{}, &saidError{r.Message}
 				}
-				return traymodel.DecideUpdate(st, r.Message, now), nil
+				return traymodel.WithBusy(traymodel.DecideUpdate(st, r.Message, now), r.Busy), nil
 			},
 			func(_ context.Context, cl *controlapi.Client) error {
 				// An update takes minutes (Strata's setup, then its start):
@@ -566,7 +582,8 @@ func (c *Controller) click(id traymodel.ItemID) {
 				defer cancel()
 				r, err := cl.UpdateStrata(ctx, controlapi.UpdateRequest{Confirm: true})
 				if err == nil && !r.Updated {
-					return errors.New(r.Message)
+					// The update.failed event was notified already: once per failure.
+					return &notifiedError{r.Message}
 				}
 				return err
 			})
@@ -574,10 +591,23 @@ func (c *Controller) click(id traymodel.ItemID) {
 		if c.busy || c.in.State == nil {
 			break
 		}
-		d := traymodel.DecideRestart(c.in.State, now)
-		c.act("Put the picture setting back", &traymodel.Pending{Action: "repair"},
-			func(context.Context, *controlapi.Client) (traymodel.Decision, error) { return d, nil },
-			func(ctx context.Context, cl *controlapi.Client) error { _, err := cl.RepairConfig(ctx); return err })
+		st := c.in.State
+		c.act("Put back what Strata's setup changed", &traymodel.Pending{Action: "repair"},
+			func(ctx context.Context, cl *controlapi.Client) (traymodel.Decision, error) {
+				// The service's dry run says what will change, in words.
+				r, err := cl.RepairConfig(ctx, controlapi.RepairRequest{DryRun: true})
+				if err != nil {
+					return traymodel.Decision{}, err
+				}
+				if !r.RestartNeeded {
+					return traymodel.Decision{}, &saidError{r.Message}
+				}
+				return traymodel.DecideRepair(st, r.Changes, r.Busy, now), nil
+			},
+			func(ctx context.Context, cl *controlapi.Client) error {
+				_, err := cl.RepairConfig(ctx, controlapi.RepairRequest{Confirm: true})
+				return err
+			})
 	case traymodel.ItemRestart:
 		if c.busy || c.in.State == nil {
 			break
@@ -637,6 +667,20 @@ func (c *Controller) click(id traymodel.ItemID) {
 	// model's truth again.
 	c.show()
 }
+
+// readyAgain is the notice after a restart the user asked for.
+func readyAgain(placement, remoteName string) string {
+	if placement == "" || placement == "off" {
+		return "Strata is ready again; pictures are off (text only)."
+	}
+	return "Strata is ready again; pictures are read on " + traymodel.PlacementName(placement, remoteName) + "."
+}
+
+// notifiedError is a failure the user was notified of already (from the
+// service's event): act records it without a second notice.
+type notifiedError struct{ msg string }
+
+func (e *notifiedError) Error() string { return e.msg }
 
 // act carries out a state-changing click off the controller's goroutine:
 // decide (for a vision switch: the service's dry run) whether to confirm,
@@ -704,11 +748,15 @@ func (c *Controller) act(title string, p *traymodel.Pending, decide func(context
 		c.post(func() {
 			c.busy = false
 			p.Started = started
+			var told *notifiedError
 			if err != nil {
 				c.logf("%s: %v", title, err)
 				p.Err = err.Error()
-				// The menu is likely closed by now: say it where it is seen.
-				c.notify(traymodel.Notice{Topic: "tray.action", Title: title + ": not done", Body: err.Error(), Urgent: true})
+				// The menu is likely closed by now: say it where it is seen
+				// (once: an update's failure was notified from its event).
+				if !errors.As(err, &told) {
+					c.notify(traymodel.Notice{Topic: "tray.action", Title: title + ": not done", Body: err.Error(), Urgent: true})
+				}
 			} else if !d.Confirm && d.Explain != "" {
 				c.notify(traymodel.Notice{Topic: "tray.action", Title: title, Body: d.Explain})
 			}

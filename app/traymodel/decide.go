@@ -2,6 +2,7 @@ package traymodel
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/strata-companion/companion/internal/controlapi"
@@ -55,6 +56,28 @@ func DecideUpdate(st *controlapi.State, offer string, now time.Time) Decision {
 	if !d.Confirm {
 		d.Explain = offer
 	}
+	return d
+}
+
+// DecideRepair decides what "put back what Strata's setup changed" does:
+// changes are the service's dry run in words (port, host, key, pictures);
+// busy: Strata is answering a request now.
+func DecideRepair(st *controlapi.State, changes []string, busy bool, now time.Time) Decision {
+	what := "Putting back what Strata's setup changed"
+	if len(changes) > 0 {
+		what += " (" + strings.Join(changes, "; ") + ")"
+	}
+	return WithBusy(confirmRestart(st, what+" restarts Strata: it stops", "Putting back what Strata's setup changed", now), busy)
+}
+
+// WithBusy names a request Strata is answering now in a decision's
+// question: the restart cuts it.
+func WithBusy(d Decision, busy bool) Decision {
+	if !busy || !d.Confirm {
+		return d
+	}
+	const b = "Strata is answering a request now: it will be cut off. "
+	d.Question, d.Explain = b+d.Question, b+d.Explain
 	return d
 }
 

@@ -286,10 +286,15 @@ func Build(in Input) Menu {
 	}
 	m.Items[ItemRepair] = Item{Visible: false}
 	if connected && len(st.Config.Rewritten) > 0 {
-		m.Items[ItemRepair] = Item{Title: "Put pictures back " + placementWords(st) + " (Strata's setup changed the config)", Visible: true, Enabled: why == ""}
+		m.Items[ItemRepair] = Item{Title: repairTitle(st), Visible: true, Enabled: why == ""}
 	}
 	if connected && st.Server.Phase == controlapi.PhaseStopped {
 		m.Items[ItemRestart].Title = "Start Strata"
+	}
+	if connected && st.Server.Foreign != nil {
+		// Starting into a port another program holds fails: the service
+		// starts its own once that one ends.
+		m.Items[ItemRestart] = Item{Title: "Start Strata (starts by itself once the port is free)", Visible: true, Enabled: false}
 	}
 	m.Items[ItemOpenBrowser] = Item{Title: "Open Strata in the browser", Visible: true, Enabled: connected && BrowserURL(st) != "" && st.Server.Phase == controlapi.PhaseReady}
 	m.Items[ItemViewLogs] = Item{Title: "View logs", Visible: true, Enabled: true}
@@ -487,6 +492,9 @@ func serverDetail(st *controlapi.State) string {
 		// flags) is for the log; the tray says what to do here.
 		return "  No Strata install chosen yet: choose its folder in Open setup..."
 	}
+	if f := s.Foreign; f != nil {
+		return "  " + foreignWords(f)
+	}
 	switch s.Phase {
 	case controlapi.PhaseFailed:
 		msg := s.LastError
@@ -507,6 +515,54 @@ func serverDetail(st *controlapi.State) string {
 		}
 	}
 	return ""
+}
+
+// foreignWords names a server the service did not start on Strata's port.
+func foreignWords(f *controlapi.ForeignServer) string {
+	if f.PID <= 0 {
+		return fmt.Sprintf("Port %d is held by another program: close it", f.Port)
+	}
+	name := "a program"
+	if fs := strings.Fields(f.Cmdline); len(fs) > 0 {
+		name = fs[0]
+		if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+			name = name[i+1:]
+		}
+	}
+	return fmt.Sprintf("Port %d held by %s (process %d), not by the service: close it", f.Port, name, f.PID)
+}
+
+// repairTitle is the one repair row for everything Strata's setup changed
+// (the findings in the state): the pictures alone keep their own words;
+// with keys too, one row names them all.
+func repairTitle(st *controlapi.State) string {
+	var what []string
+	add := func(w string) {
+		for _, x := range what {
+			if x == w {
+				return
+			}
+		}
+		what = append(what, w)
+	}
+	for _, f := range st.Config.Rewritten {
+		switch {
+		case strings.HasPrefix(f, "the relay was replaced"):
+			add("pictures")
+		case strings.HasPrefix(f, "host went"):
+			add("host")
+		case strings.HasPrefix(f, "port went"):
+			add("port")
+		case strings.HasPrefix(f, "api_key"):
+			add("key")
+		case strings.HasSuffix(f, " was dropped"):
+			add(strings.TrimSuffix(f, " was dropped"))
+		}
+	}
+	if len(what) == 1 && what[0] == "pictures" {
+		return "Put pictures back " + placementWords(st) + " (Strata's setup changed the config)"
+	}
+	return clipWords("Put back what Strata's setup changed: "+strings.Join(what, ", "), 80)
 }
 
 func placementWords(st *controlapi.State) string {
@@ -606,10 +662,10 @@ func progressLine(in Input) string {
 	case "update":
 		what = "Starting the updated Strata"
 	case "repair":
-		what = "Putting the picture setting back"
+		what = "Putting back what Strata's setup changed"
 	}
 	if p.Err != "" {
-		return what + " failed: " + p.Err
+		return clipWords(what+" failed: "+p.Err, 100)
 	}
 	if in.State != nil {
 		switch in.State.Server.Phase {

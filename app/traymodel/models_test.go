@@ -57,6 +57,13 @@ func TestModelsUpdateRepairAndVersion(t *testing.T) {
 	if it := m.Items[ItemRepair]; !it.Visible || !strings.Contains(it.Title, "Put pictures back on the CPU") {
 		t.Errorf("repair %+v", it)
 	}
+	// Issue 34: one repair covers every finding (keys too), not only pictures.
+	st.Config.Rewritten = []string{"api_key was dropped (Strata now answers without a key)", "host went from localhost to 127.0.0.1 (other PCs on the network no longer reach Strata)",
+		"port went from 18080 to 8080 (clients set to 18080 will not find Strata after its next start)", "the relay was replaced by engine/strata-vision: pictures are read on this PC's CPU"}
+	m = Build(in)
+	if it := m.Items[ItemRepair]; !it.Visible || it.Title != "Put back what Strata's setup changed: key, host, port, pictures" {
+		t.Errorf("one repair for all findings: %+v", it)
+	}
 	if m.Items[ItemUpdate].Enabled || m.Items[ItemProgress].Title != "Updating Strata: [ok] engine 0.1.45 installed" {
 		t.Errorf("while updating: %+v %+v", m.Items[ItemUpdate], m.Items[ItemProgress])
 	}

@@ -50,6 +50,15 @@ func Placement(c *strataconfig.Config, s *settings.Settings) settings.Placement 
 		}
 		return settings.PlacementRemote
 	}
+	if c.Vision != nil {
+		// Strata's own encoder reads pictures on this PC, whatever a
+		// "remote" key left in the block says (Strata's setup keeps it when
+		// it replaces the relay): only the relay sends them elsewhere.
+		if c.Vision.GPU {
+			return settings.PlacementGPU
+		}
+		return settings.PlacementCPU
+	}
 	return c.Placement()
 }
 

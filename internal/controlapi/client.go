@@ -240,7 +240,7 @@ func (c *Client) UpdateStrata(ctx context.Context, r UpdateRequest) (*UpdateResp
 
 // RepairConfig puts the companion's placement back into a config that
 // Strata's setup rewrote (POST /v1/config/repair).
-func (c *Client) RepairConfig(ctx context.Context) (*RepairResponse, error) {
+func (c *Client) RepairConfig(ctx context.Context, r RepairRequest) (*RepairResponse, error) {
 	var resp RepairResponse
-	return &resp, c.do(ctx, http.MethodPost, "/v1/config/repair", struct{}{}, &resp)
+	return &resp, c.do(ctx, http.MethodPost, "/v1/config/repair", r, &resp)
 }

@@ -384,9 +384,32 @@ type UpdateResponse struct {
 	Lines      []string `json:"lines,omitempty"`
 }
 
+// RepairRequest is POST /v1/config/repair (an empty body: a dry run is
+// not asked, nothing is confirmed).
+type RepairRequest struct {
+	// DryRun says what the repair would change and changes nothing.
+	DryRun bool `json:"dry_run,omitempty"`
+	// Confirm: go ahead even while a request is being served (else 409
+	// with Busy set).
+	Confirm bool `json:"confirm,omitempty"`
+}
+
 // RepairResponse answers POST /v1/config/repair: the companion's placement
-// put back into a config Strata's setup rewrote.
+// and the keys Strata's setup dropped or changed (port, host, api_key, any
+// other) put back into a config Strata's setup rewrote, from the
+// companion's last known good config.
 type RepairResponse struct {
 	Diff    string `json:"diff,omitempty"`
 	Message string `json:"message"`
+	// Changes says, one line each, what the repair puts back (the diff in
+	// words; never a secret's value).
+	Changes []string `json:"changes,omitempty"`
+	// From is the backup the keys come from.
+	From string `json:"from,omitempty"`
+	// RestartNeeded: the repair edits the config, which Strata reads only
+	// at start (text stops while it starts again).
+	RestartNeeded bool `json:"restart_needed,omitempty"`
+	Restarted     bool `json:"restarted,omitempty"`
+	Written       bool `json:"written,omitempty"`
+	Busy          bool `json:"busy,omitempty"`
 }

@@ -222,6 +222,7 @@ type (
 		Running    string `json:"running,omitempty"`
 		StrataRoot string `json:"strata_root,omitempty"`
 		Diff       string `json:"diff,omitempty"`
+		Failed     string `json:"failed,omitempty"` // a switch back: why the target did not start
 	}
 	ConfigRewrittenDetails struct {
 		Path     string   `json:"path,omitempty"`

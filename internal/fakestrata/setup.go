@@ -21,6 +21,8 @@ package fakestrata
 // its own engine) with a BUILD.json of the new version. ROOT/standin-setup-mode
 // makes it fail as Strata's can: "pip-fails" ([X] at the requirements),
 // "download-fails" ([!] updating the engine failed; the old one is kept),
+// "download-refused" ([!]  keeping the engine that is installed: ..., as
+// newer setups say when a download's SHA-256 does not match),
 // "migrate-fails" ([X] while migrating a config, after the engine was replaced).
 
 import (
@@ -100,6 +102,8 @@ func setupMain(script string, args []string, out io.Writer) int {
 		say("[ok] engine %s is up to date", cur)
 	case inUse(eng):
 		say("[!]  engine %s is in use: close the model window and run this again to update it", cur)
+	case mode == "download-refused":
+		say("[!]  keeping the engine that is installed: the download of strata-%s does not match the SHA-256 GitHub's releases list", min)
 	case mode == "download-fails":
 		say("[!]  updating the engine failed (the download of strata-%s did not complete); keeping engine %s", min, cur)
 	default:

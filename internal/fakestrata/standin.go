@@ -45,6 +45,7 @@ const (
 	// EnvMode is a comma-separated list of misbehaviours:
 	//   crash-after=D          exit with code 3 (a Python traceback) D after ready, leaving the engine running
 	//   hang                   print the first line, then never get ready
+	//   hang-engine=V          hang as above, only when engine/BUILD.json says version V (a new engine that hangs)
 	//   fail-start             print an error and exit 1 before ready
 	//   ignore-term            ignore SIGTERM (and so does the engine): only a kill stops it
 	//   engine-restart-after=D print "the engine had stopped ... / running again" D after ready
@@ -133,6 +134,7 @@ type Mode struct {
 	CrashAfter         time.Duration // 0: never
 	Crash              bool
 	Hang               bool
+	HangEngine         string // hang only when the engine's BUILD.json says this version
 	FailStart          bool
 	IgnoreTerm         bool
 	EngineRestartAfter time.Duration
@@ -152,6 +154,8 @@ func ParseMode(s string) (Mode, error) {
 			m.CrashAfter, err = time.ParseDuration(v)
 		case "hang":
 			m.Hang = true
+		case "hang-engine":
+			m.HangEngine = v
 		case "fail-start":
 			m.FailStart = true
 		case "ignore-term":
@@ -477,7 +481,7 @@ func (s *server) main(args []string) int {
 	}
 
 	s.say("[strata] Strata server starting (engine %s, config %s, port %d)", s.engineName, *config, s.port)
-	if mode.Hang {
+	if mode.Hang || mode.HangEngine != "" && s.buildVersion() == mode.HangEngine {
 		<-stopped
 		s.say("[strata] stopping ...")
 		return 0
@@ -730,6 +734,22 @@ func (s *server) visionEnv() []string {
 	}
 	return env
 }
+
+// buildVersion is the version the engine's BUILD.json says ("" when none).
+func (s *server) buildVersion() string {
+	exe := s.cfg.Exe
+	if exe != "" && !filepath.IsAbs(exe) {
+		exe = filepath.Join(s.baseDir(), exe)
+	}
+	var meta struct {
+		Version string `json:"version"`
+	}
+	if b, err := os.ReadFile(filepath.Join(filepath.Dir(exe), "BUILD.json")); err == nil {
+		_ = json.Unmarshal(b, &meta)
+	}
+	return meta.Version
+}
+
 func (s *server) startEngine(mode Mode) error {
 	self, err := os.Executable()
 	if err != nil {

@@ -117,13 +117,14 @@ func LocalCPUDevice(st *settings.Settings) Device {
 // CPUProjector is the projector for this PC's CPU: the Q8_0 one beside
 // mmproj when the install has it (Strata recommends Q8_0 on the CPU:
 // several times less work per picture than BF16), else mmproj itself. The
-// sibling must have mmproj's n_embd (the same model's projector).
+// sibling must belong to the same model (SameModelProjector): a projector
+// of another model of the same family has the same n_embd but reads
+// pictures wrongly, without an error.
 func CPUProjector(mmproj string) string {
 	base := strings.ToLower(filepath.Base(mmproj))
 	if strings.Contains(base, "q8_0") {
 		return mmproj
 	}
-	want, err := gguf.NEmbd(mmproj)
 	ents, _ := os.ReadDir(filepath.Dir(mmproj))
 	for _, e := range ents {
 		n := strings.ToLower(e.Name())
@@ -131,9 +132,59 @@ func CPUProjector(mmproj string) string {
 			continue
 		}
 		alt := filepath.Join(filepath.Dir(mmproj), e.Name())
-		if got, aerr := gguf.NEmbd(alt); aerr == nil && (err != nil || got == want) {
+		if SameModelProjector(mmproj, alt) {
 			return alt
 		}
 	}
 	return mmproj
+}
+
+// quantWords are the parts of a projector's file name that say its
+// precision, not its model.
+var quantWords = map[string]bool{"mmproj": true, "q8_0": true, "q8": true, "0": true, "bf16": true, "f16": true, "f32": true, "fp16": true, "fp32": true, "gguf": true}
+
+// projectorStem is a projector's file name without "mmproj", its precision
+// and the extension: the model it belongs to ("qwen3.5-122b-a10b").
+func projectorStem(p string) string {
+	b := strings.ToLower(strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)))
+	var keep []string
+	for _, w := range strings.FieldsFunc(b, func(r rune) bool { return r == '-' || r == '_' }) {
+		if !quantWords[w] {
+			keep = append(keep, w)
+		}
+	}
+	return strings.Join(keep, "-")
+}
+
+// modelOf is the model a GGUF file says it belongs to: general.basename,
+// else general.name without its precision words ("" when it says none).
+func modelOf(p string) string {
+	g, err := gguf.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	for _, k := range []string{"general.basename", "general.name"} {
+		if v, ok := g.String(k); ok && strings.TrimSpace(v) != "" {
+			return projectorStem(v)
+		}
+	}
+	return ""
+}
+
+// SameModelProjector says whether alt is another precision of mmproj's
+// own projector: its file name names the same model (once "mmproj" and
+// the precision are left out), or the GGUF metadata of both names the same
+// model; and its n_embd is mmproj's. A neighbour that only has the same
+// n_embd is not.
+func SameModelProjector(mmproj, alt string) bool {
+	want, werr := gguf.NEmbd(mmproj)
+	got, gerr := gguf.NEmbd(alt)
+	if werr == nil && (gerr != nil || got != want) {
+		return false
+	}
+	if a, b := projectorStem(mmproj), projectorStem(alt); a != "" && a == b {
+		return true
+	}
+	a, b := modelOf(mmproj), modelOf(alt)
+	return a != "" && a == b
 }

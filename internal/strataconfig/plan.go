@@ -637,6 +637,34 @@ func ggufs(dir string, depth int) []string {
 	return out
 }
 
+// projectorStem is a projector's file name without "mmproj", its
+// precision and the extension: the model it names ("" for a bare
+// mmproj-BF16.gguf).
+func projectorStem(p string) string {
+	b := strings.ToLower(strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)))
+	var keep []string
+	for _, w := range strings.FieldsFunc(b, func(r rune) bool { return r == '-' || r == '_' }) {
+		switch w {
+		case "mmproj", "q8", "0", "q8_0", "bf16", "f16", "f32", "fp16", "fp32":
+			continue
+		}
+		keep = append(keep, w)
+	}
+	return strings.Join(keep, "-")
+}
+
+// projectorFits says whether a projector may belong to the model file
+// modelBase: a projector that names no model fits any; one that names a
+// model fits only a model file whose name starts with it.
+func projectorFits(mmproj, modelBase string) bool {
+	stem := projectorStem(mmproj)
+	if stem == "" || modelBase == "" {
+		return true
+	}
+	m := strings.ReplaceAll(strings.ToLower(modelBase), "_", "-")
+	return strings.HasPrefix(m, strings.ReplaceAll(stem, "_", "-"))
+}
+
 func isMMProj(p string) bool { return strings.Contains(strings.ToLower(filepath.Base(p)), "mmproj") }
 
 // mmprojRank orders projectors for a placement: Q8_0 first for the CPU;
@@ -659,13 +687,22 @@ func mmprojRank(p string, pl settings.Placement) int {
 
 func (p *planner) findMMProj(c *Config) string {
 	var all []string
+	// Only the model's own projector: one whose name names another model
+	// is never taken.
+	modelBase := ""
+	for _, a := range c.Args {
+		if strings.HasSuffix(strings.ToLower(a), ".gguf") && !isMMProj(a) {
+			modelBase = strings.ToLower(filepath.Base(a))
+			break
+		}
+	}
 	for _, d := range p.modelDirs() {
 		depth := 3
 		if d == p.root {
 			depth = 0
 		}
 		for _, f := range ggufs(d, depth) {
-			if isMMProj(f) {
+			if isMMProj(f) && projectorFits(f, modelBase) {
 				all = append(all, f)
 			}
 		}
@@ -686,8 +723,8 @@ func (p *planner) siblingMMProj(c *Config, current string, pl settings.Placement
 	dir := filepath.Dir(full)
 	best, bestRank := "", mmprojRank(full, pl)
 	for _, f := range ggufs(dir, 0) {
-		if !isMMProj(f) {
-			continue
+		if !isMMProj(f) || projectorStem(f) != projectorStem(full) {
+			continue // another model's projector (the same family may share n_embd)
 		}
 		if r := mmprojRank(f, pl); r < bestRank {
 			best, bestRank = f, r

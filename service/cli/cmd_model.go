@@ -39,11 +39,14 @@ func modelCmd(env *cliEnv) *ffcli.Command {
                     Strata, carries where pictures are read over to the new config
                     (printing the diff), and starts Strata with it
 
-While Strata answers a request, a switch asks first on a terminal; elsewhere
-it is refused unless --yes is given.`,
+A switch stops Strata (text requests wait while the new model starts): it
+says what first and asks on a terminal (naming a request Strata is
+answering); elsewhere it is refused unless --yes is given. If the new model
+does not start (its port held by another program, say), the one that ran
+before is started again and the command exits 1.`,
 		FlagSet: env.flagSet("model", func(fs *flag.FlagSet) {
 			yes, dryRun = false, false
-			fs.BoolVar(&yes, "yes", false, "switch even while Strata answers a request, without asking")
+			fs.BoolVar(&yes, "yes", false, "switch without asking (also while Strata answers a request)")
 			fs.BoolVar(&dryRun, "dry-run", false, "say what the switch would do and change nothing")
 		}),
 		Exec: func(ctx context.Context, args []string) error {
@@ -64,7 +67,9 @@ it is refused unless --yes is given.`,
 // install found here.
 func listModels(ctx context.Context, env *cliEnv) error {
 	var l *controlapi.ConfigList
+	live := false
 	if c := runningService(ctx); c != nil && env.strataRoot == "" && env.configPath == "" {
+		live = true
 		var err error
 		if l, err = c.Configs(ctx); err != nil {
 			return fmt.Errorf("the service could not list the configs: %w", err)
@@ -93,11 +98,13 @@ func listModels(ctx context.Context, env *cliEnv) error {
 			l.Configs = append(l.Configs, e)
 		}
 	}
-	printModels(env.stdout, l)
+	printModels(env.stdout, l, live)
 	return nil
 }
 
-func printModels(w io.Writer, l *controlapi.ConfigList) {
+// printModels lists l; live: the service's own view (the marked model
+// runs now), else the settings' (the marked one runs at the next start).
+func printModels(w io.Writer, l *controlapi.ConfigList, live bool) {
 	if l.StrataRoot == "" {
 		fmt.Fprintln(w, "No Strata install is known to the service: choose one with `strata-service model use --strata-root DIR TAG`, or in the setup.")
 		return
@@ -122,8 +129,11 @@ func printModels(w io.Writer, l *controlapi.ConfigList) {
 		}
 		fmt.Fprintf(w, "%s %-20s %-28s %s\n", mark, e.Tag, name, ready)
 	}
-	if l.Running != "" {
+	switch {
+	case l.Running != "" && live:
 		fmt.Fprintf(w, "* runs now (%s)\n", filepath.Base(l.Running))
+	case l.Running != "":
+		fmt.Fprintf(w, "* runs when the service starts (%s); the service is not running now\n", filepath.Base(l.Running))
 	}
 }
 
@@ -144,6 +154,35 @@ func useModel(ctx context.Context, env *cliEnv, config string, yes, dryRun bool)
 		return recordModel(ctx, env, config, dryRun)
 	}
 	req := controlapi.ConfigRequest{StrataRoot: env.strataRoot, Config: config, Confirm: yes, DryRun: dryRun}
+	if !yes && !dryRun {
+		// A switch stops Strata: said first, then asked on a terminal,
+		// refused elsewhere without --yes.
+		dry := req
+		dry.DryRun = true
+		d, err := switchConfig(ctx, env, c, dry)
+		if err != nil {
+			return err
+		}
+		if d.Previous == d.Running {
+			fmt.Fprintln(env.stdout, d.Message)
+			return nil
+		}
+		if !isTerminal(env.stdin) {
+			why := "switching stops Strata (text requests wait 30-90 s)"
+			if d.Busy {
+				why = "Strata is answering a request now and switching stops it"
+			}
+			return &exitCode{code: 2, err: fmt.Errorf("%s; no one is at a terminal to confirm: nothing was changed; run it again with --yes", why)}
+		}
+		fmt.Fprintln(env.stdout, d.Message)
+		fmt.Fprint(env.stderr, "Switch now? Type yes to go on: ")
+		var line string
+		fmt.Fscanln(env.stdin, &line)
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "yes" && a != "y" {
+			return &exitCode{code: 1, err: errors.New("nothing was changed")}
+		}
+		req.Confirm = true
+	}
 	resp, err := switchConfig(ctx, env, c, req)
 	if err != nil {
 		return err
@@ -153,7 +192,7 @@ func useModel(ctx context.Context, env *cliEnv, config string, yes, dryRun bool)
 		fmt.Fprintln(env.stdout, resp.Diff)
 	}
 	fmt.Fprintln(env.stdout, resp.Message)
-	if !dryRun && resp.Previous != resp.Running {
+	if !dryRun && resp.Previous != resp.Running && !strings.Contains(resp.Message, "it is ready") {
 		fmt.Fprintln(env.stdout, "Follow Strata's start with `strata-service status`.")
 	}
 	return nil

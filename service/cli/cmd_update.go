@@ -23,11 +23,11 @@ import (
 
 // updateCmd is `update-strata`.
 func updateCmd(env *cliEnv) *ffcli.Command {
-	var check, yes bool
+	var check, yes, dryRun bool
 	return &ffcli.Command{
 		Name:       "update-strata",
 		ShortHelp:  "update Strata itself (git pull and its setup), with the service stopping and starting it; --check only says whether one exists",
-		ShortUsage: "strata-service update-strata [--check] [--yes]",
+		ShortUsage: "strata-service update-strata [--check | --dry-run] [--yes]",
 		LongHelp: `Says whether an update of Strata exists (the install's git origin, else
 Strata's releases). Then the service stops the Strata server, runs
 Strata's own update unattended (a fast-forward git pull, then its
@@ -39,8 +39,9 @@ started, and the command exits 1 saying what failed.
 
 It asks first on a terminal; elsewhere --yes is needed. Needs the service.`,
 		FlagSet: env.flagSet("update-strata", func(fs *flag.FlagSet) {
-			check, yes = false, false
+			check, yes, dryRun = false, false, false
 			fs.BoolVar(&check, "check", false, "only say whether an update exists")
+			fs.BoolVar(&dryRun, "dry-run", false, "say what the update would do and change nothing")
 			fs.BoolVar(&yes, "yes", false, "update without asking (also while Strata answers a request)")
 		}),
 		Exec: func(ctx context.Context, args []string) error {
@@ -56,6 +57,14 @@ It asks first on a terminal; elsewhere --yes is needed. Needs the service.`,
 				return serviceError(err)
 			}
 			fmt.Fprintln(env.stdout, r.Message)
+			if dryRun && r.Available && !check {
+				fmt.Fprintln(env.stdout, "The update would stop Strata (text stops for a few minutes), pull its files and run its setup's update, then start it again; a failed one puts the old engine back.")
+				if r.Busy {
+					fmt.Fprintln(env.stdout, "Strata is answering a request now: the update would cut it.")
+				}
+				fmt.Fprintln(env.stdout, "Dry run: nothing was changed.")
+				return nil
+			}
 			if check || !r.Available {
 				if r.Offline {
 					return &exitCode{code: 1}
@@ -63,10 +72,14 @@ It asks first on a terminal; elsewhere --yes is needed. Needs the service.`,
 				return nil
 			}
 			if !yes {
-				if !isTerminal(env.stdin) {
-					return &exitCode{code: 2, err: errors.New("updating stops Strata for a few minutes and no one is at a terminal to confirm it: nothing was changed; run it again with --yes")}
+				busy := ""
+				if r.Busy {
+					busy = "Strata is answering a request now, which the update cuts; "
 				}
-				fmt.Fprint(env.stderr, "Stop Strata and update it now? Type yes to go on: ")
+				if !isTerminal(env.stdin) {
+					return &exitCode{code: 2, err: errors.New(busy + "updating stops Strata for a few minutes and no one is at a terminal to confirm it: nothing was changed; run it again with --yes")}
+				}
+				fmt.Fprint(env.stderr, busy+"Stop Strata and update it now (text stops for a few minutes)? Type yes to go on: ")
 				var line string
 				fmt.Fscanln(env.stdin, &line)
 				if a := strings.ToLower(strings.TrimSpace(line)); a != "yes" && a != "y" {

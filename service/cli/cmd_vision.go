@@ -45,14 +45,17 @@ func visionCmd(env *cliEnv) *ffcli.Command {
 	return &ffcli.Command{
 		Name:       "vision",
 		ShortHelp:  "change where Strata's image encoder runs: gpu | cpu | remote | off | restore | repair",
-		ShortUsage: "strata-service vision gpu [--device N] | cpu [--threads N] | remote --host [user@]host[:port] | off | restore [--dry-run]",
+		ShortUsage: "strata-service vision gpu [--device N] | cpu [--threads N] | remote --host [user@]host[:port] | off | restore | repair [--dry-run] [--yes]",
 		LongHelp: `  gpu      read pictures on this PC's GPU (--device N: on another GPU, by nvidia-smi index; -1: the server's)
   cpu      read pictures on this PC's CPU, through strata-vision-relay (--threads N); frees ~1.4 GB of VRAM
   remote   read pictures on a second PC over ssh, through strata-vision-relay
   off      no pictures (text only)
   restore  put the newest backup of the config back
-  repair   after Strata's setup rewrote the config (relay replaced): put the
-           companion's placement back (through the service; shows the diff)
+  repair   after Strata's setup rewrote the config: put back what the user
+           had (the placement, and port, host, api_key or any other key it
+           dropped or changed) from the companion's last known good config,
+           through the service; says what first (--dry-run stops there) and
+           restarts Strata once (asked on a terminal, else --yes)
 
 Moves among cpu, remote and off change only the companion's settings once
 Strata's config names the relay: no restart. Moves to or from gpu edit the
@@ -99,7 +102,7 @@ func runVision(ctx context.Context, env *cliEnv, o visionOptions, args []string)
 	}
 	what := args[0]
 	if what == "repair" {
-		return repairVision(ctx, env)
+		return repairVision(ctx, env, o)
 	}
 	pl := settings.Placement(what)
 	if what != "restore" && !pl.Valid() {
@@ -219,20 +222,53 @@ func joinEndpoint(e sshx.Endpoint) string {
 	return out
 }
 
-// repairVision has the service put the placement the settings say back
-// into a config Strata's setup rewrote.
-func repairVision(ctx context.Context, env *cliEnv) error {
+// repairVision has the service put back what Strata's setup took from the
+// companion's setup (the placement, and port, host, api_key or any other
+// key it dropped or changed), from the companion's last known good config.
+// It says what first; --dry-run stops there; the restart it needs is asked
+// about on a terminal and refused elsewhere without --yes.
+func repairVision(ctx context.Context, env *cliEnv, o visionOptions) error {
 	c := runningService(ctx)
 	if c == nil {
 		return &exitCode{code: 1, err: errors.New("repair goes through the service, which is not running: start it, or set the placement again (strata-service vision cpu|remote|...)")}
 	}
-	r, err := c.RepairConfig(ctx)
+	dry, err := c.RepairConfig(ctx, controlapi.RepairRequest{DryRun: true})
 	if err != nil {
 		return serviceError(err)
 	}
-	if r.Diff != "" {
-		fmt.Fprintln(env.stdout, r.Diff)
+	printRepair(env, dry)
+	if o.dryRun || !dry.RestartNeeded {
+		if o.dryRun {
+			fmt.Fprintln(env.stdout, "Dry run: nothing was written.")
+		}
+		return nil
+	}
+	if !o.yes {
+		if err := confirmRestart(env); err != nil {
+			return err
+		}
+	}
+	r, err := c.RepairConfig(ctx, controlapi.RepairRequest{Confirm: true})
+	if err != nil {
+		return serviceError(err)
 	}
 	fmt.Fprintln(env.stdout, r.Message)
+	if r.Restarted {
+		fmt.Fprintln(env.stdout, "Follow Strata's start with `strata-service status`.")
+	}
 	return nil
+}
+
+// printRepair shows what the repair puts back: the diff, then in words.
+func printRepair(env *cliEnv, r *controlapi.RepairResponse) {
+	if r.Diff != "" {
+		fmt.Fprint(env.stdout, r.Diff)
+		if !strings.HasSuffix(r.Diff, "\n") {
+			fmt.Fprintln(env.stdout)
+		}
+	}
+	for _, ch := range r.Changes {
+		fmt.Fprintln(env.stdout, "  - "+ch)
+	}
+	fmt.Fprintln(env.stdout, r.Message)
 }

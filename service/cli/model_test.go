@@ -121,8 +121,8 @@ func TestModelListAndSwitch(t *testing.T) {
 		t.Fatalf("GET /v1/configs: %+v %v", l, err)
 	}
 
-	code, out = cliRun("model", "use", "coder")
-	if code != 0 || !strings.Contains(out, "strata-vision-relay") || !strings.Contains(out, "starting it with "+coder) {
+	code, out = cliRun("model", "use", "coder", "--yes")
+	if code != 0 || !strings.Contains(out, "strata-vision-relay") || !strings.Contains(out, "started it with "+coder+"; it is ready") {
 		t.Fatalf("model use coder: %d\n%s", code, out)
 	}
 	seen := follow(t, c, &since, events.ConfigSwitched, events.ServerStarting, events.ServerReady)

@@ -69,17 +69,58 @@ func TestRewrittenConfigIsNoticedAndRepaired(t *testing.T) {
 		t.Errorf("status (%d) does not say the config was rewritten:\n%s", code, out)
 	}
 
-	code, out = cliRun("vision", "repair")
-	if code != 0 || !strings.Contains(out, "strata-vision-relay") || !strings.Contains(out, "Still different") {
+	// A dry run says what, in words, and changes nothing; without a
+	// terminal and without --yes nothing is done either.
+	before, _ := os.ReadFile(r.Config)
+	stopProbe := prober(r.Port)
+	code, out = cliRun("vision", "repair", "--dry-run")
+	for _, want := range []string{"port back to " + strconv.Itoa(r.Port) + " (Strata's setup set 8080)", "host back to localhost", "api_key put back", "pictures back on this PC's CPU", "Dry run: nothing was written"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("vision repair --dry-run (%d) lacks %q:\n%s", code, want, out)
+		}
+	}
+	if strings.Contains(out, "secret-key-1") {
+		t.Error("the dry run shows the api_key's value")
+	}
+	code, out2 := cliRun("vision", "repair")
+	if code == 0 || !strings.Contains(out2, "--yes") {
+		t.Errorf("vision repair with no terminal and no --yes: %d\n%s", code, out2)
+	}
+	if now, _ := os.ReadFile(r.Config); string(now) != string(before) {
+		t.Fatalf("a dry run or an unconfirmed repair changed the config:\n%s", now)
+	}
+
+	t.Logf("text was down for %s during the dry run and the unconfirmed repair (prober, every 0.25 s)", stopProbe())
+	stopProbe = prober(r.Port)
+	code, out = cliRun("vision", "repair", "--yes")
+	if code != 0 || !strings.Contains(out, "strata-vision-relay") || !strings.Contains(out, "Put back") {
 		t.Fatalf("vision repair: %d\n%s", code, out)
 	}
-	if cc, _ := strataconfig.Read(r.Config); !cc.NamesRelay() {
+	cc, _ := strataconfig.Read(r.Config)
+	if !cc.NamesRelay() {
 		t.Fatal("the relay is not back in the config")
 	}
+	if cc.Port() != r.Port || cc.Host() != "localhost" || cc.APIKey() != "secret-key-1" {
+		t.Errorf("the repair did not put back port, host and api_key: %d %s key set %v", cc.Port(), cc.Host(), cc.APIKey() != "")
+	}
 	follow(t, c, &since, events.ServerReady)
+	t.Logf("text was down for %s during the repair's restart (prober, every 0.25 s)", stopProbe())
 	st, _ = c.State(ctx)
-	if strings.Contains(strings.Join(st.Config.Rewritten, "\n"), "relay") || len(st.Config.Rewritten) != 3 || st.Vision.Placement != "cpu" {
+	if len(st.Config.Rewritten) != 0 || st.Vision.Placement != "cpu" {
 		t.Errorf("after the repair: %v %+v", st.Config.Rewritten, st.Vision)
+	}
+	// A second repair has nothing left to do.
+	if code, out = cliRun("vision", "repair", "--yes"); code != 0 || !strings.Contains(out, "Nothing to repair") {
+		t.Errorf("a second repair: %d\n%s", code, out)
+	}
+	// The companion's own move (off the relay: its env entry goes) is no
+	// loss to report or to repair.
+	if code, out = cliRun("vision", "gpu", "--yes"); code != 0 {
+		t.Fatalf("vision gpu: %d\n%s", code, out)
+	}
+	follow(t, c, &since, events.ServerReady)
+	if code, out = cliRun("vision", "repair", "--dry-run"); !strings.Contains(out, "Nothing to repair") {
+		t.Errorf("a repair after the companion's own move: %d\n%s", code, out)
 	}
 }
 

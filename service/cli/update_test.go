@@ -148,4 +148,29 @@ func TestUpdateStrata(t *testing.T) {
 	if st, _ := c.State(ctx); st.Server.Version != "0.1.44" || st.Server.Phase != controlapi.PhaseReady {
 		t.Fatalf("after the rollback: %+v", st.Server)
 	}
+
+	// Issue 34: Strata's setup refuses the engine download ("[!]  keeping
+	// the engine that is installed: ...", exit 0): not "updated"; its own
+	// line quoted; the exit status follows; --check gives that reason.
+	release(t, work, bin, "0.1.46")
+	os.WriteFile(filepath.Join(r.Dir, fakestrata.SetupModeFile), []byte("download-refused"), 0o644)
+	code, out2 = cliRun("update-strata", "--yes")
+	if code == 0 || !strings.Contains(out2, `Strata's setup said "[!]  keeping the engine that is installed:`) || !strings.Contains(out2, "engine was not updated: it stays 0.1.44") || strings.Contains(out2, "were updated") {
+		t.Fatalf("update-strata with the download refused: %d\n%s", code, out2)
+	}
+	if !strings.Contains(out2, "Strata's files were pulled") {
+		t.Errorf("the refused update does not say the files were pulled:\n%s", out2)
+	}
+	code, out2 = cliRun("update-strata", "--check")
+	if !strings.Contains(out2, "keeping the engine that is installed") || strings.Contains(out2, "while it ran") {
+		t.Errorf("--check after a refused download (%d) does not give the true reason:\n%s", code, out2)
+	}
+	os.Remove(filepath.Join(r.Dir, fakestrata.SetupModeFile))
+
+	// No git for the account that updates Strata: said so, not "offline?".
+	t.Setenv("PATH", t.TempDir())
+	code, out2 = cliRun("update-strata", "--check")
+	if code == 0 || !strings.Contains(out2, "git is not installed for the account that updates Strata") || strings.Contains(out2, "offline") {
+		t.Errorf("update-strata --check without git: %d\n%s", code, out2)
+	}
 }

@@ -76,7 +76,7 @@ type Backend struct {
 	// UpdateStrata checks for or runs Strata's update (POST /v1/strata/update).
 	UpdateStrata func(ctx context.Context, req controlapi.UpdateRequest) (*controlapi.UpdateResponse, error)
 	// RepairConfig puts the placement back into a rewritten config (POST /v1/config/repair).
-	RepairConfig func(ctx context.Context) (*controlapi.RepairResponse, error)
+	RepairConfig func(ctx context.Context, req controlapi.RepairRequest) (*controlapi.RepairResponse, error)
 }
 
 // RequestError is an error the client caused (bad JSON, an unknown
@@ -530,11 +530,11 @@ func (s *Server) repairConfig(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotImplemented, "repairing the config is not available in this build")
 		return
 	}
-	var req struct{}
-	if r.ContentLength != 0 && !decode(w, r, &req, "an empty object") {
+	var req controlapi.RepairRequest
+	if r.ContentLength != 0 && !decode(w, r, &req, "a repair request") {
 		return
 	}
-	resp, err := s.b.RepairConfig(r.Context())
+	resp, err := s.b.RepairConfig(r.Context(), req)
 	answer(w, resp, err)
 }
 

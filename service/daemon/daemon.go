@@ -83,8 +83,12 @@ type Daemon struct {
 	// update of Strata); it is held for the whole of one.
 	switchMu sync.Mutex
 
-	mu  sync.Mutex // guards cur and runCtx
+	mu  sync.Mutex // guards cur, runCtx and op
 	cur *running
+	op  *opRunning // the switch, update or repair under way
+	// engineKept is Strata's own "[!]" line when the last update left the
+	// engine older than its files need ("-": no line), for --check.
+	engineKept string
 	// runCtx is Run's context (nil before Run): supervisors started by a
 	// switch live under it.
 	runCtx context.Context
@@ -99,12 +103,15 @@ type running struct {
 	sup        *supervisor.Supervisor
 	foreign    bool // a Strata the service did not start held the port at start
 	watching   atomic.Bool
+	startedAt  atomic.Int64    // when the server's start began (unix ns), to record a good start's time
 	ctx        context.Context // the supervisor's (set by start)
 	cancel     context.CancelFunc
 	done       chan struct{}
 	// expect is what the companion knows of the config's keys at start
 	// (host, api_key, port), to tell when Strata's setup dropped them.
-	expect configKeys
+	// The companion's own writes to the config (a vision move, a repair)
+	// update it (ownWrite); Strata's setup's do not.
+	expect atomic.Pointer[configKeys]
 }
 
 func (r *running) path() string {
@@ -214,6 +221,13 @@ func configState(in *stratainstall.Install, resolveErr error, s *settings.Settin
 // the supervisors publish through it too, so the daemon sees a port held
 // by another Strata and a server getting ready.
 func (d *Daemon) publish(e events.Event) events.Event {
+	if e.Kind == events.ConfigChanged {
+		if c := events.Get[events.ConfigChangedDetails](e); c.ConfigWritten {
+			if r := d.current(); r != nil && r.in != nil && sameFile(c.Path, r.path()) {
+				r.ownWrite(c.Backup)
+			}
+		}
+	}
 	return d.tracker.Publish(e)
 }
 
@@ -224,8 +238,23 @@ type supPublisher struct {
 }
 
 func (p supPublisher) Publish(e events.Event) events.Event {
-	if e.Kind == events.ServerReady {
+	switch e.Kind {
+	case events.ServerStarting, events.ServerRestarting:
+		p.r.startedAt.Store(time.Now().UnixNano())
+	case events.ServerReady:
 		p.d.addVersion(p.r, &e)
+		if at := p.r.startedAt.Swap(0); at > 0 {
+			p.d.recordStart(p.r.path(), time.Since(time.Unix(0, at)))
+		}
+	case events.ServerStopped:
+		// The supervisor ends with its context: a switch, an update or a
+		// repair under way says which, not "the service is stopping".
+		p.d.mu.Lock()
+		op := p.d.op
+		p.d.mu.Unlock()
+		if op != nil && strings.Contains(e.Message, "because the service is stopping") {
+			e.Message = "the Strata server was stopped for " + op.what
+		}
 	}
 	out := p.d.publish(e)
 	if e.Kind == events.ServerFailed && strings.Contains(e.Message, "already in use") {
@@ -242,7 +271,8 @@ func (d *Daemon) prepare(in *stratainstall.Install, resolveErr error, stopped bo
 	}
 	r.owner = newBackend(in, d.publish)
 	if c, err := strataconfig.Read(in.ConfigInUse); err == nil {
-		r.expect = keysOf(c) // what Strata's setup may drop, as it is now
+		k := keysOf(c) // what Strata's setup may drop, as it is now
+		r.expect.Store(&k)
 	}
 	if _, err := locations.EnsureDir(locations.LogDir); err != nil {
 		d.logf("cannot create the log folder: %v", fserr.Explain(err, locations.Path(locations.LogDir)))

@@ -130,8 +130,11 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 	if strings.TrimSpace(req.Config) == "" {
 		return nil, badRequest("say which config to run: a tag (coder-iq1_m) or the path of a strata-<tag>.json")
 	}
-	d.switchMu.Lock()
-	defer d.switchMu.Unlock()
+	done, err := d.beginOp("a switch to " + req.Config)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	cur := d.current()
 	prev := cur.path()
 	if req.IfRunning != "" && !samePath(req.IfRunning, prev) {
@@ -173,7 +176,18 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 		return nil, err
 	}
 	var vreq *controlapi.VisionRequest
-	if cur.in != nil && !req.NoCarry {
+	// A text-only model (its config has no vision block: no projector of
+	// its own) starts without vision: the placement is not carried, so no
+	// other model's projector is put into it.
+	textOnly := ""
+	if tc, err := strataconfig.Read(target); err == nil && tc.Vision == nil {
+		name := filepath.Base(target)
+		if e := Entry(in, target); e.ModelName != "" {
+			name = e.ModelName
+		}
+		textOnly = fmt.Sprintf("Pictures are off for %s: it has no image projector of its own, so it starts for text only.", name)
+	}
+	if cur.in != nil && !req.NoCarry && textOnly == "" {
 		if c, err := strataconfig.Read(prev); err == nil {
 			pl := backend.Placement(c, s)
 			vreq = &controlapi.VisionRequest{Placement: string(pl), DryRun: true}
@@ -199,8 +213,15 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 				Err: errors.New("Strata is answering a request now: switching stops it. Ask again with confirm to go ahead, or wait until it is done; nothing was changed")}
 		}
 	}
+	if carry == "" {
+		carry = textOnly
+	}
 	if req.DryRun {
+		resp.Busy = d.busy(ctx)
 		resp.Message = fmt.Sprintf("The service will stop Strata, then start it with %s (text requests wait 30-90 s).", target)
+		if resp.Busy {
+			resp.Message += " Strata is answering a request now: the switch would cut it."
+		}
 		if carry != "" {
 			resp.Message += " " + carry
 		}
@@ -244,10 +265,57 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 	if carry != "" {
 		resp.Message += " " + carry
 	}
-	d.publish(events.Event{Kind: events.ConfigSwitched, Message: fmt.Sprintf("switched to %s", target),
-		Details: map[string]any{"previous": prev, "running": target, "strata_root": in.Root, "diff": resp.Diff}})
+	d.publish(events.New(fmt.Sprintf("switched to %s", target),
+		events.ConfigSwitchedDetails{Previous: prev, Running: target, StrataRoot: in.Root, Diff: resp.Diff}))
+	seq := d.bus.Last()
 	d.start(runCtx, next)
-	return resp, nil
+	if req.NoStart || cur.in == nil || cur.sup == nil {
+		return resp, nil
+	}
+	// Nothing stays down that was up: the new model must get ready, else
+	// the one that ran before is started again. The wait is under the
+	// service's context: a caller that goes does not leave it half done.
+	bound := d.startBound()
+	_, ready, why := d.waitStart(runCtx, seq, bound)
+	// The foreign-port notice's promise to start once the port is free is
+	// not kept here: the previous model comes back instead.
+	why, _, _ = strings.Cut(why, "; the service starts its own Strata once")
+	if ready {
+		resp.Message = fmt.Sprintf("The service stopped Strata and started it with %s; it is ready.", target)
+		if carry != "" {
+			resp.Message += " " + carry
+		}
+		return resp, nil
+	}
+	d.publish(events.New(fmt.Sprintf("%s did not start (%s): starting %s again", filepath.Base(target), why, filepath.Base(prev)), events.ServerProgressDetails{}))
+	d.stop(next)
+	if _, err := owner.Update(ctx, "the config in use", func(s *settings.Settings) error {
+		s.StrataRoot, s.ConfigPath = cur.in.Root, prev
+		return nil
+	}); err != nil {
+		d.logf("recording the previous config again: %v", err)
+	}
+	back, err := d.prepare(cur.in, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	s, _ = settings.LoadDefault()
+	if s == nil {
+		s = &settings.Settings{}
+	}
+	d.tracker.Update(func(st *controlapi.State) { st.Config, st.Vision = configState(cur.in, nil, s) })
+	seq = d.bus.Last()
+	d.start(runCtx, back)
+	d.publish(events.New(fmt.Sprintf("switched back to %s: %s did not start", prev, target),
+		events.ConfigSwitchedDetails{Previous: target, Running: prev, StrataRoot: cur.in.Root, Failed: why}))
+	_, ready, why2 := d.waitStart(runCtx, seq, bound)
+	msg := fmt.Sprintf("The switch failed: %s did not start (%s). The service started %s again", filepath.Base(target), why, filepath.Base(prev))
+	if ready {
+		msg += "; it is ready."
+	} else {
+		msg += ", but it did not get ready either: " + why2
+	}
+	return nil, &controlserver.RequestError{Code: http.StatusConflict, Err: errors.New(msg)}
 }
 
 // busy says whether the running Strata is answering a request now (its

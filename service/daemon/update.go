@@ -44,6 +44,9 @@ import (
 var ReleasesURL = "https://api.github.com/repos/Niko1221/Strata/releases/latest"
 
 var (
+	// consoleHint is Strata's "Start the model with START-HERE.bat ..."
+	// sentence (and its kin naming a .bat to start a server).
+	consoleHint  = regexp.MustCompile(`\s*(Start the model with|Start Strata with|Run) [^.]*\.bat[^.]*\.?`)
 	cmakeVersion = regexp.MustCompile(`project\s*\(\s*strata\s+VERSION\s+([0-9]+\.[0-9]+\.[0-9]+)`)
 	minEngine    = regexp.MustCompile(`MIN_ENGINE\s*=\s*\((\d+),\s*(\d+),\s*(\d+)\)`)
 )
@@ -112,6 +115,11 @@ func (d *Daemon) check(ctx context.Context, a *account.Account, root, from strin
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)
 		defer cancel()
 		if out, err := git(cctx, a, root, "fetch", "--quiet", "origin"); err != nil {
+			if errors.Is(err, exec.ErrNotFound) {
+				r.Offline = true // nothing was checked (the CLI exits 1)
+				r.Message = noGit
+				return r
+			}
 			r.Offline = true
 			r.Message = "Could not reach the install's git origin (" + lastLine(out, err) + "): offline? Nothing was checked."
 			return r
@@ -142,7 +150,7 @@ func (d *Daemon) check(ctx context.Context, a *account.Account, root, from strin
 			r.Message += "."
 		case engineDue:
 			r.To = due
-			r.Message = fmt.Sprintf("Strata's files are up to date, but its engine %s is older than the %s they need (an earlier update kept it while it ran).", ReadBuild(root).Version, due)
+			r.Message = fmt.Sprintf("Strata's files are up to date, but its engine %s is older than the %s they need (%s).", ReadBuild(root).Version, due, d.engineKeptReason())
 		default:
 			r.Message = "Strata is up to date."
 		}
@@ -168,8 +176,13 @@ func (d *Daemon) check(ctx context.Context, a *account.Account, root, from strin
 	}
 	r.To = strings.TrimPrefix(rel.Tag, "v")
 	r.Available = older(from, r.To) || engineDue
+	if engineDue && !older(from, r.To) {
+		r.To = due
+		r.Message = fmt.Sprintf("Strata's engine %s is older than the %s its files need (%s).", ReadBuild(root).Version, due, d.engineKeptReason())
+		return r
+	}
 	if r.Available {
-		r.Message = "Strata " + r.To + " is available (this install is not a git checkout: `setup.py --update` downloads its engine)."
+		r.Message = "Strata " + r.To + " is available. This copy of Strata is not a git checkout: the update runs Strata's own setup, which downloads the new engine, but cannot bring new files (download the new release for those)."
 	} else {
 		r.Message = "Strata is up to date."
 	}
@@ -186,8 +199,15 @@ func lastLine(out string, err error) string {
 
 // UpdateStrata is POST /v1/strata/update.
 func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest) (*controlapi.UpdateResponse, error) {
-	d.switchMu.Lock()
-	defer d.switchMu.Unlock()
+	what := "an update of Strata"
+	if req.Check {
+		what = "a check for an update of Strata"
+	}
+	done, err := d.beginOp(what)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	cur := d.current()
 	if cur.in == nil {
 		return nil, conflict("no Strata install to update: %v", cur.resolveErr)
@@ -203,6 +223,9 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 	}
 	r := d.check(ctx, acct, root, from)
 	if req.Check || !r.Available {
+		if r.Available {
+			r.Busy = d.busy(ctx) // the caller names a request in flight before asking
+		}
 		return r, nil
 	}
 	if !req.Confirm && d.busy(ctx) {
@@ -216,27 +239,45 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 		return nil, conflict("the service is starting or stopping: try again")
 	}
 	say := func(line string) {
+		// Strata's console hint to start it from its own window would,
+		// under the service, start a second server: left out.
+		line = consoleHint.ReplaceAllString(line, "")
+		if strings.TrimSpace(line) == "" {
+			return
+		}
 		r.Lines = append(r.Lines, line)
-		d.publish(events.Event{Kind: events.UpdateProgress, Message: line})
+		d.publish(events.New(line, events.UpdateProgressDetails{}))
 	}
-	d.publish(events.Event{Kind: events.UpdateStarted, Message: "updating Strata (engine " + from + "): the server stops meanwhile", Details: map[string]any{"from": from}})
+	d.publish(events.New("updating Strata (engine "+from+"): the server stops meanwhile", events.UpdateStartedDetails{From: from}))
 	say("stopping the Strata server (the service keeps running)")
 	d.stop(cur)
 	before := ReadBuild(root).Version
 
 	var failed string
+	gitCopy, pulled := false, false
 	if _, err := os.Stat(filepath.Join(root, ".git")); err == nil {
+		gitCopy = true
+		head, _ := git(runCtx, acct, root, "rev-parse", "HEAD")
 		failed = d.pull(runCtx, acct, root, say)
+		now, _ := git(runCtx, acct, root, "rev-parse", "HEAD")
+		pulled = head != now
+	} else {
+		say("this copy of Strata is not a git checkout: no files are pulled; only its setup's update runs")
 	}
 	inUse := false
+	warn := "" // Strata's own "[!]" line about the engine, quoted as it said it
 	if failed == "" {
 		code, lines, err := d.runSetup(runCtx, acct, cur.in, say, "--update")
 		for _, l := range lines {
+			t := strings.TrimSpace(l)
 			switch {
-			case strings.HasPrefix(strings.TrimSpace(l), "[X]") && failed == "":
-				failed = "Strata's setup stopped: " + strings.TrimSpace(l)
+			case strings.HasPrefix(t, "[X]") && failed == "":
+				failed = "Strata's setup stopped: " + t
 			case strings.Contains(l, "is in use"):
 				inUse = true
+				warn = t
+			case strings.HasPrefix(t, "[!]") && strings.Contains(strings.ToLower(t), "engine"):
+				warn = t
 			}
 		}
 		switch {
@@ -249,6 +290,25 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 		}
 	}
 	after := ReadBuild(root).Version
+	// The engine these files need, against the one installed now: a setup
+	// that refused the download still says "Strata is updated" and exits 0.
+	sp, _ := os.ReadFile(filepath.Join(root, "setup.py"))
+	need := minEngineOf(string(sp))
+	if failed == "" && need != "" && older(after, need) {
+		failed = fmt.Sprintf("Strata's engine was not updated: it stays %s, and these files need %s", after, need)
+		if warn != "" {
+			failed += "; Strata's setup said \"" + warn + "\""
+		}
+	}
+	d.mu.Lock()
+	d.engineKept = ""
+	if need != "" && older(after, need) {
+		d.engineKept = warn
+		if d.engineKept == "" {
+			d.engineKept = "-"
+		}
+	}
+	d.mu.Unlock()
 	replaced := after != before
 	rollback := func() {
 		if !replaced || r.RolledBack {
@@ -267,14 +327,25 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 	ver, ready, why := d.startAndWait(runCtx, root, say)
 	if failed == "" && !ready {
 		failed = "Strata did not get ready after the update: " + why
+		// The new engine that did not come up is stopped before the old
+		// one is put back (a running engine is not replaced).
+		say("stopping the new engine, which did not get ready")
+		d.stop(d.current())
 		rollback()
 		if r.RolledBack {
 			ver, ready, why = d.startAndWait(runCtx, root, say)
 		}
 	}
 	r.To = ver
+	files := "Strata's files were not pulled (this copy is not a git checkout: download the new release to get them)"
+	switch {
+	case gitCopy && pulled:
+		files = "Strata's files were pulled"
+	case gitCopy:
+		files = "no new files were pulled"
+	}
 	if failed != "" {
-		r.Message = "The update failed: " + failed + "."
+		r.Message = "The update failed: " + failed + ". " + files + "."
 		if r.RolledBack {
 			r.Message += " The old engine was put back."
 		}
@@ -283,16 +354,40 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 		} else {
 			r.Message += " Strata did not start again either: " + why
 		}
-		d.publish(events.Event{Kind: events.UpdateFailed, Message: r.Message, Details: map[string]any{"from": from, "to": ver, "rolled_back": r.RolledBack}})
+		d.publish(events.New(r.Message, events.UpdateFailedDetails{From: from, To: ver, RolledBack: r.RolledBack}))
 		return r, nil
 	}
 	r.Updated = true
-	r.Message = fmt.Sprintf("Strata was updated: engine %s -> %s, and it is ready.", from, ver)
-	if from == ver {
-		r.Message = fmt.Sprintf("Strata's files were updated; its engine stays %s (no newer one was needed), and it is ready.", ver)
+	switch {
+	case from != ver:
+		r.Message = fmt.Sprintf("Strata was updated: engine %s -> %s; %s. It is ready.", from, ver, files)
+	case pulled:
+		r.Message = fmt.Sprintf("Strata's files were pulled; its engine stays %s (these files need no newer one). It is ready.", ver)
+	default:
+		r.Updated = false
+		r.Message = fmt.Sprintf("Nothing was updated: %s, and the engine stays %s. Strata runs again and is ready.", files, ver)
 	}
-	d.publish(events.Event{Kind: events.UpdateFinished, Message: r.Message, Details: map[string]any{"from": from, "to": ver, "ok": true}})
+	ok := true
+	d.publish(events.New(r.Message, events.UpdateFinishedDetails{From: from, To: ver, OK: &ok}))
 	return r, nil
+}
+
+// noGit is what an update says when git cannot be run.
+const noGit = "git is not installed for the account that updates Strata (the service's): install Git for it, or update Strata by hand with its UPDATE.bat; nothing was changed"
+
+// engineKeptReason is why the engine is older than the files need, as the
+// last update learned it.
+func (d *Daemon) engineKeptReason() string {
+	d.mu.Lock()
+	why := d.engineKept
+	d.mu.Unlock()
+	switch why {
+	case "":
+		return "the update that brought these files did not install it"
+	case "-":
+		return "the last update did not install it"
+	}
+	return "the last update did not install it; Strata's setup said \"" + why + "\""
 }
 
 // pull is UPDATE.bat's git step: `git pull --ff-only`, and when that fails
@@ -307,6 +402,19 @@ func (d *Daemon) pull(ctx context.Context, a *account.Account, root string, say 
 		}
 	}
 	if err == nil {
+		return ""
+	}
+	if errors.Is(err, exec.ErrNotFound) {
+		return noGit
+	}
+	// One backup branch per state of this checkout: a retry reuses the
+	// branch an earlier try made of the same commit.
+	if have, err := git(ctx, a, root, "for-each-ref", "--points-at", "HEAD", "--format=%(refname:short)", "refs/heads/pre-cleanup-backup*"); err == nil && have != "" {
+		name := strings.Split(have, "\n")[0]
+		say("the pull could not fast-forward: this checkout is kept already on the branch " + name + "; moving to origin/main (as UPDATE.bat does)")
+		if out, err := git(ctx, a, root, "checkout", "-B", "main", "origin/main"); err != nil {
+			return "git checkout -B main origin/main: " + lastLine(out, err)
+		}
 		return ""
 	}
 	name := "pre-cleanup-backup"
@@ -381,28 +489,12 @@ func (d *Daemon) startAndWait(ctx context.Context, root string, say func(string)
 	}
 	d.tracker.Update(func(st *controlapi.State) { st.Config, st.Vision = configState(in, nil, s) })
 	seq := d.bus.Last()
-	say("starting Strata")
+	bound := d.startBound()
+	if last := lastStart(); last > 0 {
+		say(fmt.Sprintf("starting Strata (its last start took %s; if it is not ready within %s, what ran before is put back)", last.Round(time.Second), bound.Round(time.Second)))
+	} else {
+		say(fmt.Sprintf("starting Strata (if it is not ready within %s, what ran before is put back)", bound.Round(time.Second)))
+	}
 	d.start(ctx, next)
-	timeout := d.o.StartTimeout
-	if timeout == 0 {
-		timeout = 10 * time.Minute
-	}
-	wctx, cancel := context.WithTimeout(ctx, timeout+30*time.Second)
-	defer cancel()
-	for {
-		evs, _, err := d.bus.Wait(wctx, seq)
-		if err != nil {
-			return "", false, "it did not get ready within " + timeout.String()
-		}
-		for _, e := range evs {
-			seq = e.Seq
-			switch e.Kind {
-			case events.ServerReady:
-				v, _ := e.Details["version"].(string)
-				return v, true, ""
-			case events.ServerFailed, events.ServerForeign:
-				return "", false, e.Message
-			}
-		}
-	}
+	return d.waitStart(ctx, seq, bound)
 }
