@@ -60,7 +60,7 @@ vet: deps
 # Mode 1777 like /tmp: some tests run a program as another account.)
 test: vet
 	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/st-XXXXXX"); chmod 1777 "$$tmp"; \
-	TMPDIR=$$tmp go test -race -count=1 -timeout 20m ./...; rc=$$?; \
+	TMPDIR=$$tmp go test -race -count=1 -timeout 40m ./...; rc=$$?; \
 	left=$$(find "$$tmp" -mindepth 1 -maxdepth 1 ! -name '*.lock' ! -name 'go-build*' -printf '  %f\n'); \
 	rm -rf "$$tmp"; \
 	if [ -n "$$left" ]; then \

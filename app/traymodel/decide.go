@@ -97,7 +97,7 @@ func confirmRestart(st *controlapi.State, lead, what string, now time.Time) Deci
 	}
 	switch st.Server.Phase {
 	case controlapi.PhaseReady:
-		q := lead + " answering for 1-3 minutes while the model loads again, and requests in progress are cut off."
+		q := lead + " answering " + RestartCost(st) + " while the model loads again, and requests in progress are cut off."
 		if lp := st.Vision.LastPicture; !lp.IsZero() && now.Sub(lp) < RecentPicture && now.Sub(lp) >= 0 {
 			q += fmt.Sprintf(" A picture was read %s ago.", Duration(now.Sub(lp)))
 		}
@@ -150,4 +150,14 @@ func (p *Pending) Resolve(st *controlapi.State, now time.Time) (done bool, failu
 		return true, ""
 	}
 	return false, ""
+}
+
+// RestartCost is how long text stops for a restart, in words: about as long
+// as this install's last start took, else Strata's own 1-3 minutes.
+func RestartCost(st *controlapi.State) string {
+	if st != nil && st.Server.LastStartS >= 1 {
+		d := time.Duration(st.Server.LastStartS * float64(time.Second))
+		return "for about " + Duration(d.Round(time.Second)) + " (its last start took that long)"
+	}
+	return "for 1-3 minutes"
 }

@@ -45,6 +45,12 @@ func TestDecideVision(t *testing.T) {
 	if d := DecideRestart(ready(), t0); !d.Confirm || !strings.HasPrefix(d.Question, "Strata stops answering for 1-3 minutes") {
 		t.Errorf("restarting a ready server must ask: %+v", d)
 	}
+	// This install's own last start, once one got ready, is the figure.
+	measured := ready()
+	measured.Server.LastStartS = 42.4
+	if d := DecideRestart(measured, t0); !strings.HasPrefix(d.Question, "Strata stops answering for about 42 s (its last start took that long)") {
+		t.Errorf("the last start's time is not what the dialog says: %q", d.Question)
+	}
 	if d := DecideRestart(with(phase(controlapi.PhaseFailed, 0)), t0); d.Confirm {
 		t.Error("restarting a failed server must not ask")
 	}

@@ -71,6 +71,9 @@ type ServerState struct {
 	// is loaded. The server still answers and loads both again on the next
 	// request.
 	Unloaded time.Time `json:"unloaded,omitempty"`
+	// LastStartS is how long the last start took, from starting to ready
+	// (what a restart will likely cost text); 0 until one got ready.
+	LastStartS float64 `json:"last_start_s,omitempty"`
 	// ExpertCache from the engine's startup lines.
 	Experts        int     `json:"experts,omitempty"`
 	ExpertCacheGiB float64 `json:"expert_cache_gib,omitempty"`

@@ -141,6 +141,9 @@ func Fold(st *controlapi.State, e events.Event) {
 			srv.Detail = e.Message
 		}
 	case events.ServerReady:
+		if srv.Phase == controlapi.PhaseStarting && !srv.Since.IsZero() && e.Time.After(srv.Since) {
+			srv.LastStartS = e.Time.Sub(srv.Since).Seconds()
+		}
 		setPhase(controlapi.PhaseReady)
 		srv.Detail = ""
 		srv.LastError = ""

@@ -149,3 +149,22 @@ func TestFoldServerExitEndsTheEncoder(t *testing.T) {
 		t.Fatalf("after the exit: %+v", st.Vision)
 	}
 }
+
+// A start's duration, from server.starting to server.ready, is kept for
+// the tray's "text stops for about N s".
+func TestLastStartIsKept(t *testing.T) {
+	var st controlapi.State
+	t0 := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
+	start := events.Event{Kind: events.ServerStarting, Time: t0}
+	ready := events.Event{Kind: events.ServerReady, Time: t0.Add(47 * time.Second)}
+	Fold(&st, start)
+	Fold(&st, ready)
+	if st.Server.LastStartS != 47 {
+		t.Fatalf("last start %v s, want 47", st.Server.LastStartS)
+	}
+	// A ready seen again while running (a reload) is not a start.
+	Fold(&st, events.Event{Kind: events.ServerReady, Time: t0.Add(time.Hour)})
+	if st.Server.LastStartS != 47 {
+		t.Errorf("a second ready changed it to %v s", st.Server.LastStartS)
+	}
+}
