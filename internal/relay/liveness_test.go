@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/framing"
+	"github.com/strata-companion/companion/internal/settings"
 )
 
 // silentConn is a second PC whose link can be cut (nothing answers: no
@@ -286,4 +288,65 @@ func TestLinkCutBetweenPicturesClosesTheConnection(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Run: %v", err)
 	}
+}
+
+// TestLostLinkWithWakeOnLANDoesNotWaitForAWake: with Wake-on-LAN set up, a
+// link lost in the middle of a picture is still given up at the lost-link
+// bound: no wake is sent and its wait (wait_s, a minute here) is not spent
+// holding text; the next picture may wake a PC that is still down.
+func TestLostLinkWithWakeOnLANDoesNotWaitForAWake(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the 3 s bound")
+	}
+	conn := newSilentConn(false)
+	var wakes atomic.Int32
+	st := &settings.Settings{Vision: settings.PlacementRemote, Remote: &settings.Remote{Host: "pc-1", MAC: "aa:bb:cc:dd:ee:ff",
+		Wake: &settings.Wake{Enabled: true, WaitS: 60}}}
+	r := New(Options{
+		Settings: func() (*settings.Settings, error) { return st, nil },
+		Target: func(settings.Remote) Target {
+			return Target{Host: "pc-1", AgentCommand: "agent", Dial: func(context.Context, time.Duration) (Conn, error) { return conn, nil }}
+		},
+		Wake:  func(string, string, int) error { wakes.Add(1); return nil },
+		NEmbd: 8,
+	})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background(), inR, outW); outW.Close() }()
+	out := bufio.NewReader(outR)
+	if l, _ := out.ReadString('\n'); l != "READY 8\n" {
+		t.Fatalf("first line %q", l)
+	}
+	img := filepath.Join(t.TempDir(), "a.img")
+	os.WriteFile(img, append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 4000)...), 0o600)
+	io.WriteString(inW, "ENC "+img+" "+strings.TrimSuffix(img, ".img")+".sve\n")
+	select {
+	case <-conn.working:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the picture did not reach the agent")
+	}
+	t0 := time.Now()
+	close(conn.cut)
+	got := make(chan string, 1)
+	go func() { l, _ := out.ReadString('\n'); got <- strings.TrimSpace(l) }()
+	select {
+	case l := <-got:
+		t.Logf("ERR after %v: %s", time.Since(t0), l)
+		if !strings.HasPrefix(l, "ERR ") || !strings.Contains(l, "was lost") {
+			t.Errorf("reply %q; want the lost link's ERR", l)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no reply within 20 s: the relay waits for a wake")
+	}
+	if n := wakes.Load(); n != 0 {
+		t.Errorf("%d Wake-on-LAN packets for a link lost mid-picture", n)
+	}
+	io.WriteString(inW, "QUIT\n")
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the relay did not end within 5 s of QUIT")
+	}
+	conn.Close()
 }

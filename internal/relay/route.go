@@ -119,8 +119,11 @@ func (r *Relay) route(ctx context.Context, img, out string) string {
 		r.local.stop(bounds.LocalEncoderQuit) // pictures left this PC's CPU: its RAM back
 	}
 	if strings.HasPrefix(reply, "ERR ") && ctx.Err() == nil && (r.link.epochNow() != epoch || r.pic.dialFailed) {
-		// This picture found it down.
-		if r.wake(ctx, st) {
+		// This picture found it down. Only a PC it could not connect to
+		// may be asleep: a link lost in the middle of a picture is a
+		// network's fault, and waiting up to wait_s for a wake here would
+		// hold text that long (the next picture wakes a PC still down).
+		if r.pic.dialFailed && r.wake(ctx, st) {
 			return r.encodeRemote(ctx, img, out)
 		}
 		return r.unreachable(ctx, st, img, out, strings.TrimPrefix(reply, "ERR "))
