@@ -453,3 +453,29 @@ func WriteVocabStub(src string, dst io.Writer) error {
 	}
 	return Write(dst, kvs, tensors, g.Alignment(), func(Tensor) uint64 { return 4 })
 }
+
+// projectorPrecision are the parts of a projector's file name that say its
+// precision (or that it is a projector), not its model.
+var projectorPrecision = map[string]bool{"mmproj": true, "q8_0": true, "q8": true, "0": true, "bf16": true, "f16": true, "f32": true, "fp16": true, "fp32": true, "gguf": true}
+
+// ProjectorStem is a projector's file name without "mmproj", its precision
+// and the extension: the model it names ("qwen3.5-122b-a10b"; "" for a
+// bare mmproj-BF16.gguf). Two projectors with one stem differ only by
+// their precision: one model's. The relay and the config planner both
+// judge "the model's own projector" by it.
+func ProjectorStem(p string) string {
+	b := p
+	if i := strings.LastIndexAny(b, `/\`); i >= 0 {
+		b = b[i+1:]
+	}
+	if i := strings.LastIndex(b, "."); i > 0 {
+		b = b[:i]
+	}
+	var keep []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(b), func(r rune) bool { return r == '-' || r == '_' }) {
+		if !projectorPrecision[w] {
+			keep = append(keep, w)
+		}
+	}
+	return strings.Join(keep, "-")
+}

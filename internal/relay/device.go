@@ -139,23 +139,6 @@ func CPUProjector(mmproj string) string {
 	return mmproj
 }
 
-// quantWords are the parts of a projector's file name that say its
-// precision, not its model.
-var quantWords = map[string]bool{"mmproj": true, "q8_0": true, "q8": true, "0": true, "bf16": true, "f16": true, "f32": true, "fp16": true, "fp32": true, "gguf": true}
-
-// projectorStem is a projector's file name without "mmproj", its precision
-// and the extension: the model it belongs to ("qwen3.5-122b-a10b").
-func projectorStem(p string) string {
-	b := strings.ToLower(strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)))
-	var keep []string
-	for _, w := range strings.FieldsFunc(b, func(r rune) bool { return r == '-' || r == '_' }) {
-		if !quantWords[w] {
-			keep = append(keep, w)
-		}
-	}
-	return strings.Join(keep, "-")
-}
-
 // modelOf is the model a GGUF file says it belongs to: general.basename,
 // else general.name without its precision words ("" when it says none).
 func modelOf(p string) string {
@@ -165,7 +148,7 @@ func modelOf(p string) string {
 	}
 	for _, k := range []string{"general.basename", "general.name"} {
 		if v, ok := g.String(k); ok && strings.TrimSpace(v) != "" {
-			return projectorStem(v)
+			return gguf.ProjectorStem(v)
 		}
 	}
 	return ""
@@ -182,7 +165,10 @@ func SameModelProjector(mmproj, alt string) bool {
 	if werr == nil && (gerr != nil || got != want) {
 		return false
 	}
-	if a, b := projectorStem(mmproj), projectorStem(alt); a != "" && a == b {
+	// The same name but for its precision ("mmproj-BF16" and
+	// "mmproj-Q8_0" in a model's folder, or "mmproj-Coder-BF16" and
+	// "mmproj-Coder-Q8_0"): the model's own.
+	if gguf.ProjectorStem(mmproj) == gguf.ProjectorStem(alt) {
 		return true
 	}
 	a, b := modelOf(mmproj), modelOf(alt)

@@ -51,6 +51,15 @@ func TestCPUProjectorIsTheModelsOwn(t *testing.T) {
 	if got := CPUProjector(b); got != q {
 		t.Fatalf("a Q8_0 tied by general.basename is not chosen: %s", filepath.Base(got))
 	}
+	// Names that differ only by their precision: the model's own.
+	dir3 := t.TempDir()
+	plain := filepath.Join(dir3, "mmproj-BF16.gguf")
+	writeProjector(t, plain, 2560, "")
+	plainQ8 := filepath.Join(dir3, "mmproj-Q8_0.gguf")
+	writeProjector(t, plainQ8, 2560, "")
+	if got := CPUProjector(plain); got != plainQ8 {
+		t.Fatalf("mmproj-Q8_0 beside mmproj-BF16 is not chosen: %s", filepath.Base(got))
+	}
 	// The same name but another width: not the model's.
 	c := filepath.Join(dir2, "mmproj-Other-BF16.gguf")
 	writeProjector(t, c, 1024, "")

@@ -10,6 +10,8 @@
 package strataconfig
 
 import (
+	"github.com/strata-companion/companion/internal/gguf"
+
 	"bytes"
 	"fmt"
 	"os"
@@ -637,27 +639,11 @@ func ggufs(dir string, depth int) []string {
 	return out
 }
 
-// projectorStem is a projector's file name without "mmproj", its
-// precision and the extension: the model it names ("" for a bare
-// mmproj-BF16.gguf).
-func projectorStem(p string) string {
-	b := strings.ToLower(strings.TrimSuffix(filepath.Base(p), filepath.Ext(p)))
-	var keep []string
-	for _, w := range strings.FieldsFunc(b, func(r rune) bool { return r == '-' || r == '_' }) {
-		switch w {
-		case "mmproj", "q8", "0", "q8_0", "bf16", "f16", "f32", "fp16", "fp32":
-			continue
-		}
-		keep = append(keep, w)
-	}
-	return strings.Join(keep, "-")
-}
-
 // projectorFits says whether a projector may belong to the model file
 // modelBase: a projector that names no model fits any; one that names a
 // model fits only a model file whose name starts with it.
 func projectorFits(mmproj, modelBase string) bool {
-	stem := projectorStem(mmproj)
+	stem := gguf.ProjectorStem(mmproj)
 	if stem == "" || modelBase == "" {
 		return true
 	}
@@ -723,7 +709,7 @@ func (p *planner) siblingMMProj(c *Config, current string, pl settings.Placement
 	dir := filepath.Dir(full)
 	best, bestRank := "", mmprojRank(full, pl)
 	for _, f := range ggufs(dir, 0) {
-		if !isMMProj(f) || projectorStem(f) != projectorStem(full) {
+		if !isMMProj(f) || gguf.ProjectorStem(f) != gguf.ProjectorStem(full) {
 			continue // another model's projector (the same family may share n_embd)
 		}
 		if r := mmprojRank(f, pl); r < bestRank {
