@@ -31,6 +31,9 @@ func winProcs(exe string, words ...string) []int {
 		if err != nil {
 			continue
 		}
+		if otherWine(d) {
+			continue // another test's wine (the installer's runs a relay too)
+		}
 		argv0, _, _ := strings.Cut(string(b), "\x00")
 		if !strings.HasSuffix(strings.ToLower(argv0), strings.ToLower(exe)) {
 			continue
@@ -45,6 +48,28 @@ func winProcs(exe string, words ...string) []int {
 		}
 	}
 	return out
+}
+
+// winPrefix is the Windows test PC's wine prefix: processes of another
+// wine on this machine (another test binary's) are not this test's.
+var winPrefix string
+
+// otherWine: the process in /proc dir runs in a wine prefix other than
+// winPrefix.
+func otherWine(dir string) bool {
+	if winPrefix == "" {
+		return false
+	}
+	env, err := os.ReadFile(dir + "/environ")
+	if err != nil {
+		return false
+	}
+	for _, kv := range strings.Split(string(env), "\x00") {
+		if p, ok := strings.CutPrefix(kv, "WINEPREFIX="); ok {
+			return filepath.Clean(p) != filepath.Clean(winPrefix)
+		}
+	}
+	return false
 }
 
 func atoi(s string) int {
@@ -77,6 +102,8 @@ func TestWindowsSecondPC(t *testing.T) {
 		t.Skip("sets up wine")
 	}
 	pc := testenv.StartWindowsPC(t, testenv.WindowsPCOptions{})
+	winPrefix = pc.Wine.Prefix
+	t.Cleanup(func() { winPrefix = "" })
 	winRelay := pc.Wine.Build(t, "github.com/strata-companion/companion/relay")
 	winStandin := pc.Wine.Build(t, "github.com/strata-companion/companion/internal/fakeencoder/cmd/strata-vision-standin")
 	dir := "strata-companion-relaytest"
