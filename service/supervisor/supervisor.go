@@ -435,7 +435,11 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			if r.proc != proc || proc == nil {
 				continue
 			}
-			proc.flag(func(p *process) { p.isReady = true })
+			already := false
+			proc.flag(func(p *process) { already, p.isReady = p.isReady, true })
+			if already {
+				continue // the ready line and the health poll both saw it: one announcement
+			}
 			startTimer = nil
 			stopProgress()
 			r.details.PID = proc.pid
