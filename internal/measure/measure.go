@@ -15,6 +15,8 @@
 package measure
 
 import (
+	"github.com/strata-companion/companion/internal/proctree"
+
 	"bufio"
 	"context"
 	"crypto/sha256"
@@ -202,7 +204,7 @@ func Run(ctx context.Context, t *Trial, progress func(Progress)) (*Result, error
 
 	cmd := exec.Command(t.Exe, t.Args...)
 	cmd.Dir, cmd.Env = t.Dir, env
-	prepareTree(cmd)
+	proctree.Prepare(cmd)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -288,7 +290,7 @@ func Run(ctx context.Context, t *Trial, progress func(Progress)) (*Result, error
 		select {
 		case <-exited:
 		case <-time.After(grace):
-			killTree(cmd)
+			proctree.Kill(cmd)
 			<-exited
 		}
 		go func() {

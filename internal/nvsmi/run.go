@@ -1,6 +1,8 @@
 package nvsmi
 
 import (
+	"github.com/strata-companion/companion/internal/proctree"
+
 	"bytes"
 	"context"
 	"errors"
@@ -39,7 +41,7 @@ func Local(path string, timeout time.Duration) Runner {
 		cmd := exec.Command(path, args...)
 		var out capWriter
 		cmd.Stdout, cmd.Stderr = &out, &out
-		prepareTreeKill(cmd)
+		proctree.Prepare(cmd)
 		// A grandchild that keeps our pipes open must not hold Wait after
 		// the kill.
 		cmd.WaitDelay = killGrace
@@ -56,7 +58,7 @@ func Local(path string, timeout time.Duration) Runner {
 			return out.Bytes(), err
 		case <-ctx.Done():
 		}
-		killTree(cmd)
+		proctree.Kill(cmd)
 		select {
 		case <-done:
 		case <-time.After(killGrace):

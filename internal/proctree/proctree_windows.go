@@ -1,6 +1,9 @@
 //go:build windows
 
-package nvsmi
+// Package proctree starts a helper program so that it and everything it
+// started can be ended at once (nvidia-smi and its wrappers, a trial's
+// encoder): one definition for every caller.
+package proctree
 
 import (
 	"os/exec"
@@ -8,17 +11,17 @@ import (
 	"syscall"
 )
 
-// createNoWindow keeps nvidia-smi from flashing a console window when the
-// tray or the wizard (GUI programs) probe.
+// createNoWindow keeps a helper from opening a console window when a GUI
+// program (the tray, the wizard) runs it.
 const createNoWindow = 0x08000000
 
-// prepareTreeKill hides nvidia-smi's console window; killTree ends it and
-// whatever it started.
-func prepareTreeKill(cmd *exec.Cmd) {
+// Prepare hides cmd's console window. Call before Start.
+func Prepare(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{HideWindow: true, CreationFlags: createNoWindow}
 }
 
-func killTree(cmd *exec.Cmd) {
+// Kill ends cmd and whatever it started.
+func Kill(cmd *exec.Cmd) {
 	if cmd.Process == nil {
 		return
 	}
