@@ -20,14 +20,14 @@
 package linkprobe
 
 import (
-	"bytes"
+	"github.com/strata-companion/companion/internal/capbuf"
+
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -189,7 +189,7 @@ func (p *prober) exec(ctx context.Context, cmd string) (out []byte, status int, 
 	defer sess.Close()
 	// x/crypto copies stdout and stderr in two goroutines: one buffer for
 	// both needs a lock.
-	var buf lockedBuffer
+	buf := capbuf.Buffer{Max: maxOutput}
 	sess.Stdout, sess.Stderr = &buf, &buf
 	stop := context.AfterFunc(ctx, func() { sess.Close() })
 	defer stop()
@@ -212,29 +212,6 @@ func (p *prober) exec(ctx context.Context, cmd string) (out []byte, status int, 
 // the agent's JSON line), and a second PC that streams more within the
 // step's deadline only gets the rest dropped.
 const maxOutput = 1 << 20
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if room := maxOutput - l.b.Len(); room < len(p) {
-		if room > 0 {
-			l.b.Write(p[:room])
-		}
-		return len(p), nil
-	}
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]byte(nil), l.b.Bytes()...)
-}
 
 // system finds the OS, the architecture and the kind of shell.
 func (p *prober) system(ctx context.Context) {
@@ -572,7 +549,7 @@ type step struct {
 	ctx    context.Context
 	stdin  io.WriteCloser // nil unless asked for
 	stdout io.Reader
-	stderr lockedBuffer
+	stderr capbuf.Buffer
 	end    func() // closes the session and releases the deadline
 }
 
@@ -586,7 +563,7 @@ func (p *prober) startStep(ctx context.Context, cmd, what string, withStdin bool
 		return nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { sess.Close() })
-	st := &step{sess: sess, ctx: ctx, end: func() { stop(); sess.Close(); cancel() }}
+	st := &step{sess: sess, ctx: ctx, stderr: capbuf.Buffer{Max: maxOutput}, end: func() { stop(); sess.Close(); cancel() }}
 	fail := func(err error) (*step, error) { st.end(); return nil, err }
 	if withStdin {
 		if st.stdin, err = sess.StdinPipe(); err != nil {

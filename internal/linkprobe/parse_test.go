@@ -1,6 +1,8 @@
 package linkprobe
 
 import (
+	"github.com/strata-companion/companion/internal/capbuf"
+
 	"bytes"
 	"testing"
 	"time"
@@ -52,7 +54,7 @@ func TestMedian(t *testing.T) {
 // per command; what came first is kept, the writer is never refused (the
 // ssh session would otherwise fail instead of timing out with a finding).
 func TestCommandOutputIsBounded(t *testing.T) {
-	var b lockedBuffer
+	b := capbuf.Buffer{Max: maxOutput} // as the probe keeps each command's output
 	chunk := bytes.Repeat([]byte("x"), 64<<10)
 	b.Write([]byte("first line\n"))
 	for i := 0; i < 64; i++ { // 4 MiB

@@ -1,15 +1,15 @@
 package nvsmi
 
 import (
+	"github.com/strata-companion/companion/internal/capbuf"
+
 	"github.com/strata-companion/companion/internal/proctree"
 
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"sync"
 	"time"
 )
 
@@ -39,7 +39,7 @@ func Local(path string, timeout time.Duration) Runner {
 		ctx, cancel := context.WithTimeout(parent, timeout)
 		defer cancel()
 		cmd := exec.Command(path, args...)
-		var out capWriter
+		out := capbuf.Buffer{Max: maxOutput}
 		cmd.Stdout, cmd.Stderr = &out, &out
 		proctree.Prepare(cmd)
 		// A grandchild that keeps our pipes open must not hold Wait after
@@ -69,28 +69,6 @@ func Local(path string, timeout time.Duration) Runner {
 		}
 		return out.Bytes(), timeoutError{timeout}
 	}
-}
-
-// capWriter keeps the first maxOutput bytes and drops the rest. Stdout and
-// stderr share it, from two goroutines.
-type capWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *capWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if room := maxOutput - w.buf.Len(); room > 0 {
-		w.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (w *capWriter) Bytes() []byte {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return bytes.Clone(w.buf.Bytes())
 }
 
 // timeoutError reads "no answer after 10s" (for people) and is
