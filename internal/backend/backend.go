@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -107,12 +108,18 @@ type ConflictError struct{ Err error }
 func (e *ConflictError) Error() string { return e.Err.Error() }
 func (e *ConflictError) Unwrap() error { return e.Err }
 
+// StatusCode is its API status (controlapi.StatusOf): a conflict.
+func (e *ConflictError) StatusCode() int { return http.StatusConflict }
+
 // RequestError is a change that cannot be made as asked (bad placement, no
 // second PC, a config Strata would not start with): fix the request.
 type RequestError struct{ Err error }
 
 func (e *RequestError) Error() string { return e.Err.Error() }
 func (e *RequestError) Unwrap() error { return e.Err }
+
+// StatusCode is its API status (controlapi.StatusOf): a bad request.
+func (e *RequestError) StatusCode() int { return http.StatusBadRequest }
 
 // lock takes the in-process mutex, then the cross-process lock.
 func (b *Backend) lock(ctx context.Context) (func(), error) {

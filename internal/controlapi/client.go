@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/locations"
-	"github.com/strata-companion/companion/internal/settings"
 )
 
 // ErrNotRunning means no service answers: no address file, or nothing listens.
@@ -134,32 +133,14 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		var e Error
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return &StatusError{Code: resp.StatusCode, Message: e.Error, Busy: e.Busy}
+			return &StatusError{Code: resp.StatusCode, Message: e.Error, Busy: e.Busy, FromService: true}
 		}
-		return &StatusError{Code: resp.StatusCode, Message: strings.TrimSpace(string(b))}
+		return &StatusError{Code: resp.StatusCode, Message: strings.TrimSpace(string(b)), FromService: true}
 	}
 	if out == nil {
 		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
-}
-
-// StatusError is a non-2xx answer.
-type StatusError struct {
-	Code    int
-	Message string
-	// Busy: a 409 because Strata is answering a request (ask again with confirm).
-	Busy bool
-}
-
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("the service answered %d: %s", e.Code, e.Message)
-}
-
-// State reads GET /v1/state.
-func (c *Client) State(ctx context.Context) (*State, error) {
-	var s State
-	return &s, c.do(ctx, http.MethodGet, "/v1/state", nil, &s)
 }
 
 // Events long-polls GET /v1/events for events after since, waiting up to wait.
@@ -169,78 +150,10 @@ func (c *Client) Events(ctx context.Context, since uint64, wait time.Duration) (
 	return &r, c.do(ctx, http.MethodGet, "/v1/events?"+q.Encode(), nil, &r)
 }
 
-// SetVision posts POST /v1/vision.
-func (c *Client) SetVision(ctx context.Context, req VisionRequest) (*VisionResponse, error) {
-	var r VisionResponse
-	return &r, c.do(ctx, http.MethodPost, "/v1/vision", req, &r)
-}
-
-// Server posts POST /v1/server/{start,stop,restart}.
-func (c *Client) Server(ctx context.Context, action string) error {
-	return c.do(ctx, http.MethodPost, "/v1/server/"+url.PathEscape(action), nil, nil)
-}
-
-// Logs reads GET /v1/logs?tail=N.
-func (c *Client) Logs(ctx context.Context, tail int) (*LogsResponse, error) {
-	var r LogsResponse
-	return &r, c.do(ctx, http.MethodGet, "/v1/logs?tail="+strconv.Itoa(tail), nil, &r)
-}
-
 // ReportRelay sends what the relay learned or did (POST /v1/relay).
 func (c *Client) ReportRelay(ctx context.Context, r RelayReport) error {
 	if r.Secret == "" {
 		r.Secret = c.RelaySecret
 	}
 	return c.do(ctx, "POST", "/v1/relay", r, nil)
-}
-
-// PatchSettings changes settings that need no config edit (POST /v1/settings)
-// and returns the settings' new view in the state.
-func (c *Client) PatchSettings(ctx context.Context, p SettingsPatch) (*State, error) {
-	var st State
-	return &st, c.do(ctx, "POST", "/v1/settings", p, &st)
-}
-
-// Remote reads the second PC the service has recorded (GET /v1/remote; nil: none).
-func (c *Client) Remote(ctx context.Context) (*settings.Remote, error) {
-	var r RemoteResponse
-	if err := c.do(ctx, http.MethodGet, "/v1/remote", nil, &r); err != nil {
-		return nil, err
-	}
-	return r.Remote, nil
-}
-
-// RecordRemote asks the service to record what the second-PC code did
-// (POST /v1/remote) and returns the record after it.
-func (c *Client) RecordRemote(ctx context.Context, rec RemoteRecord) (*settings.Remote, error) {
-	var r RemoteResponse
-	if err := c.do(ctx, http.MethodPost, "/v1/remote", rec, &r); err != nil {
-		return nil, err
-	}
-	return r.Remote, nil
-}
-
-// Configs lists the install's Strata configs and which one runs (GET /v1/configs).
-func (c *Client) Configs(ctx context.Context) (*ConfigList, error) {
-	var l ConfigList
-	return &l, c.do(ctx, http.MethodGet, "/v1/configs", nil, &l)
-}
-
-// SwitchConfig asks the service to run another config (POST /v1/config).
-func (c *Client) SwitchConfig(ctx context.Context, r ConfigRequest) (*ConfigResponse, error) {
-	var resp ConfigResponse
-	return &resp, c.do(ctx, http.MethodPost, "/v1/config", r, &resp)
-}
-
-// UpdateStrata checks for or runs Strata's own update (POST /v1/strata/update).
-func (c *Client) UpdateStrata(ctx context.Context, r UpdateRequest) (*UpdateResponse, error) {
-	var resp UpdateResponse
-	return &resp, c.do(ctx, http.MethodPost, "/v1/strata/update", r, &resp)
-}
-
-// RepairConfig puts the companion's placement back into a config that
-// Strata's setup rewrote (POST /v1/config/repair).
-func (c *Client) RepairConfig(ctx context.Context, r RepairRequest) (*RepairResponse, error) {
-	var resp RepairResponse
-	return &resp, c.do(ctx, http.MethodPost, "/v1/config/repair", r, &resp)
 }

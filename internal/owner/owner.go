@@ -17,7 +17,9 @@ import (
 	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/pathcmp"
 	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/stratainstall"
 )
 
 // Owner reaches the backend.
@@ -59,66 +61,242 @@ func (o Owner) Service(ctx context.Context) *controlapi.Client {
 	return c
 }
 
-// Local is the backend in this process for config ("" = the settings alone).
-func (o Owner) Local(what, config string) *backend.Backend {
-	if o.OnLocal != nil {
-		o.OnLocal(what)
+// Open is the one place that chooses the owner a client talks to: the
+// running service (its control API client) when one answers, else the
+// same backend in this process for config ("" = the one the settings
+// name). IsService says which it chose.
+func (o Owner) Open(ctx context.Context, config string) controlapi.Owner {
+	if c := o.Service(ctx); c != nil {
+		return c
 	}
-	bo := backend.Options{SettingsPath: o.settingsPath(), RelayExe: o.RelayExe, VRAMTotalMiB: o.VRAM}
-	if config != "" {
-		bo.StrataRoot, bo.ConfigPath = filepath.Dir(config), config
+	return o.InProcess(config)
+}
+
+// IsService says whether ow is the running service (not this process).
+func IsService(ow controlapi.Owner) bool {
+	_, ok := ow.(*controlapi.Client)
+	return ok
+}
+
+// InProcess is the in-process owner for config, without asking whether a
+// service runs (a preview, or a caller that knows none does).
+func (o Owner) InProcess(config string) *Local {
+	return &Local{o: o, config: config}
+}
+
+// Local is the owner in this process: the backend the service hosts, under
+// the same cross-process lock, for when no service answers. What needs the
+// running service (its state, the server's start, stop and log, Strata's
+// update, a repair) it refuses in words that say so.
+type Local struct {
+	o      Owner
+	config string
+	b      *backend.Backend // Over's; nil: one made per call from o
+}
+
+// Over is the in-process owner over b as it is (tests that set b's
+// options, and a service's own backend).
+func Over(b *backend.Backend) *Local {
+	return &Local{o: Owner{SettingsPath: b.SettingsPath()}, config: b.ConfigPath(), b: b}
+}
+
+var _ controlapi.Owner = (*Local)(nil)
+
+// backend is the backend for this owner's config; what (not "") names a
+// write, announced to OnLocal first.
+func (l *Local) backend(what string) *backend.Backend {
+	if what != "" && l.o.OnLocal != nil {
+		l.o.OnLocal(what)
+	}
+	if l.b != nil {
+		return l.b
+	}
+	bo := backend.Options{SettingsPath: l.o.settingsPath(), RelayExe: l.o.RelayExe, VRAMTotalMiB: l.o.VRAM}
+	if l.config != "" {
+		bo.StrataRoot, bo.ConfigPath = filepath.Dir(l.config), l.config
 	}
 	return backend.New(bo)
 }
 
-// serviceErr turns the service's refusal into its own words.
-func serviceErr(err error) error {
-	var se *controlapi.StatusError
-	if errors.As(err, &se) {
-		return errors.New(se.Message)
+// Backend is the backend itself (for what only this process does: a
+// preview of a config, the settings' removal).
+func (l *Local) Backend() *backend.Backend { return l.backend("") }
+
+// SettingsPath is the settings file this owner writes.
+func (l *Local) SettingsPath() string { return l.o.settingsPath() }
+
+func notRunning(what string) error {
+	return controlapi.Unavailable(fmt.Errorf("%s goes through the Strata Companion service, which is not running: start it (strata-service start)", what))
+}
+
+// State is what this process can say without a service: the install and
+// config the settings (or this owner's config) name, where pictures are
+// read with it, and a server the service does not run (stopped).
+func (l *Local) State(context.Context) (*controlapi.State, error) {
+	b := l.backend("")
+	s, err := b.Settings()
+	if err != nil {
+		return nil, err
 	}
-	return err
+	st := &controlapi.State{Server: controlapi.ServerState{Phase: controlapi.PhaseStopped},
+		Config: controlapi.ConfigInfo{StrataRoot: s.StrataRoot, Path: s.ConfigPath}}
+	if l.config != "" {
+		st.Config.StrataRoot, st.Config.Path = filepath.Dir(l.config), l.config
+	}
+	if p, err := b.Placement(); err == nil {
+		st.Vision.Placement = string(p)
+	}
+	return st, nil
+}
+
+func (l *Local) SetVision(ctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
+	what := "vision " + req.Placement
+	if req.DryRun {
+		what = "" // a dry run writes nothing
+	}
+	res, err := l.backend(what).SetVision(ctx, req)
+	if err != nil {
+		return nil, controlapi.StatusOf(err)
+	}
+	return res.Response(), nil
+}
+
+func (l *Local) PatchSettings(ctx context.Context, p controlapi.SettingsPatch) (*controlapi.State, error) {
+	if _, err := l.backend("settings").PatchSettings(ctx, p); err != nil {
+		return nil, controlapi.StatusOf(err)
+	}
+	return &controlapi.State{}, nil
+}
+
+func (l *Local) Remote(ctx context.Context) (*settings.Remote, error) {
+	r, err := l.backend("").Paired(ctx)
+	return r, statusOf(err)
+}
+
+func (l *Local) RecordRemote(ctx context.Context, rec controlapi.RemoteRecord) (*settings.Remote, error) {
+	r, err := l.backend("second PC").RecordRemote(ctx, rec)
+	return r, statusOf(err)
+}
+
+// Configs lists the configs of the install the settings (or this owner's
+// config) name; the one the settings name is the one that runs next.
+func (l *Local) Configs(ctx context.Context) (*controlapi.ConfigList, error) {
+	s, err := settings.Load(l.o.settingsPath())
+	if err != nil {
+		return nil, err
+	}
+	opts := stratainstall.Options{Settings: s}
+	if l.config != "" {
+		opts.Root = filepath.Dir(l.config)
+	}
+	all, err := stratainstall.Find(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(all) > 1 {
+		return nil, controlapi.BadRequest(fmt.Errorf("found %d Strata installs; choose one with --strata-root DIR", len(all)))
+	}
+	in := &all[0]
+	out := &controlapi.ConfigList{StrataRoot: in.Root, Running: s.ConfigPath}
+	for _, p := range in.Configs {
+		e := backend.ConfigEntry(in, p)
+		e.Running = s.ConfigPath != "" && pathcmp.Same(p, s.ConfigPath)
+		out.Configs = append(out.Configs, e)
+	}
+	return out, nil
+}
+
+// SwitchConfig, with no service, records the config in the settings: the
+// service runs it when it starts.
+func (l *Local) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest) (*controlapi.ConfigResponse, error) {
+	s, err := settings.Load(l.o.settingsPath())
+	if err != nil {
+		return nil, err
+	}
+	root := req.StrataRoot
+	if root == "" {
+		in, err := stratainstall.ResolveContext(ctx, stratainstall.Options{Settings: s})
+		var need *stratainstall.NeedConfigError
+		switch {
+		case errors.As(err, &need):
+			root = need.Install.Root
+		case err != nil && !strings.ContainsAny(req.Config, `/\`):
+			return nil, err
+		case err == nil:
+			root = in.Root
+		}
+	}
+	in, err := stratainstall.ResolveContext(ctx, stratainstall.Options{Root: root, Config: backend.ConfigFile(root, req.Config)})
+	if err != nil {
+		return nil, err
+	}
+	if e := backend.ConfigEntry(in, in.ConfigInUse); !e.Ready {
+		return nil, controlapi.BadRequest(fmt.Errorf("%s cannot run as it is: %s", in.ConfigInUse, e.Problem))
+	}
+	resp := &controlapi.ConfigResponse{Previous: s.ConfigPath, Running: in.ConfigInUse}
+	if req.DryRun {
+		resp.Message = fmt.Sprintf("No service runs: the settings would name %s for the next start.", in.ConfigInUse)
+		return resp, nil
+	}
+	if _, err := l.backend("the config in use").Update(ctx, "the config in use", func(s *settings.Settings) error {
+		s.StrataRoot, s.ConfigPath = in.Root, in.ConfigInUse
+		return nil
+	}); err != nil {
+		return nil, statusOf(err)
+	}
+	resp.Message = fmt.Sprintf("No service runs: the settings (%s) now name %s; the service runs it when it starts.", l.o.settingsPath(), in.ConfigInUse)
+	return resp, nil
+}
+
+func (l *Local) RepairConfig(context.Context, controlapi.RepairRequest) (*controlapi.RepairResponse, error) {
+	return nil, controlapi.Unavailable(errors.New("repair goes through the service, which is not running: start it, or set the placement again (strata-service vision cpu|remote|...)"))
+}
+
+func (l *Local) UpdateStrata(context.Context, controlapi.UpdateRequest) (*controlapi.UpdateResponse, error) {
+	return nil, controlapi.Unavailable(errors.New("the Strata Companion service is not running: start it (strata-service start); it runs the update so that Strata's running engine can be replaced"))
+}
+
+func (l *Local) Logs(context.Context, int) (*controlapi.LogsResponse, error) {
+	return nil, notRunning("the server's log")
+}
+
+func (l *Local) Start(context.Context) error   { return notRunning("starting Strata") }
+func (l *Local) Stop(context.Context) error    { return notRunning("stopping Strata") }
+func (l *Local) Restart(context.Context) error { return notRunning("restarting Strata") }
+
+func statusOf(err error) error {
+	if err == nil {
+		return nil
+	}
+	return controlapi.StatusOf(err)
+}
+
+// Local is the backend in this process for config ("" = the settings alone).
+func (o Owner) Local(what, config string) *backend.Backend {
+	return o.InProcess(config).backend(what)
 }
 
 // SetVision has the owner make req to config: the service refuses (409)
 // when it runs another file, so a change is never made to the wrong one.
 func (o Owner) SetVision(ctx context.Context, config string, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
-	if c := o.Service(ctx); c != nil {
-		if req.Config == "" {
-			req.Config = config
-		}
-		resp, err := c.SetVision(ctx, req)
-		return resp, serviceErr(err)
+	ow := o.Open(ctx, config)
+	if IsService(ow) && req.Config == "" {
+		req.Config = config
 	}
-	what := "vision " + req.Placement
-	if req.DryRun {
-		what = "" // a dry run writes nothing
-	}
-	b := o.Local(what, config)
-	res, err := b.SetVision(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return res.Response(), nil
+	resp, err := ow.SetVision(ctx, req)
+	return resp, controlapi.Words(err)
 }
 
 // PatchSettings has the owner change settings that need no config edit.
 func (o Owner) PatchSettings(ctx context.Context, p controlapi.SettingsPatch) error {
-	if c := o.Service(ctx); c != nil {
-		_, err := c.PatchSettings(ctx, p)
-		return serviceErr(err)
-	}
-	_, err := o.Local("settings", "").PatchSettings(ctx, p)
-	return err
+	_, err := o.Open(ctx, "").PatchSettings(ctx, p)
+	return controlapi.Words(err)
 }
 
 // RecordRemote has the owner record what the second-PC code did.
 func (o Owner) RecordRemote(ctx context.Context, rec controlapi.RemoteRecord) (*settings.Remote, error) {
-	if c := o.Service(ctx); c != nil {
-		r, err := c.RecordRemote(ctx, rec)
-		return r, serviceErr(err)
-	}
-	return o.Local("second PC", "").RecordRemote(ctx, rec)
+	r, err := o.Open(ctx, "").RecordRemote(ctx, rec)
+	return r, controlapi.Words(err)
 }
 
 // Endpoint is a second PC as [user@]host[:port].

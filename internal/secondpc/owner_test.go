@@ -2,13 +2,13 @@ package secondpc_test
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"testing"
 
 	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/owner"
 	"github.com/strata-companion/companion/internal/secondpc"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
@@ -40,20 +40,10 @@ func TestBackendIsARecorder(t *testing.T) {
 func TestAPIRecorder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "settings.json")
 	b := backend.New(backend.Options{SettingsPath: path, CheckHostKey: anyHostKey})
-	c := testenv.ServeControlAPI(t, controlserver.Backend{
-		Remote: func(ctx context.Context, rec *controlapi.RemoteRecord) (*settings.Remote, error) {
-			if rec == nil {
-				return b.Paired(ctx)
-			}
-			rm, err := b.RecordRemote(ctx, *rec)
-			var re *backend.RequestError
-			if err != nil && errors.As(err, &re) {
-				return nil, &controlserver.RequestError{Code: 400, Err: err}
-			}
-			return rm, err
-		},
-	})
-	secondpc.RecorderContract(t, secondpc.APIRecorder{Client: c})
+	// The real road: the in-process owner over b, served by the real
+	// control API; its client is what the recorder takes.
+	c := testenv.ServeControlAPI(t, controlserver.Backend{Owner: owner.Over(b)})
+	secondpc.RecorderContract(t, secondpc.OwnerRecorder{Owner: c})
 
 	// A record that sets two things is refused, and says how.
 	_, err := c.RecordRemote(context.Background(), controlapi.RemoteRecord{Unpair: true, Replace: &settings.Remote{Host: "x"}})

@@ -14,7 +14,8 @@ import (
 // Recorder is the one way the second-PC code records what it did in the
 // companion's settings. The backend (internal/backend, the settings' one
 // owner) implements it in-process (the CLI with no service running);
-// APIRecorder asks the running service's backend; MemoryRecorder holds it
+// OwnerRecorder asks the settings' owner (the running service, or the
+// in-process one: internal/owner.Open chooses); MemoryRecorder holds it
 // until the wizard's Apply, which commits it through the owner.
 type Recorder interface {
 	// Paired is the second PC recorded now (nil: none).
@@ -71,34 +72,31 @@ func PrepareResultOf(p *controlapi.RemotePrepared) relay.PrepareResult {
 // ErrNotPaired says there is no second PC to record a prepare for.
 var ErrNotPaired = errors.New("no second PC is paired; pair one first (strata-service remote pair [user@]host, or the setup wizard's second-PC page)")
 
-// APIRecorder records through the running service's control API (GET and
-// POST /v1/remote): the service's backend merges each record into the
-// settings under its lock, so it stays their only writer.
-type APIRecorder struct{ Client *controlapi.Client }
+// OwnerRecorder records through the settings' owner (controlapi.Owner: the
+// running service's API, GET and POST /v1/remote, or the in-process owner
+// when none runs): the backend merges each record into the settings under
+// its lock, so it stays their only writer.
+type OwnerRecorder struct{ Owner controlapi.Owner }
 
-func (a APIRecorder) Paired(ctx context.Context) (*settings.Remote, error) {
-	return a.Client.Remote(ctx)
+func (a OwnerRecorder) Paired(ctx context.Context) (*settings.Remote, error) {
+	return a.Owner.Remote(ctx)
 }
 
-func (a APIRecorder) RecordPairing(ctx context.Context, r settings.Remote) error {
+func (a OwnerRecorder) RecordPairing(ctx context.Context, r settings.Remote) error {
 	return a.record(ctx, controlapi.RemoteRecord{Pairing: &r})
 }
 
-func (a APIRecorder) RecordPrepare(ctx context.Context, res relay.PrepareResult) error {
+func (a OwnerRecorder) RecordPrepare(ctx context.Context, res relay.PrepareResult) error {
 	return a.record(ctx, controlapi.RemoteRecord{Prepare: Prepared(res)})
 }
 
-func (a APIRecorder) RecordUnpair(ctx context.Context) error {
+func (a OwnerRecorder) RecordUnpair(ctx context.Context) error {
 	return a.record(ctx, controlapi.RemoteRecord{Unpair: true})
 }
 
-func (a APIRecorder) record(ctx context.Context, rec controlapi.RemoteRecord) error {
-	_, err := a.Client.RecordRemote(ctx, rec)
-	var se *controlapi.StatusError
-	if errors.As(err, &se) && se.Code == 404 {
-		return errors.New("the running service is older than this program and cannot record the second PC: restart it after updating (strata-service stop, then strata-service start), then run this again")
-	}
-	return err
+func (a OwnerRecorder) record(ctx context.Context, rec controlapi.RemoteRecord) error {
+	_, err := a.Owner.RecordRemote(ctx, rec)
+	return controlapi.Words(err)
 }
 
 // MemoryRecorder keeps the second PC in memory: the wizard pairs and

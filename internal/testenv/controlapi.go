@@ -6,16 +6,22 @@ import (
 	"testing"
 
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/controlapi/ownertest"
+	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/service/controlserver"
 )
 
-// ServeControlAPI serves the real control API over b on loopback until t
+// ServeControlAPI serves the real control API over b (its owner often an
+// ownertest.Funcs) on loopback until t
 // ends and returns a client of it (for tests that put the settings' owner
 // behind the API without a whole service).
 func ServeControlAPI(t testing.TB, b controlserver.Backend) *controlapi.Client {
 	t.Helper()
-	if b.State == nil {
-		b.State = func() controlapi.State { return controlapi.State{} }
+	if b.Bus == nil {
+		b.Bus = events.NewBus(100)
+	}
+	if b.Owner == nil {
+		b.Owner = ownertest.Funcs{}
 	}
 	srv, err := controlserver.New(b)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/controlapi/ownertest"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/service/controlserver"
 )
@@ -75,18 +76,25 @@ func (s *Service) Start() {
 	bus := events.NewBus(s.capacity)
 	// A long poll that found nothing and waits: a client that follows.
 	bus.SetBlockingHook(func() { s.mu.Lock(); s.polls++; s.mu.Unlock() })
+	rec := func(path string) func(context.Context) error {
+		return func(context.Context) error { s.record(ServicePost{Path: path}); return nil }
+	}
 	srv, err := controlserver.New(controlserver.Backend{
-		Bus:          bus,
-		State:        s.State,
-		Control:      serviceControl{s},
-		Vision:       s.vision,
-		Settings:     s.settings,
-		Configs:      s.listConfigs,
-		SwitchConfig: s.switchConfig,
-		Logs: func(int) (*controlapi.LogsResponse, error) {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			return &controlapi.LogsResponse{File: s.LogFile, Lines: []string{}}, nil
+		Bus: bus,
+		Owner: ownertest.Funcs{
+			StateF:         func(context.Context) (*controlapi.State, error) { st := s.State(); return &st, nil },
+			StartF:         rec("/v1/server/start"),
+			StopF:          rec("/v1/server/stop"),
+			RestartF:       rec("/v1/server/restart"),
+			SetVisionF:     s.vision,
+			PatchSettingsF: s.settings,
+			ConfigsF:       s.listConfigs,
+			SwitchConfigF:  s.switchConfig,
+			LogsF: func(context.Context, int) (*controlapi.LogsResponse, error) {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				return &controlapi.LogsResponse{File: s.LogFile, Lines: []string{}}, nil
+			},
 		},
 	})
 	if err != nil {
@@ -211,7 +219,7 @@ func (s *Service) listConfigs(context.Context) (*controlapi.ConfigList, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.configs == nil {
-		return nil, &controlserver.RequestError{Code: http.StatusNotImplemented, Err: errors.New("no configs in this test's service")}
+		return nil, controlapi.Unavailable(errors.New("no configs in this test's service"))
 	}
 	l := *s.configs
 	l.Configs = append([]controlapi.ConfigEntry(nil), s.configs.Configs...)
@@ -227,7 +235,7 @@ func (s *Service) switchConfig(_ context.Context, req controlapi.ConfigRequest) 
 		prev = l.Running
 		if req.IfRunning != "" && req.IfRunning != prev {
 			s.mu.Unlock()
-			return nil, &controlserver.RequestError{Code: http.StatusConflict, Err: errors.New("the service runs " + prev + ", not " + req.IfRunning)}
+			return nil, controlapi.Conflict(errors.New("the service runs " + prev + ", not " + req.IfRunning))
 		}
 		for _, e := range l.Configs {
 			if e.Path == req.Config || e.Tag == req.Config {
@@ -243,7 +251,7 @@ func (s *Service) switchConfig(_ context.Context, req controlapi.ConfigRequest) 
 	}
 	s.mu.Unlock()
 	if next == "" {
-		return nil, &controlserver.RequestError{Code: http.StatusBadRequest, Err: errors.New("no such config: " + req.Config)}
+		return nil, controlapi.BadRequest(errors.New("no such config: " + req.Config))
 	}
 	if !req.DryRun {
 		s.Change(func(st *controlapi.State) {
@@ -285,14 +293,14 @@ func (s *Service) vision(_ context.Context, req controlapi.VisionRequest) (*cont
 	switch req.Placement {
 	case "gpu", "cpu", "remote", "off":
 	default:
-		return nil, &controlserver.RequestError{Code: http.StatusBadRequest, Err: errors.New("placement must be gpu, cpu, remote or off")}
+		return nil, controlapi.BadRequest(errors.New("placement must be gpu, cpu, remote or off"))
 	}
 	s.mu.Lock()
 	s.posts = append(s.posts, ServicePost{Path: "/v1/vision", Vision: &req})
 	hook, reject, restart := s.onVision, s.rejectVision, !s.noRestart
 	s.mu.Unlock()
 	if reject != "" {
-		return nil, &controlserver.RequestError{Code: http.StatusBadRequest, Err: errors.New(reject)}
+		return nil, controlapi.BadRequest(errors.New(reject))
 	}
 	if hook != nil && !req.DryRun {
 		// After the answer, as the service's restart follows it.
@@ -306,20 +314,4 @@ func (s *Service) settings(_ context.Context, p controlapi.SettingsPatch) (*cont
 	s.record(ServicePost{Path: "/v1/settings", Settings: &p})
 	st := s.State()
 	return &st, nil
-}
-
-// serviceControl records POST /v1/server/{start,stop,restart}.
-type serviceControl struct{ s *Service }
-
-func (c serviceControl) Start(context.Context) error {
-	c.s.record(ServicePost{Path: "/v1/server/start"})
-	return nil
-}
-func (c serviceControl) Stop(context.Context) error {
-	c.s.record(ServicePost{Path: "/v1/server/stop"})
-	return nil
-}
-func (c serviceControl) Restart(context.Context) error {
-	c.s.record(ServicePost{Path: "/v1/server/restart"})
-	return nil
 }

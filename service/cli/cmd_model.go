@@ -24,7 +24,6 @@ import (
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/stratainstall"
-	"github.com/strata-companion/companion/service/daemon"
 )
 
 // modelCmd is `model`: the install's configs, and switching among them.
@@ -93,7 +92,7 @@ func listModels(ctx context.Context, env *cliEnv) error {
 			l.Running = s.ConfigPath
 		}
 		for _, p := range in.Configs {
-			e := daemon.Entry(in, p)
+			e := backend.ConfigEntry(in, p)
 			e.Running = l.Running != "" && sameFile(p, l.Running)
 			l.Configs = append(l.Configs, e)
 		}
@@ -251,7 +250,7 @@ func recordModel(ctx context.Context, env *cliEnv, config string, dryRun bool) e
 	if err != nil {
 		return err
 	}
-	if e := daemon.Entry(in, in.ConfigInUse); !e.Ready {
+	if e := backend.ConfigEntry(in, in.ConfigInUse); !e.Ready {
 		return &exitCode{code: 1, err: fmt.Errorf("%s cannot run as it is: %s", in.ConfigInUse, e.Problem)}
 	}
 	if dryRun {

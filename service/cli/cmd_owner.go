@@ -21,6 +21,10 @@ func theOwner() owner.Owner {
 	return owner.Owner{SettingsPath: locations.SettingsFile(), OnLocal: func(string) { onLocalOwner() }}
 }
 
+// openOwner is the owner the CLI talks to: internal/owner.Open's choice
+// of the running service or this process.
+func openOwner(ctx context.Context) controlapi.Owner { return theOwner().Open(ctx, "") }
+
 // runningService is a client of the service when one answers, else nil
 // (then the command hosts the backend itself).
 func runningService(ctx context.Context) *controlapi.Client { return theOwner().Service(ctx) }
@@ -35,8 +39,5 @@ func localOwner() *backend.Backend { return theOwner().Local("settings", "") }
 // remoteRecorder records the second PC through its owner: the service's
 // API when it runs, else the in-process backend.
 func remoteRecorder(ctx context.Context) secondpc.Recorder {
-	if c := runningService(ctx); c != nil {
-		return secondpc.APIRecorder{Client: c}
-	}
-	return localOwner()
+	return secondpc.OwnerRecorder{Owner: openOwner(ctx)}
 }

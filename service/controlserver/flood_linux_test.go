@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/controlapi/ownertest"
 	"github.com/strata-companion/companion/internal/events"
 )
 
@@ -78,7 +79,7 @@ func TestALongPollFloodLeavesTheOwnerAnswered(t *testing.T) {
 	}
 	bus := events.NewBus(10)
 	bus.Publish(events.Event{Kind: events.ServerReady, Message: "ready"})
-	s, addr := serveWith(t, Backend{Bus: bus, State: func() controlapi.State { return controlapi.State{Seq: 7} }}, DefaultTimeouts)
+	s, addr := serveWith(t, Backend{Bus: bus, Owner: ownertest.Funcs{StateF: func(context.Context) (*controlapi.State, error) { return &controlapi.State{Seq: 7}, nil }}}, DefaultTimeouts)
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)

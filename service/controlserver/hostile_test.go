@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/controlapi/ownertest"
 	"github.com/strata-companion/companion/internal/events"
 )
 
@@ -52,10 +53,10 @@ func openFDs(t *testing.T) int {
 func TestStalledConnectionsAreClosed(t *testing.T) {
 	const n = 2000
 	bus := events.NewBus(10)
-	s, addr := serveWith(t, Backend{Bus: bus, State: func() controlapi.State { return controlapi.State{} },
-		Vision: func(context.Context, controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
+	s, addr := serveWith(t, Backend{Bus: bus, Owner: ownertest.Funcs{
+		SetVisionF: func(context.Context, controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
 			return &controlapi.VisionResponse{}, nil
-		}}, Timeouts{Header: 300 * time.Millisecond, Body: 300 * time.Millisecond, Idle: 300 * time.Millisecond})
+		}}}, Timeouts{Header: 300 * time.Millisecond, Body: 300 * time.Millisecond, Idle: 300 * time.Millisecond})
 	auth := "Authorization: Bearer " + s.Token() + "\r\n"
 	kinds := []struct{ name, send, wantStatus string }{
 		{"nothing", "", ""},
@@ -145,11 +146,11 @@ func firstLine(b []byte) string {
 // refused with words and the change is not made. White space is fine.
 func TestTrailingDataAfterTheBodyIsRefused(t *testing.T) {
 	called := 0
-	s, addr := serveWith(t, Backend{Bus: events.NewBus(1),
-		Vision: func(context.Context, controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
+	s, addr := serveWith(t, Backend{Bus: events.NewBus(1), Owner: ownertest.Funcs{
+		SetVisionF: func(context.Context, controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
 			called++
 			return &controlapi.VisionResponse{}, nil
-		}}, DefaultTimeouts)
+		}}}, DefaultTimeouts)
 	for _, tc := range []struct {
 		body string
 		code int
@@ -183,15 +184,15 @@ func TestTrailingDataAfterTheBodyIsRefused(t *testing.T) {
 // it (a vision change restarts Strata) keeps its request context.
 func TestBodyDeadlineDoesNotCutALongHandler(t *testing.T) {
 	body := 100 * time.Millisecond
-	s, addr := serveWith(t, Backend{Bus: events.NewBus(1),
-		Vision: func(ctx context.Context, _ controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
+	s, addr := serveWith(t, Backend{Bus: events.NewBus(1), Owner: ownertest.Funcs{
+		SetVisionF: func(ctx context.Context, _ controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
 			select {
 			case <-ctx.Done():
 				return nil, fmt.Errorf("the request context ended: %v", ctx.Err())
 			case <-time.After(5 * body):
 			}
 			return &controlapi.VisionResponse{}, nil
-		}}, Timeouts{Header: body, Body: body, Idle: body})
+		}}}, Timeouts{Header: body, Body: body, Idle: body})
 	c := &controlapi.Client{BaseURL: "http://" + addr, Token: s.Token(), HTTP: &http.Client{}}
 	if _, err := c.SetVision(context.Background(), controlapi.VisionRequest{Placement: "off"}); err != nil {
 		t.Fatal(err)

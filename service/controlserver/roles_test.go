@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/controlapi/ownertest"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/settings"
 )
@@ -41,16 +42,27 @@ func (r *recorder) changes() []string {
 
 func (r *recorder) backend(bus *events.Bus) Backend {
 	return Backend{
-		Bus:     bus,
-		State:   func() controlapi.State { return controlapi.State{} },
-		Control: &r.ctl,
-		Vision: func(ctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
-			r.note("vision " + req.Placement)
-			return &controlapi.VisionResponse{}, nil
-		},
-		Settings: func(ctx context.Context, p controlapi.SettingsPatch) (*controlapi.State, error) {
-			r.note("settings")
-			return &controlapi.State{}, nil
+		Bus: bus,
+		Owner: ownertest.Funcs{
+			StartF:   r.ctl.Start,
+			StopF:    r.ctl.Stop,
+			RestartF: r.ctl.Restart,
+			SetVisionF: func(ctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
+				r.note("vision " + req.Placement)
+				return &controlapi.VisionResponse{}, nil
+			},
+			PatchSettingsF: func(ctx context.Context, p controlapi.SettingsPatch) (*controlapi.State, error) {
+				r.note("settings")
+				return &controlapi.State{}, nil
+			},
+			RemoteF: func(ctx context.Context) (*settings.Remote, error) { return nil, nil },
+			RecordRemoteF: func(ctx context.Context, rec controlapi.RemoteRecord) (*settings.Remote, error) {
+				r.note("remote")
+				return nil, nil
+			},
+			LogsF: func(context.Context, int) (*controlapi.LogsResponse, error) {
+				return &controlapi.LogsResponse{Lines: []string{"secret line"}}, nil
+			},
 		},
 		Relay: func(ctx context.Context, rep controlapi.RelayReport) error {
 			for _, e := range rep.Events {
@@ -58,15 +70,6 @@ func (r *recorder) backend(bus *events.Bus) Backend {
 			}
 			r.note("relay")
 			return nil
-		},
-		Remote: func(ctx context.Context, rec *controlapi.RemoteRecord) (*settings.Remote, error) {
-			if rec != nil {
-				r.note("remote")
-			}
-			return nil, nil
-		},
-		Logs: func(n int) (*controlapi.LogsResponse, error) {
-			return &controlapi.LogsResponse{Lines: []string{"secret line"}}, nil
 		},
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/controlapi/ownertest"
 	"github.com/strata-companion/companion/internal/events"
 )
 
@@ -55,7 +56,7 @@ func TestReadersSeeNoSecretsInEvents(t *testing.T) {
 func TestAReadersWaitIsBounded(t *testing.T) {
 	bus := events.NewBus(10)
 	bus.Publish(events.Event{Kind: events.ServerReady, Message: "ready"})
-	s, err := New(Backend{Bus: bus})
+	s, err := New(Backend{Bus: bus, Owner: ownertest.Funcs{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,61 +36,23 @@ import (
 	"github.com/strata-companion/companion/internal/atomicfile"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
-	"github.com/strata-companion/companion/internal/settings"
 )
 
-// Control is what the API can ask of the supervisor.
-type Control interface {
-	Start(ctx context.Context) error
-	Stop(ctx context.Context) error
-	Restart(ctx context.Context) error
-}
-
-// Backend is everything the server needs; nil funcs answer 501.
+// Backend is everything the server needs: the owner it serves (every
+// route of controlapi's table calls the Owner method of the same name),
+// the event bus, and the relay's road in.
 type Backend struct {
-	Bus     *events.Bus
-	State   func() controlapi.State
-	Control Control
-	// Vision validates and applies POST /v1/vision. An error that is a
-	// *RequestError is answered with its code (400 for a bad request).
-	Vision func(ctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error)
-	// Settings applies POST /v1/settings and returns the new state.
-	Settings func(ctx context.Context, p controlapi.SettingsPatch) (*controlapi.State, error)
-	// Relay takes POST /v1/relay (what the relay learned or did).
+	Bus   *events.Bus
+	Owner controlapi.Owner
+	// Relay takes POST /v1/relay (what the relay learned or did); nil:
+	// relay reports are not taken (501).
 	Relay func(ctx context.Context, r controlapi.RelayReport) error
 	// RelayStarted, when set, says whether secret is the one the service
 	// handed the Strata it runs now (controlapi.EnvRelaySecret): a report
 	// with the relay token and another secret (a relay started by hand, or
 	// by a Strata the service did not start) is refused.
 	RelayStarted func(secret string) bool
-	// Remote reads (rec nil: GET /v1/remote) or records (POST /v1/remote)
-	// the second PC; it returns the record after it (nil: none).
-	Remote func(ctx context.Context, rec *controlapi.RemoteRecord) (*settings.Remote, error)
-	// Logs returns the last n lines of the captured server output.
-	Logs func(n int) (*controlapi.LogsResponse, error)
-	// Configs lists the install's configs (GET /v1/configs).
-	Configs func(ctx context.Context) (*controlapi.ConfigList, error)
-	// SwitchConfig runs another config (POST /v1/config); a conflict is a
-	// *RequestError with 409.
-	SwitchConfig func(ctx context.Context, req controlapi.ConfigRequest) (*controlapi.ConfigResponse, error)
-	// UpdateStrata checks for or runs Strata's update (POST /v1/strata/update).
-	UpdateStrata func(ctx context.Context, req controlapi.UpdateRequest) (*controlapi.UpdateResponse, error)
-	// RepairConfig puts the placement back into a rewritten config (POST /v1/config/repair).
-	RepairConfig func(ctx context.Context, req controlapi.RepairRequest) (*controlapi.RepairResponse, error)
 }
-
-// RequestError is an error the client caused (bad JSON, an unknown
-// placement): it is answered with Code and the message as is.
-type RequestError struct {
-	Code int
-	Err  error
-	// Busy: refused because Strata is answering a request (the client may
-	// ask again with confirm); answered as the body's "busy".
-	Busy bool
-}
-
-func (e *RequestError) Error() string { return e.Err.Error() }
-func (e *RequestError) Unwrap() error { return e.Err }
 
 // Role is what a caller's token allows.
 type Role int
@@ -156,6 +118,9 @@ const maxBody = 1 << 20
 
 // New makes a server with fresh random tokens.
 func New(b Backend) (*Server, error) {
+	if b.Owner == nil || b.Bus == nil {
+		return nil, errors.New("controlserver: a server needs its owner and its event bus")
+	}
 	var toks [3]string
 	for i := range toks {
 		t, err := NewToken()
@@ -244,20 +209,86 @@ var howAdmin = func() string {
 // Handler is the API with its guards.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/state", s.state)
+	for _, r := range routes(s.b.Owner) {
+		mux.Handle(r.pattern, r.h)
+	}
 	mux.HandleFunc("GET /v1/events", s.events)
-	mux.HandleFunc("POST /v1/vision", s.vision)
-	mux.HandleFunc("POST /v1/settings", s.settings)
 	mux.HandleFunc("POST /v1/relay", s.relay)
-	mux.HandleFunc("GET /v1/remote", s.remote)
-	mux.HandleFunc("POST /v1/remote", s.remote)
-	mux.HandleFunc("POST /v1/server/{action}", s.server)
-	mux.HandleFunc("GET /v1/logs", s.logs)
-	mux.HandleFunc("GET /v1/configs", s.configs)
-	mux.HandleFunc("POST /v1/config", s.switchConfig)
-	mux.HandleFunc("POST /v1/config/repair", s.repairConfig)
-	mux.HandleFunc("POST /v1/strata/update", s.updateStrata)
+	mux.HandleFunc("POST /v1/server/{action}", func(w http.ResponseWriter, r *http.Request) {
+		fail(w, http.StatusNotFound, fmt.Sprintf("unknown action %q: use start, stop or restart", r.PathValue("action")))
+	})
 	return s.guard(mux)
+}
+
+// route is one served endpoint.
+type route struct {
+	pattern string
+	h       http.Handler
+}
+
+// routes binds every endpoint of controlapi's table to the owner's method
+// of the same name: the compiler checks that each endpoint's request and
+// answer are the method's, and TestEveryOwnerMethodCrossesTheAPI that each
+// client method reaches its own.
+func routes(o controlapi.Owner) []route {
+	return []route{
+		bind(controlapi.EpState, func(ctx context.Context, _ controlapi.None) (*controlapi.State, error) { return o.State(ctx) }),
+		bind(controlapi.EpVision, o.SetVision),
+		bind(controlapi.EpSettings, o.PatchSettings),
+		bind(controlapi.EpRemote, func(ctx context.Context, _ controlapi.None) (*controlapi.RemoteResponse, error) {
+			r, err := o.Remote(ctx)
+			return &controlapi.RemoteResponse{Remote: r}, err
+		}),
+		bind(controlapi.EpRecordRemote, func(ctx context.Context, rec controlapi.RemoteRecord) (*controlapi.RemoteResponse, error) {
+			r, err := o.RecordRemote(ctx, rec)
+			return &controlapi.RemoteResponse{Remote: r}, err
+		}),
+		bind(controlapi.EpConfigs, func(ctx context.Context, _ controlapi.None) (*controlapi.ConfigList, error) { return o.Configs(ctx) }),
+		bind(controlapi.EpSwitchConfig, o.SwitchConfig),
+		bind(controlapi.EpRepairConfig, o.RepairConfig),
+		bind(controlapi.EpUpdateStrata, o.UpdateStrata),
+		bind(controlapi.EpLogs, func(ctx context.Context, q controlapi.LogsQuery) (*controlapi.LogsResponse, error) {
+			return o.Logs(ctx, q.Tail)
+		}),
+		bind(controlapi.EpStart, done(o.Start)),
+		bind(controlapi.EpStop, done(o.Stop)),
+		bind(controlapi.EpRestart, done(o.Restart)),
+	}
+}
+
+// done is an action that answers {"ok": true}.
+func done(f func(context.Context) error) func(context.Context, controlapi.None) (*controlapi.None, error) {
+	return func(ctx context.Context, _ controlapi.None) (*controlapi.None, error) {
+		if err := f(ctx); err != nil {
+			return nil, err
+		}
+		return &controlapi.None{OK: true}, nil
+	}
+}
+
+// bind serves ep through f: the request read from the query (a GET) or
+// the body (unknown fields refused), the answer or the owner's refusal
+// (controlapi.StatusOf) written back.
+func bind[Req, Resp any](ep controlapi.Endpoint[Req, Resp], f func(context.Context, Req) (*Resp, error)) route {
+	return route{pattern: ep.Pattern(), h: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req Req
+		switch {
+		case ep.FromQuery != nil:
+			q, err := ep.FromQuery(r.URL.Query())
+			if err != nil {
+				answer(w, nil, err)
+				return
+			}
+			req = q
+		case r.Method == http.MethodGet, ep.EmptyOK && r.ContentLength == 0:
+		default:
+			if !decode(w, r, &req, ep.What) {
+				return
+			}
+		}
+		resp, err := f(r.Context(), req)
+		answer(w, resp, err)
+	})}
 }
 
 func (s *Server) guard(next http.Handler) http.Handler {
@@ -366,14 +397,6 @@ func localHost(h string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
-}
-
-func (s *Server) state(w http.ResponseWriter, r *http.Request) {
-	if s.b.State == nil {
-		fail(w, http.StatusNotImplemented, "no state in this service")
-		return
-	}
-	reply(w, s.b.State())
 }
 
 // events is the long-poll: answer at once when there are events after
@@ -490,58 +513,6 @@ func nonNil(e []events.Event) []events.Event {
 	return e
 }
 
-// post answers a POST whose body is one Req through f; a nil f (a build
-// or a daemon without it) is a 501 that says what is missing.
-func post[Req, Resp any](w http.ResponseWriter, r *http.Request, f func(context.Context, Req) (Resp, error), what, missing string) {
-	if f == nil {
-		fail(w, http.StatusNotImplemented, missing)
-		return
-	}
-	var req Req
-	if decode(w, r, &req, what) {
-		resp, err := f(r.Context(), req)
-		answer(w, resp, err)
-	}
-}
-
-func (s *Server) vision(w http.ResponseWriter, r *http.Request) {
-	post(w, r, s.b.Vision, "a vision request", "changing vision is not available in this build")
-}
-
-func (s *Server) settings(w http.ResponseWriter, r *http.Request) {
-	post(w, r, s.b.Settings, "a settings patch", "changing settings is not available in this build")
-}
-
-func (s *Server) configs(w http.ResponseWriter, r *http.Request) {
-	if s.b.Configs == nil {
-		fail(w, http.StatusNotImplemented, "listing configs is not available in this build")
-		return
-	}
-	l, err := s.b.Configs(r.Context())
-	answer(w, l, err)
-}
-
-func (s *Server) switchConfig(w http.ResponseWriter, r *http.Request) {
-	post(w, r, s.b.SwitchConfig, "a config request", "switching the config is not available in this build")
-}
-
-func (s *Server) repairConfig(w http.ResponseWriter, r *http.Request) {
-	if s.b.RepairConfig == nil {
-		fail(w, http.StatusNotImplemented, "repairing the config is not available in this build")
-		return
-	}
-	var req controlapi.RepairRequest
-	if r.ContentLength != 0 && !decode(w, r, &req, "a repair request") {
-		return
-	}
-	resp, err := s.b.RepairConfig(r.Context(), req)
-	answer(w, resp, err)
-}
-
-func (s *Server) updateStrata(w http.ResponseWriter, r *http.Request) {
-	post(w, r, s.b.UpdateStrata, "an update request", "updating Strata is not available in this build")
-}
-
 func (s *Server) relay(w http.ResponseWriter, r *http.Request) {
 	if s.b.Relay == nil {
 		fail(w, http.StatusNotImplemented, "relay reports are not taken by this build")
@@ -617,91 +588,21 @@ func RoleOf(ctx context.Context) Role {
 	return r
 }
 
-func (s *Server) remote(w http.ResponseWriter, r *http.Request) {
-	if s.b.Remote == nil {
-		fail(w, http.StatusNotImplemented, "second-PC records are not taken by this build")
-		return
-	}
-	var rec *controlapi.RemoteRecord
-	if r.Method == http.MethodPost {
-		rec = &controlapi.RemoteRecord{}
-		if !decode(w, r, rec, "a second-PC record") {
-			return
-		}
-	}
-	rm, err := s.b.Remote(r.Context(), rec)
-	answer(w, controlapi.RemoteResponse{Remote: rm}, err)
-}
-
 // decode reads a JSON body (unknown fields refused); false: answered 400.
 func decode(w http.ResponseWriter, r *http.Request, v any, what string) bool {
 	return decodeBody(w, r, 1<<20, what, v)
 }
 
-// answer replies v, or the error: a *RequestError with its code (400 bad
-// request, 409 conflict), anything else 500.
+// answer replies v, or the owner's refusal with its code (controlapi.StatusOf:
+// 400 bad request, 409 conflict, anything unexplained 500).
 func answer(w http.ResponseWriter, v any, err error) {
-	if err != nil {
-		var re *RequestError
-		if errors.As(err, &re) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(re.Code)
-			json.NewEncoder(w).Encode(controlapi.Error{Error: re.Error(), Busy: re.Busy})
-			return
-		}
-		fail(w, http.StatusInternalServerError, err.Error())
+	if se := controlapi.StatusOf(err); se != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(se.Code)
+		json.NewEncoder(w).Encode(controlapi.Error{Error: se.Message, Busy: se.Busy})
 		return
 	}
 	reply(w, v)
-}
-
-func (s *Server) server(w http.ResponseWriter, r *http.Request) {
-	if s.b.Control == nil {
-		fail(w, http.StatusNotImplemented, "no supervisor in this service")
-		return
-	}
-	var err error
-	switch a := r.PathValue("action"); a {
-	case "start":
-		err = s.b.Control.Start(r.Context())
-	case "stop":
-		err = s.b.Control.Stop(r.Context())
-	case "restart":
-		err = s.b.Control.Restart(r.Context())
-	default:
-		fail(w, http.StatusNotFound, fmt.Sprintf("unknown action %q: use start, stop or restart", a))
-		return
-	}
-	if err != nil {
-		fail(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	reply(w, map[string]any{"ok": true})
-}
-
-func (s *Server) logs(w http.ResponseWriter, r *http.Request) {
-	if s.b.Logs == nil {
-		fail(w, http.StatusNotImplemented, "no logs in this service")
-		return
-	}
-	n := 100
-	if v := r.URL.Query().Get("tail"); v != "" {
-		t, err := strconv.Atoi(v)
-		if err != nil || t < 0 {
-			fail(w, http.StatusBadRequest, "tail must be a number of lines")
-			return
-		}
-		n = t
-	}
-	if n > 10000 {
-		n = 10000
-	}
-	resp, err := s.b.Logs(n)
-	if err != nil {
-		fail(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	reply(w, resp)
 }
 
 func reply(w http.ResponseWriter, v any) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/controlapi/ownertest"
 	"github.com/strata-companion/companion/internal/events"
 )
 
@@ -42,7 +43,7 @@ func serve(t *testing.T, b Backend) (*Server, *controlapi.Client) {
 
 func TestGuards(t *testing.T) {
 	bus := events.NewBus(10)
-	s, c := serve(t, Backend{Bus: bus, State: func() controlapi.State { return controlapi.State{Seq: 7} }})
+	s, c := serve(t, Backend{Bus: bus, Owner: ownertest.Funcs{StateF: func(context.Context) (*controlapi.State, error) { return &controlapi.State{Seq: 7}, nil }}})
 
 	st, err := c.State(context.Background())
 	if err != nil || st.Seq != 7 {
@@ -101,10 +102,10 @@ func TestGuards(t *testing.T) {
 
 func TestServerActionsAndLogs(t *testing.T) {
 	fc := &fakeControl{}
-	_, c := serve(t, Backend{Bus: events.NewBus(10), Control: fc,
-		Logs: func(n int) (*controlapi.LogsResponse, error) {
+	_, c := serve(t, Backend{Bus: events.NewBus(10), Owner: ownertest.Funcs{StartF: fc.Start, StopF: fc.Stop, RestartF: fc.Restart,
+		LogsF: func(_ context.Context, n int) (*controlapi.LogsResponse, error) {
 			return &controlapi.LogsResponse{File: "x.log", Lines: []string{strings.Repeat("l", n)}}, nil
-		}})
+		}}})
 	for _, a := range []string{"start", "stop", "restart"} {
 		if err := c.Server(context.Background(), a); err != nil {
 			t.Fatal(a, err)
@@ -127,12 +128,12 @@ func TestServerActionsAndLogs(t *testing.T) {
 }
 
 func TestVisionErrors(t *testing.T) {
-	_, c := serve(t, Backend{Bus: events.NewBus(10), Vision: func(ctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
+	_, c := serve(t, Backend{Bus: events.NewBus(10), Owner: ownertest.Funcs{SetVisionF: func(ctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
 		if req.Placement == "moon" {
-			return nil, &RequestError{Code: 400, Err: errors.New("unknown placement \"moon\"")}
+			return nil, controlapi.BadRequest(errors.New("unknown placement \"moon\""))
 		}
 		return &controlapi.VisionResponse{Diff: "-a\n+b\n", Written: !req.DryRun}, nil
-	}})
+	}}})
 	r, err := c.SetVision(context.Background(), controlapi.VisionRequest{Placement: "cpu", DryRun: true})
 	if err != nil || r.Written || r.Diff == "" {
 		t.Fatalf("%v %+v", err, r)
@@ -145,7 +146,7 @@ func TestVisionErrors(t *testing.T) {
 
 func TestLongPoll(t *testing.T) {
 	bus := events.NewBus(100)
-	_, c := serve(t, Backend{Bus: bus})
+	_, c := serve(t, Backend{Bus: bus, Owner: ownertest.Funcs{}})
 	ctx := context.Background()
 	// Nothing yet: wait=0 answers at once, empty.
 	r, err := c.Events(ctx, 0, 0)
@@ -190,7 +191,7 @@ func TestLongPoll(t *testing.T) {
 // the last sequence number it saw gets every event exactly once, in order.
 func TestReconnectingClientMissesNothing(t *testing.T) {
 	bus := events.NewBus(10000)
-	_, c := serve(t, Backend{Bus: bus})
+	_, c := serve(t, Backend{Bus: bus, Owner: ownertest.Funcs{}})
 	const n = 400
 	go func() {
 		for i := 0; i < n; i++ {
@@ -256,7 +257,7 @@ func TestFiles(t *testing.T) {
 // client having the event (loopback HTTP, one client).
 func BenchmarkEventLatency(b *testing.B) {
 	bus := events.NewBus(1 << 16)
-	s, err := New(Backend{Bus: bus})
+	s, err := New(Backend{Bus: bus, Owner: ownertest.Funcs{}})
 	if err != nil {
 		b.Fatal(err)
 	}

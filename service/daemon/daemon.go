@@ -26,6 +26,7 @@ import (
 	"github.com/strata-companion/companion/internal/filelock"
 	"github.com/strata-companion/companion/internal/fserr"
 	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/pathcmp"
 	"github.com/strata-companion/companion/internal/probe"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
@@ -60,13 +61,6 @@ type Options struct {
 	// once the port is free.
 	ForeignEvery time.Duration
 }
-
-// noInstall answers server actions when no Strata install could be used.
-type noInstall struct{ err error }
-
-func (n noInstall) Start(context.Context) error   { return n.err }
-func (n noInstall) Stop(context.Context) error    { return nil }
-func (n noInstall) Restart(context.Context) error { return n.err }
 
 // Daemon is the service: it owns the backend (the one writer of the config
 // and the settings) and the supervisor of the config that runs, and can
@@ -169,7 +163,7 @@ func New(ctx context.Context, o Options) (*Daemon, error) {
 		d.logf("%s: %s", e.Kind, eventWords(e))
 	}
 	d.tracker.Update(func(st *controlapi.State) { st.Config, st.Vision = configState(in, resolveErr, s) })
-	if resolveErr == nil && explicit && (!samePath(s.ConfigPath, in.ConfigInUse) || !samePath(s.StrataRoot, in.Root)) {
+	if resolveErr == nil && explicit && (!pathcmp.Same(s.ConfigPath, in.ConfigInUse) || !pathcmp.Same(s.StrataRoot, in.Root)) {
 		// Named by hand: the settings record it, so they keep saying
 		// which config runs.
 		if _, err := newBackend(nil, d.publish).Update(ctx, "the config in use", func(s *settings.Settings) error {
@@ -357,27 +351,54 @@ func (d *Daemon) stop(r *running) {
 	<-r.done
 }
 
-// control forwards the API's server actions to the current supervisor.
-type control struct{ d *Daemon }
+// The compiler holds the daemon to the owner's interface: it is what every
+// route of the control API calls.
+var _ controlapi.Owner = (*Daemon)(nil)
 
-func (c control) pick() controlserver.Control {
-	r := c.d.current()
+// supervisor is the current config's supervisor, or why there is none.
+func (d *Daemon) supervisor() (*supervisor.Supervisor, error) {
+	r := d.current()
 	if r.sup == nil {
-		return noInstall{fmt.Errorf("no Strata install to run: %v", r.resolveErr)}
+		return nil, fmt.Errorf("no Strata install to run: %v", r.resolveErr)
 	}
 	if r.done != nil {
 		select {
 		case <-r.done:
 			// Its supervisor ended: a switch or an update is under way.
-			return noInstall{errors.New("the service is switching Strata to another config or updating it: try again in a moment")}
+			return nil, errors.New("the service is switching Strata to another config or updating it: try again in a moment")
 		default:
 		}
 	}
-	return r.sup
+	return r.sup, nil
 }
-func (c control) Start(ctx context.Context) error   { return c.pick().Start(ctx) }
-func (c control) Stop(ctx context.Context) error    { return c.pick().Stop(ctx) }
-func (c control) Restart(ctx context.Context) error { return c.pick().Restart(ctx) }
+
+// Start starts the supervised Strata server (POST /v1/server/start).
+func (d *Daemon) Start(ctx context.Context) error {
+	sup, err := d.supervisor()
+	if err != nil {
+		return err
+	}
+	return sup.Start(ctx)
+}
+
+// Stop stops it (POST /v1/server/stop); with no supervisor there is
+// nothing running to stop.
+func (d *Daemon) Stop(ctx context.Context) error {
+	sup, err := d.supervisor()
+	if err != nil {
+		return nil
+	}
+	return sup.Stop(ctx)
+}
+
+// Restart restarts it (POST /v1/server/restart).
+func (d *Daemon) Restart(ctx context.Context) error {
+	sup, err := d.supervisor()
+	if err != nil {
+		return err
+	}
+	return sup.Restart(ctx)
+}
 
 // owner is the backend of the config that runs, or one for the settings
 // alone when there is no install (settings need none).
@@ -388,62 +409,77 @@ func (d *Daemon) owner() *backend.Backend {
 	return newBackend(nil, d.publish)
 }
 
+// State is the service's snapshot (GET /v1/state).
+func (d *Daemon) State(context.Context) (*controlapi.State, error) {
+	st := d.tracker.Snapshot()
+	return &st, nil
+}
+
+// SetVision is POST /v1/vision: a change to the config that runs (a
+// caller naming another file is refused: nothing is changed in the wrong
+// one).
+func (d *Daemon) SetVision(ctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
+	r := d.current()
+	if r.resolveErr != nil {
+		return nil, controlapi.Conflict(fmt.Errorf("no Strata install to change: %v; choose one first (strata-service model use, or the setup)", r.resolveErr))
+	}
+	if req.Config != "" && !pathcmp.Same(req.Config, r.path()) {
+		return nil, controlapi.Conflict(fmt.Errorf("the service runs %s, not %s: nothing was changed; switch to it first (strata-service model use)", r.path(), req.Config))
+	}
+	return applyVision(ctx, r.owner, r.sup, req)
+}
+
+// PatchSettings is POST /v1/settings.
+func (d *Daemon) PatchSettings(ctx context.Context, p controlapi.SettingsPatch) (*controlapi.State, error) {
+	if _, err := d.owner().PatchSettings(ctx, p); err != nil {
+		return nil, err
+	}
+	return d.State(ctx)
+}
+
+// relayReport folds what the relay reported (POST /v1/relay).
+func (d *Daemon) relayReport(ctx context.Context, r controlapi.RelayReport) error {
+	if err := d.owner().RelayReport(ctx, r); err != nil {
+		return err
+	}
+	d.tracker.SetNEmbd(r.NEmbd)
+	return nil
+}
+
+// Remote is the recorded second PC (GET /v1/remote).
+func (d *Daemon) Remote(ctx context.Context) (*settings.Remote, error) {
+	return d.owner().Paired(ctx)
+}
+
+// RecordRemote records what the second-PC code did (POST /v1/remote).
+func (d *Daemon) RecordRemote(ctx context.Context, rec controlapi.RemoteRecord) (*settings.Remote, error) {
+	rm, err := d.owner().RecordRemote(ctx, rec)
+	if err == nil {
+		if _, server := accountsOf(d.current()); server != nil {
+			grantKey(server, d.logf) // a key made by this pairing
+		}
+	}
+	return rm, err
+}
+
+// Logs is the server log's last lines (GET /v1/logs).
+func (d *Daemon) Logs(_ context.Context, n int) (*controlapi.LogsResponse, error) {
+	lines, err := supervisor.TailFile(locations.ServerLogFile(), n)
+	if errors.Is(err, os.ErrNotExist) {
+		lines, err = []string{}, nil
+	}
+	return &controlapi.LogsResponse{File: locations.ServerLogFile(), Lines: lines}, err
+}
+
 func (d *Daemon) newServer() error {
 	srv, err := controlserver.New(controlserver.Backend{
-		Bus:     d.bus,
-		State:   d.tracker.Snapshot,
-		Control: control{d},
-		Vision: func(rctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
-			r := d.current()
-			if r.resolveErr != nil {
-				return nil, &controlserver.RequestError{Code: 409, Err: fmt.Errorf("no Strata install to change: %v; choose one first (strata-service model use, or the setup)", r.resolveErr)}
-			}
-			if req.Config != "" && !samePath(req.Config, r.path()) {
-				return nil, &controlserver.RequestError{Code: 409, Err: fmt.Errorf("the service runs %s, not %s: nothing was changed; switch to it first (strata-service model use)", r.path(), req.Config)}
-			}
-			return applyVision(rctx, r.owner, r.sup, req)
-		},
-		Settings: func(rctx context.Context, p controlapi.SettingsPatch) (*controlapi.State, error) {
-			if _, err := d.owner().PatchSettings(rctx, p); err != nil {
-				return nil, httpError(err)
-			}
-			st := d.tracker.Snapshot()
-			return &st, nil
-		},
+		Bus:   d.bus,
+		Owner: d,
 		RelayStarted: func(secret string) bool {
 			r := d.current()
 			return r != nil && r.sup != nil && r.sup.StartedRelay(secret)
 		},
-		Relay: func(rctx context.Context, r controlapi.RelayReport) error {
-			if err := d.owner().RelayReport(rctx, r); err != nil {
-				return httpError(err)
-			}
-			d.tracker.SetNEmbd(r.NEmbd)
-			return nil
-		},
-		Remote: func(rctx context.Context, rec *controlapi.RemoteRecord) (*settings.Remote, error) {
-			if rec == nil {
-				return d.owner().Paired(rctx)
-			}
-			rm, err := d.owner().RecordRemote(rctx, *rec)
-			if err == nil {
-				if _, server := accountsOf(d.current()); server != nil {
-					grantKey(server, d.logf) // a key made by this pairing
-				}
-			}
-			return rm, httpError(err)
-		},
-		Logs: func(n int) (*controlapi.LogsResponse, error) {
-			lines, err := supervisor.TailFile(locations.ServerLogFile(), n)
-			if errors.Is(err, os.ErrNotExist) {
-				lines, err = []string{}, nil
-			}
-			return &controlapi.LogsResponse{File: locations.ServerLogFile(), Lines: lines}, err
-		},
-		Configs:      d.Configs,
-		SwitchConfig: d.SwitchConfig,
-		RepairConfig: d.RepairConfig,
-		UpdateStrata: d.UpdateStrata,
+		Relay: d.relayReport,
 	})
 	d.srv = srv
 	return err
@@ -564,30 +600,13 @@ func newBackend(in *stratainstall.Install, publish func(events.Event) events.Eve
 	return backend.New(o)
 }
 
-// httpError maps the backend's refusals to HTTP: a bad request 400, a
-// conflict (another writer, a person's edit, the lock held) 409 with the
-// reason; anything else stays a 500.
-func httpError(err error) error {
-	var re *backend.RequestError
-	var ce *backend.ConflictError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ce):
-		return &controlserver.RequestError{Code: 409, Err: err}
-	case errors.As(err, &re):
-		return &controlserver.RequestError{Code: 400, Err: err}
-	}
-	return err
-}
-
 // applyVision is POST /v1/vision: the backend makes the change; a change
 // that edits the config (to or from this PC's GPU) restarts Strata unless
 // the request says "restart": false.
 func applyVision(ctx context.Context, owner *backend.Backend, sup *supervisor.Supervisor, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
 	res, err := owner.SetVision(ctx, req)
 	if err != nil {
-		return nil, httpError(err)
+		return nil, err
 	}
 	resp := res.Response()
 	if res.ConfigWritten && (req.Restart == nil || *req.Restart) && sup != nil {

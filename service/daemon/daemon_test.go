@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	"github.com/strata-companion/companion/internal/backend"
+	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
-	"github.com/strata-companion/companion/service/controlserver"
 )
 
 // A conflict is a 409 and a bad request a 400, both with the backend's
-// words; anything else stays an error of the service (500).
+// words; anything else stays an error of the service (500): the one
+// mapping (controlapi.StatusOf) the daemon's answers and the in-process
+// owner's share.
 func TestHTTPErrorCodes(t *testing.T) {
 	for _, c := range []struct {
 		err  error
@@ -18,19 +20,14 @@ func TestHTTPErrorCodes(t *testing.T) {
 	}{
 		{&backend.ConflictError{Err: errors.New("the config was changed by a person meanwhile")}, 409},
 		{&backend.RequestError{Err: errors.New("unknown placement")}, 400},
-		{errors.New("disk on fire"), 0},
+		{errors.New("disk on fire"), 500},
 	} {
-		err := httpError(c.err)
-		var re *controlserver.RequestError
-		got := 0
-		if errors.As(err, &re) {
-			got = re.Code
-		}
-		if got != c.code || err.Error() != c.err.Error() {
-			t.Errorf("%v: code %d (%v), want %d", c.err, got, err, c.code)
+		se := controlapi.StatusOf(c.err)
+		if se.Code != c.code || se.Message != c.err.Error() || !errors.Is(se, c.err) {
+			t.Errorf("%v: code %d (%v), want %d", c.err, se.Code, se, c.code)
 		}
 	}
-	if httpError(nil) != nil {
+	if controlapi.StatusOf(nil) != nil {
 		t.Error("nil became an error")
 	}
 }

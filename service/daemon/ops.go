@@ -9,16 +9,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
 
+	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/locations"
-	"github.com/strata-companion/companion/service/controlserver"
 )
 
 // opRunning is the operation under way (guarded by d.mu).
@@ -38,8 +37,7 @@ func (d *Daemon) beginOp(what string) (done func(), err error) {
 		if op != nil {
 			msg = fmt.Sprintf("%s is running since %s", op.what, op.since.Format("15:04"))
 		}
-		return nil, &controlserver.RequestError{Code: http.StatusConflict,
-			Err: fmt.Errorf("%s: nothing was done; ask again when it is done (strata-service status shows it)", msg)}
+		return nil, controlapi.Conflict(fmt.Errorf("%s: nothing was done; ask again when it is done (strata-service status shows it)", msg))
 	}
 	d.mu.Lock()
 	d.op = &opRunning{what: what, since: time.Now()}

@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -23,9 +22,9 @@ import (
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/pathcmp"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
-	"github.com/strata-companion/companion/service/controlserver"
 )
 
 // configKeys are the config's keys Strata's setup drops, as the service
@@ -228,7 +227,7 @@ func (d *Daemon) watchConfig(ctx context.Context, r *running) {
 	// The settings say what the companion set up: a change there (the
 	// setup saving its choice) is checked again too.
 	sf := locations.SettingsFile()
-	if !samePath(filepath.Dir(sf), filepath.Dir(r.path())) {
+	if !pathcmp.Same(filepath.Dir(sf), filepath.Dir(r.path())) {
 		_ = w.Add(filepath.Dir(sf)) // not there yet: the config's changes alone
 	}
 	d.wg.Add(1)
@@ -250,7 +249,7 @@ func (d *Daemon) watchConfig(ctx context.Context, r *running) {
 				if !ok {
 					return
 				}
-				if (filepath.Base(ev.Name) == name || samePath(ev.Name, sf)) && ev.Op != fsnotify.Chmod {
+				if (filepath.Base(ev.Name) == name || pathcmp.Same(ev.Name, sf)) && ev.Op != fsnotify.Chmod {
 					if settle != nil {
 						settle.Stop()
 					}
@@ -390,7 +389,7 @@ func (d *Daemon) RepairConfig(ctx context.Context, req controlapi.RepairRequest)
 	if len(keys) > 0 {
 		kdry, err := r.owner.RestoreKeys(ctx, want, keys, from, true)
 		if err != nil {
-			return nil, httpError(err)
+			return nil, err
 		}
 		if kdry.Diff != "" {
 			out.Diff += kdry.Diff
@@ -423,8 +422,7 @@ func (d *Daemon) RepairConfig(ctx context.Context, req controlapi.RepairRequest)
 		return out, nil
 	}
 	if busy && !req.Confirm {
-		return nil, &controlserver.RequestError{Code: http.StatusConflict, Busy: true,
-			Err: errors.New("Strata is answering a request now: the repair restarts it. Ask again with confirm to go ahead, or wait until it is done; nothing was changed")}
+		return nil, controlapi.Busy(errors.New("Strata is answering a request now: the repair restarts it. Ask again with confirm to go ahead, or wait until it is done; nothing was changed"))
 	}
 	no := false
 	if vreq != nil {
@@ -438,7 +436,7 @@ func (d *Daemon) RepairConfig(ctx context.Context, req controlapi.RepairRequest)
 	if len(keys) > 0 {
 		res, err := r.owner.RestoreKeys(ctx, want, keys, from, false)
 		if err != nil {
-			return nil, httpError(err)
+			return nil, err
 		}
 		out.Written = out.Written || res.ConfigWritten
 	}

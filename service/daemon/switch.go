@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,75 +22,7 @@ import (
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
 	"github.com/strata-companion/companion/internal/stratainstall"
-	"github.com/strata-companion/companion/service/controlserver"
 )
-
-// samePath compares two paths as the OS does ("" matches only "").
-var samePath = pathcmp.Same
-
-// TagOf is a config's tag: strata-<tag>.json.
-func TagOf(path string) string {
-	b := filepath.Base(path)
-	return strings.TrimSuffix(strings.TrimPrefix(b, "strata-"), ".json")
-}
-
-// configFile turns a tag or a path into the config's absolute path under root.
-func configFile(root, config string) string {
-	if strings.ContainsAny(config, `/\`) || strings.HasSuffix(config, ".json") {
-		if !filepath.IsAbs(config) {
-			if _, err := os.Stat(config); err != nil && root != "" {
-				config = filepath.Join(root, config)
-			}
-		}
-		abs, _ := filepath.Abs(config)
-		return abs
-	}
-	return filepath.Join(root, "strata-"+config+".json")
-}
-
-// Entry describes one config: its model and whether it can run as it is.
-func Entry(in *stratainstall.Install, path string) controlapi.ConfigEntry {
-	e := controlapi.ConfigEntry{Path: path, Tag: TagOf(path)}
-	c, err := strataconfig.Read(path)
-	if err != nil {
-		e.Problem = err.Error()
-		return e
-	}
-	var keys struct {
-		ModelName string `json:"model_name"`
-	}
-	_ = json.Unmarshal(c.Raw, &keys)
-	e.ModelName = keys.ModelName
-	switch {
-	case c.Err() != nil:
-		e.Problem = c.Problems[0].String()
-	case in != nil && in.Python == "":
-		e.Problem = "Strata's Python (.venv) is missing in " + in.Root + ": run Strata's setup first"
-	default:
-		if m := missingModel(c); m != "" {
-			e.Problem = "the model file " + m + " does not exist: download it with Strata's setup"
-		}
-	}
-	e.Ready = e.Problem == ""
-	return e
-}
-
-// missingModel is the first model file the engine's arguments name that
-// does not exist ("" when all do).
-func missingModel(c *strataconfig.Config) string {
-	for i, a := range c.Args {
-		switch a {
-		case "-m", "--model", "--native", "--pack":
-			if i+1 < len(c.Args) {
-				p := c.Resolve(c.Args[i+1])
-				if _, err := os.Stat(p); err != nil {
-					return p
-				}
-			}
-		}
-	}
-	return ""
-}
 
 // Configs is GET /v1/configs: the install's strata-*.json, the one running marked.
 func (d *Daemon) Configs(ctx context.Context) (*controlapi.ConfigList, error) {
@@ -103,23 +34,23 @@ func (d *Daemon) Configs(ctx context.Context) (*controlapi.ConfigList, error) {
 	out.StrataRoot, out.Running = r.in.Root, r.in.ConfigInUse
 	all, err := stratainstall.Find(ctx, stratainstall.Options{Root: r.in.Root})
 	if err != nil {
-		return nil, &controlserver.RequestError{Code: 409, Err: err}
+		return nil, controlapi.Conflict(err)
 	}
 	in := &all[0]
 	for _, p := range in.Configs {
-		e := Entry(in, p)
-		e.Running = samePath(p, r.in.ConfigInUse)
+		e := backend.ConfigEntry(in, p)
+		e.Running = pathcmp.Same(p, r.in.ConfigInUse)
 		out.Configs = append(out.Configs, e)
 	}
 	return out, nil
 }
 
 func conflict(format string, a ...any) error {
-	return &controlserver.RequestError{Code: http.StatusConflict, Err: fmt.Errorf(format, a...)}
+	return controlapi.Conflict(fmt.Errorf(format, a...))
 }
 
 func badRequest(format string, a ...any) error {
-	return &controlserver.RequestError{Code: http.StatusBadRequest, Err: fmt.Errorf(format, a...)}
+	return controlapi.BadRequest(fmt.Errorf(format, a...))
 }
 
 // SwitchConfig is POST /v1/config: stop the server, carry the picture
@@ -137,7 +68,7 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 	defer done()
 	cur := d.current()
 	prev := cur.path()
-	if req.IfRunning != "" && !samePath(req.IfRunning, prev) {
+	if req.IfRunning != "" && !pathcmp.Same(req.IfRunning, prev) {
 		running := prev
 		if running == "" {
 			running = "no config"
@@ -150,21 +81,21 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 			if !strings.ContainsAny(req.Config, `/\`) {
 				return nil, conflict("the service has no Strata install yet: name its folder too (strata-service model use --strata-root DIR %s, or choose it in the setup)", req.Config)
 			}
-			root = filepath.Dir(configFile("", req.Config))
+			root = filepath.Dir(backend.ConfigFile("", req.Config))
 		} else {
 			root = cur.in.Root
 		}
 	}
-	target := configFile(root, req.Config)
+	target := backend.ConfigFile(root, req.Config)
 	in, err := stratainstall.ResolveContext(ctx, stratainstall.Options{Root: root, Config: target})
 	if err != nil {
 		return nil, badRequest("%v", err)
 	}
-	if e := Entry(in, target); !e.Ready {
+	if e := backend.ConfigEntry(in, target); !e.Ready {
 		return nil, badRequest("%s cannot run as it is: %s; nothing was changed", target, e.Problem)
 	}
 	resp := &controlapi.ConfigResponse{Previous: prev, Running: target}
-	if cur.in != nil && samePath(target, prev) && samePath(in.Root, cur.in.Root) {
+	if cur.in != nil && pathcmp.Same(target, prev) && pathcmp.Same(in.Root, cur.in.Root) {
 		resp.Message = fmt.Sprintf("The service already runs %s: nothing to change.", target)
 		return resp, nil
 	}
@@ -182,7 +113,7 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 	textOnly := ""
 	if tc, err := strataconfig.Read(target); err == nil && tc.Vision == nil {
 		name := filepath.Base(target)
-		if e := Entry(in, target); e.ModelName != "" {
+		if e := backend.ConfigEntry(in, target); e.ModelName != "" {
 			name = e.ModelName
 		}
 		textOnly = fmt.Sprintf("Pictures are off for %s: it has no image projector of its own, so it starts for text only.", name)
@@ -209,8 +140,7 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 	}
 	if !req.Confirm && !req.DryRun {
 		if busy := d.busy(ctx); busy {
-			return nil, &controlserver.RequestError{Code: http.StatusConflict, Busy: true,
-				Err: errors.New("Strata is answering a request now: switching stops it. Ask again with confirm to go ahead, or wait until it is done; nothing was changed")}
+			return nil, controlapi.Busy(errors.New("Strata is answering a request now: switching stops it. Ask again with confirm to go ahead, or wait until it is done; nothing was changed"))
 		}
 	}
 	if carry == "" {
@@ -236,14 +166,14 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 	if vreq != nil {
 		vreq.DryRun = false
 		if _, err := owner.SetVision(ctx, *vreq); err != nil {
-			return nil, httpError(fmt.Errorf("carrying the picture placement over to %s: %w; nothing was switched", target, err))
+			return nil, fmt.Errorf("carrying the picture placement over to %s: %w; nothing was switched", target, err)
 		}
 	}
 	if _, err := owner.Update(ctx, "the config in use", func(s *settings.Settings) error {
 		s.StrataRoot, s.ConfigPath = in.Root, in.ConfigInUse
 		return nil
 	}); err != nil {
-		return nil, httpError(err)
+		return nil, err
 	}
 	d.stop(cur)
 	next, err := d.prepare(in, nil, req.NoStart)
@@ -315,7 +245,7 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 	} else {
 		msg += ", but it did not get ready either: " + why2
 	}
-	return nil, &controlserver.RequestError{Code: http.StatusConflict, Err: errors.New(msg)}
+	return nil, controlapi.Conflict(errors.New(msg))
 }
 
 // busy says whether the running Strata is answering a request now (its

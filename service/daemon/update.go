@@ -36,7 +36,6 @@ import (
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/stratainstall"
-	"github.com/strata-companion/companion/service/controlserver"
 )
 
 // ReleasesURL is where an install that is not a git checkout learns
@@ -229,8 +228,7 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 		return r, nil
 	}
 	if !req.Confirm && d.busy(ctx) {
-		return nil, &controlserver.RequestError{Code: http.StatusConflict, Busy: true,
-			Err: errors.New("Strata is answering a request now: updating stops it. Ask again with confirm to go ahead, or wait until it is done; nothing was changed")}
+		return nil, controlapi.Busy(errors.New("Strata is answering a request now: updating stops it. Ask again with confirm to go ahead, or wait until it is done; nothing was changed"))
 	}
 	d.mu.Lock()
 	runCtx := d.runCtx

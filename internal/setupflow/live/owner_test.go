@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,6 +15,7 @@ import (
 	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/fakestrata"
+	"github.com/strata-companion/companion/internal/owner"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow/live"
 	"github.com/strata-companion/companion/internal/sshx"
@@ -27,33 +27,8 @@ import (
 // the service hosts it (vision, settings, the second PC's records).
 func ownerService(t *testing.T, b *backend.Backend) *controlapi.Client {
 	t.Helper()
-	asHTTP := func(err error) error {
-		var re *backend.RequestError
-		if err != nil && errors.As(err, &re) {
-			return &controlserver.RequestError{Code: 400, Err: err}
-		}
-		return err
-	}
-	return testenv.ServeControlAPI(t, controlserver.Backend{
-		Vision: func(ctx context.Context, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {
-			res, err := b.SetVision(ctx, req)
-			if err != nil {
-				return nil, asHTTP(err)
-			}
-			return res.Response(), nil
-		},
-		Settings: func(ctx context.Context, p controlapi.SettingsPatch) (*controlapi.State, error) {
-			_, err := b.PatchSettings(ctx, p)
-			return &controlapi.State{}, asHTTP(err)
-		},
-		Remote: func(ctx context.Context, rec *controlapi.RemoteRecord) (*settings.Remote, error) {
-			if rec == nil {
-				return b.Paired(ctx)
-			}
-			rm, err := b.RecordRemote(ctx, *rec)
-			return rm, asHTTP(err)
-		},
-	})
+	// The real road: the in-process owner over b, served by the real API.
+	return testenv.ServeControlAPI(t, controlserver.Backend{Owner: owner.Over(b)})
 }
 
 // The wizard's Apply commits the second PC it paired and prepared (its
