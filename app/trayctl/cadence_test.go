@@ -2,7 +2,6 @@ package trayctl
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +9,9 @@ import (
 	"github.com/strata-companion/companion/app/traymodel"
 	"github.com/strata-companion/companion/app/watch"
 	"github.com/strata-companion/companion/internal/controlapi"
-	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 func (v *recView) count() int {
@@ -28,7 +28,6 @@ func TestRedrawOnlyWhenSomethingMoves(t *testing.T) {
 	ctl.View = view
 	ctl.Refresh = 10 * time.Millisecond
 	ctl.LocalEvery = time.Hour
-	ctl.LoadSettings = func() (*settings.Settings, error) { return &settings.Settings{}, nil }
 	ctl.Logf = t.Logf
 	running(t, ctl)
 
@@ -58,58 +57,33 @@ func TestRedrawOnlyWhenSomethingMoves(t *testing.T) {
 	}
 }
 
-// A change to the settings file reaches the menu by change notification,
-// with the timed re-read an hour away; also when the settings folder does
-// not exist yet when the tray starts (setup has not run).
+// A change to the settings reaches the menu with the state the service
+// sends after its settings.changed event (the tray never reads the file),
+// with the timed re-read an hour away.
 func TestSettingsFollowedByNotification(t *testing.T) {
-	for _, tt := range []struct {
-		name   string
-		exists bool
-	}{{"folder there", true}, {"folder made later", false}} {
-		t.Run(tt.name, func(t *testing.T) {
-			home := t.TempDir()
-			if !tt.exists {
-				home = filepath.Join(home, "companion")
-			}
-			settingsFollowed(t, home)
-		})
-	}
-}
-
-func settingsFollowed(t *testing.T, home string) {
-	t.Setenv(locations.EnvHome, home)
 	view := newRecView()
+	ready := controlapi.State{Server: controlapi.ServerState{Phase: controlapi.PhaseReady, Since: time.Now()}}
+	api := testenv.NewService(t, ready)
 	ctl := New()
 	ctl.View = view
 	ctl.LocalEvery = time.Hour
 	ctl.Logf = t.Logf
 	running(t, ctl)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	w := &watch.Watcher{Connect: func() (*controlapi.Client, error) { return api.Client(), nil }, Wait: 5 * time.Second, MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}
+	go func() { defer close(done); w.Run(ctx, ctl.Update) }()
+	t.Cleanup(func() { cancel(); <-done })
 
-	ready := controlapi.State{Server: controlapi.ServerState{Phase: controlapi.PhaseReady, Since: time.Now()}}
-	ctl.Update(watch.Update{State: &ready})
 	remote := func(m traymodel.Menu) bool {
 		return strings.Contains(m.Items[traymodel.ItemVisionRemote].Title, "pc-a")
 	}
 	if remote(view.waitFor(t, "the ready state", func(m traymodel.Menu) bool { return m.Items[traymodel.ItemServer].Title != "" })) {
 		t.Fatal("the menu names a second PC before one was paired")
 	}
-	// The watcher may start a moment after Run: write until the menu follows.
-	done := make(chan struct{})
-	go func() {
-		for i := 0; ; i++ {
-			s := &settings.Settings{Remote: &settings.Remote{Host: "pc-a", Port: 22 + i%2}}
-			if err := s.Save(filepath.Join(home, "settings.json")); err != nil {
-				t.Error(err)
-				return
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}()
-	defer close(done)
+	api.Change(func(st *controlapi.State) {
+		st.Settings = controlapi.ViewOf(&settings.Settings{Remote: &settings.Remote{Host: "pc-a", Port: 2222}})
+	}, events.New("", events.SettingsChangedDetails{}))
 	view.waitFor(t, "the second PC from the new settings", remote)
 }
 

@@ -60,8 +60,7 @@ func TestRelayLineFromTheRealService(t *testing.T) {
 		view := newRecView()
 		ctl := New()
 		ctl.View, ctl.Notifier, ctl.Desktop, ctl.Autostart = view, &countNotifier{}, &fakeDesktop{answer: true}, &fakeAutostart{}
-		ctl.Connect = controlapi.NewClient
-		ctl.LoadSettings = func() (*settings.Settings, error) { return settings.Load(locations.SettingsFile()) }
+		ctl.Connect = func() (controlapi.Owner, error) { return controlapi.NewClient() }
 		ctl.Logf = t.Logf
 		tctx, tcancel := context.WithCancel(context.Background())
 		var wg sync.WaitGroup

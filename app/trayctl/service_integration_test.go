@@ -18,7 +18,6 @@ import (
 	"github.com/strata-companion/companion/assets"
 	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/locations"
-	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/testenv"
 )
 
@@ -79,7 +78,6 @@ func TestAgainstTheRealService(t *testing.T) {
 	view, notes, desk := newRecView(), &countNotifier{}, &fakeDesktop{answer: true}
 	ctl := New()
 	ctl.View, ctl.Notifier, ctl.Desktop, ctl.Logf = view, notes, desk, t.Logf
-	ctl.LoadSettings = func() (*settings.Settings, error) { return &settings.Settings{}, nil }
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)

@@ -12,21 +12,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/fsnotify/fsnotify"
-
-	"github.com/strata-companion/companion/app/internal/svcpaths"
 	"github.com/strata-companion/companion/app/traymodel"
 	"github.com/strata-companion/companion/app/watch"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/locations"
-	"github.com/strata-companion/companion/internal/settings"
 )
 
 // View shows a menu (the systray adapter in app/, a recorder in tests).
@@ -62,11 +57,9 @@ type Controller struct {
 	Notifier  Notifier
 	Desktop   Desktop
 	Autostart Autostart
-	// Connect makes a control API client for actions (default watch.Connect).
-	Connect func() (*controlapi.Client, error)
-	// LoadSettings reads the companion settings (default: the first of
-	// svcpaths.SettingsFiles that exists).
-	LoadSettings func() (*settings.Settings, error)
+	// Connect reaches the owner for actions (default: the service's
+	// control API client, watch.Connect): the tray asks nothing else.
+	Connect func() (controlapi.Owner, error)
 	// Quit ends the tray (systray.Quit); the service keeps running.
 	Quit func()
 	Now  func() time.Time
@@ -74,16 +67,11 @@ type Controller struct {
 	// Refresh is how often the menu is redrawn while something in it moves
 	// by the second (a server starting, an action pending; default 5 s). A
 	// ready or idle menu shows times of day, redrawn at midnight at most.
-	// The settings are re-read when WatchSettings says they changed, and
-	// they and the autostart entry every LocalEvery as a backstop (default
-	// 10 min).
+	// The settings come in the service's state (controlapi.SettingsView),
+	// re-read after every event; the autostart entry is re-read every
+	// LocalEvery (default 10 min).
 	Refresh    time.Duration
 	LocalEvery time.Duration
-	// WatchSettings calls changed (from any goroutine) whenever the settings
-	// may have changed, until ctx ends; an error means the backstop alone.
-	// Default with the default LoadSettings: watchSettingsFiles (change
-	// notification on the settings files' folders); none with a custom one.
-	WatchSettings func(ctx context.Context, changed func()) error
 	// NoGPUVision, when set, asks once (off Run's goroutine) whether this
 	// PC's GPU can read pictures: "" when it can, else why not in a few
 	// words (the probe's view: the GPU choice is greyed out then).
@@ -172,25 +160,6 @@ func (c *Controller) Run(ctx context.Context) {
 	if localEvery <= 0 {
 		localEvery = 10 * time.Minute
 	}
-	watchSettings := c.WatchSettings
-	if watchSettings == nil && c.LoadSettings == nil {
-		watchSettings = watchSettingsFiles
-	}
-	if watchSettings != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := watchSettings(ctx, func() {
-				c.post(func() {
-					c.loadLocal()
-					c.show()
-				})
-			})
-			if err != nil && ctx.Err() == nil {
-				c.logf("not following the settings file (%v); re-reading it every %v", err, localEvery)
-			}
-		}()
-	}
 	// One timer, set after every piece of work to the next moment anything
 	// on screen can change: an idle tray sleeps.
 	timer := time.NewTimer(localEvery)
@@ -222,102 +191,41 @@ func (c *Controller) Run(ctx context.Context) {
 	}
 }
 
-// watchSettingsFiles calls changed when a settings file (svcpaths.
-// SettingsFiles) is written, replaced or removed. It watches the folders
-// (settings are replaced by an atomic rename, and the file may not exist
-// yet); a folder that does not exist yet (before setup ran) is waited for in
-// its parent. An idle tray costs no wake-ups.
-func watchSettingsFiles(ctx context.Context, changed func()) error {
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return err
-	}
-	defer w.Close()
-	files := map[string]bool{}
-	pending := map[string]bool{} // settings folders not there yet
-	var added int
-	for _, f := range svcpaths.SettingsFiles() {
-		f = filepath.Clean(f)
-		files[f] = true
-		dir := filepath.Dir(f)
-		if w.Add(dir) == nil {
-			added++
-		} else if w.Add(filepath.Dir(dir)) == nil {
-			added++
-			if w.Add(dir) == nil {
-				// It appeared between the two Adds, its Create event
-				// before the parent was watched: follow it now.
-				changed()
-			} else {
-				pending[dir] = true
-			}
-		}
-	}
-	if added == 0 {
-		return errors.New("neither the settings folders nor their parents exist")
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-w.Events:
-			if !ok {
-				return errors.New("the change notification stopped")
-			}
-			name := filepath.Clean(ev.Name)
-			switch {
-			case pending[name] && ev.Has(fsnotify.Create):
-				// The settings folder appeared: follow it, and read at once
-				// in case the file was written before the watch.
-				if w.Add(name) == nil {
-					delete(pending, name)
-				}
-				changed()
-			case files[name] && ev.Op != fsnotify.Chmod:
-				changed()
-			}
-		case _, ok := <-w.Errors:
-			if !ok {
-				return errors.New("the change notification stopped")
-			}
-			changed() // an overflowed queue: read once to catch up
-		}
-	}
-}
-
-// loadLocal re-reads what the tray knows besides the service: the paired
-// second PC, the notification setting, the autostart switch.
+// loadLocal takes what the tray knows besides the server from the
+// service's state (the paired second PC, the notification and fallback
+// settings, the last measurements: controlapi.SettingsView) and re-reads
+// the autostart switch.
 func (c *Controller) loadLocal() {
-	load := c.LoadSettings
-	if load == nil {
-		load = loadSettings
-	}
 	c.lastLocal = time.Now()
-	s, err := load()
-	if err != nil {
-		c.logf("%v", err)
-		s = &settings.Settings{}
-	}
-	c.rules.Off = !s.NotificationsOn()
-	c.in.FallbackCPU = s.FallbackCPU != nil && *s.FallbackCPU
-	c.in.Measured = s.Measured
-	c.in.RemoteName, c.remoteAddr = "", ""
-	if s.Remote != nil && s.Remote.Host != "" {
-		c.in.RemoteName = s.Remote.Host
-		c.remoteAddr = s.Remote.Host
-		if s.Remote.User != "" {
-			c.remoteAddr = s.Remote.User + "@" + c.remoteAddr
-		}
-		if s.Remote.Port != 0 && s.Remote.Port != 22 {
-			c.remoteAddr = fmt.Sprintf("%s:%d", c.remoteAddr, s.Remote.Port)
-		}
-	}
+	c.takeSettings()
 	if c.Autostart != nil {
 		on, err := c.Autostart.Enabled()
 		if err != nil {
 			c.logf("reading the autostart setting: %v", err)
 		}
 		c.in.Autostart = on
+	}
+}
+
+// takeSettings shows the settings as the last state carries them (none
+// yet, or a service older than the tray: the defaults).
+func (c *Controller) takeSettings() {
+	v := &controlapi.SettingsView{Notifications: true}
+	if c.in.State != nil && c.in.State.Settings != nil {
+		v = c.in.State.Settings
+	}
+	c.rules.Off = !v.Notifications
+	c.in.FallbackCPU = v.FallbackCPU
+	c.in.Measured = v.Measured
+	c.in.RemoteName, c.remoteAddr = "", ""
+	if r := v.SecondPC; r != nil {
+		c.in.RemoteName, c.remoteAddr = r.Host, r.Host
+		if r.User != "" {
+			c.remoteAddr = r.User + "@" + c.remoteAddr
+		}
+		if r.Port != 0 && r.Port != 22 {
+			c.remoteAddr = fmt.Sprintf("%s:%d", c.remoteAddr, r.Port)
+		}
 	}
 }
 
@@ -335,6 +243,7 @@ func (c *Controller) update(u watch.Update) {
 		c.in.Reach, c.in.Problem = describe(u.Err)
 	} else {
 		c.in.State = u.State
+		c.takeSettings()
 		c.in.Reach, c.in.Problem = traymodel.Connected, ""
 		c.in.Relay.Seed(u.State)
 		c.in.Relay.Fold(u.Events)
@@ -509,7 +418,7 @@ func (c *Controller) click(id traymodel.ItemID) {
 			// The service's dry run says whether the switch restarts
 			// Strata; the question (or the notice) says so first.
 			c.act("Switch vision to "+traymodel.PlacementName(target, name), p,
-				func(ctx context.Context, cl *controlapi.Client) (traymodel.Decision, error) {
+				func(ctx context.Context, cl controlapi.Owner) (traymodel.Decision, error) {
 					dry := req
 					dry.DryRun = true
 					resp, err := cl.SetVision(ctx, dry)
@@ -519,7 +428,7 @@ func (c *Controller) click(id traymodel.ItemID) {
 					p.NoRestart = !resp.RestartNeeded
 					return traymodel.DecideVisionChange(st, target, name, resp, now), nil
 				},
-				func(ctx context.Context, cl *controlapi.Client) error {
+				func(ctx context.Context, cl controlapi.Owner) error {
 					_, err := cl.SetVision(ctx, req)
 					return err
 				})
@@ -537,7 +446,7 @@ func (c *Controller) click(id traymodel.ItemID) {
 			break
 		}
 		c.act("Switch the model to "+e.Tag, &traymodel.Pending{Action: "model", Placement: e.Tag},
-			func(ctx context.Context, cl *controlapi.Client) (traymodel.Decision, error) {
+			func(ctx context.Context, cl controlapi.Owner) (traymodel.Decision, error) {
 				// The service's dry run: a request in flight, a text-only model.
 				if r, err := cl.SwitchConfig(ctx, controlapi.ConfigRequest{Config: e.Path, IfRunning: running, DryRun: true}); err == nil {
 					d = traymodel.WithBusy(d, r.Busy)
@@ -549,7 +458,7 @@ func (c *Controller) click(id traymodel.ItemID) {
 				}
 				return d, nil
 			},
-			func(_ context.Context, cl *controlapi.Client) error {
+			func(_ context.Context, cl controlapi.Owner) error {
 				// The user confirmed (or nothing was running); the config
 				// meant is the one the menu showed as running. The service
 				// answers once the new model is ready (or the old one is
@@ -565,7 +474,7 @@ func (c *Controller) click(id traymodel.ItemID) {
 		}
 		st := c.in.State
 		c.act("Update Strata", &traymodel.Pending{Action: "update"},
-			func(ctx context.Context, cl *controlapi.Client) (traymodel.Decision, error) {
+			func(ctx context.Context, cl controlapi.Owner) (traymodel.Decision, error) {
 				r, err := cl.UpdateStrata(ctx, controlapi.UpdateRequest{Check: true})
 				if err != nil {
 					return traymodel.Decision{}, err
@@ -575,7 +484,7 @@ func (c *Controller) click(id traymodel.ItemID) {
 				}
 				return traymodel.WithBusy(traymodel.DecideUpdate(st, r.Message, now), r.Busy), nil
 			},
-			func(_ context.Context, cl *controlapi.Client) error {
+			func(_ context.Context, cl controlapi.Owner) error {
 				// An update takes minutes (Strata's setup, then its start):
 				// its own bound, not a click's.
 				ctx, cancel := context.WithTimeout(c.ctx, 30*time.Minute)
@@ -593,7 +502,7 @@ func (c *Controller) click(id traymodel.ItemID) {
 		}
 		st := c.in.State
 		c.act("Put back what Strata's setup changed", &traymodel.Pending{Action: "repair"},
-			func(ctx context.Context, cl *controlapi.Client) (traymodel.Decision, error) {
+			func(ctx context.Context, cl controlapi.Owner) (traymodel.Decision, error) {
 				// The service's dry run says what will change, in words.
 				r, err := cl.RepairConfig(ctx, controlapi.RepairRequest{DryRun: true})
 				if err != nil {
@@ -604,7 +513,7 @@ func (c *Controller) click(id traymodel.ItemID) {
 				}
 				return traymodel.DecideRepair(st, r.Changes, r.Busy, now), nil
 			},
-			func(ctx context.Context, cl *controlapi.Client) error {
+			func(ctx context.Context, cl controlapi.Owner) error {
 				_, err := cl.RepairConfig(ctx, controlapi.RepairRequest{Confirm: true})
 				return err
 			})
@@ -618,8 +527,8 @@ func (c *Controller) click(id traymodel.ItemID) {
 		}
 		d := traymodel.DecideRestart(c.in.State, now)
 		c.act("Restart Strata", &traymodel.Pending{Action: "restart"},
-			func(context.Context, *controlapi.Client) (traymodel.Decision, error) { return d, nil },
-			func(ctx context.Context, cl *controlapi.Client) error { return cl.Server(ctx, action) })
+			func(context.Context, controlapi.Owner) (traymodel.Decision, error) { return d, nil },
+			func(ctx context.Context, cl controlapi.Owner) error { return controlapi.ServerAction(ctx, cl, action) })
 	case traymodel.ItemOpenBrowser:
 		if u := traymodel.BrowserURL(c.in.State); u != "" {
 			c.desktop(func(dk Desktop) error { return dk.Open(u) })
@@ -687,14 +596,11 @@ func (e *notifiedError) Error() string { return e.msg }
 // confirm if so, call the API, then show progress (the pending line) until
 // the server is ready again. A change that needs no confirming but has
 // something to say (no restart) says it once it is done.
-func (c *Controller) act(title string, p *traymodel.Pending, decide func(context.Context, *controlapi.Client) (traymodel.Decision, error), call func(context.Context, *controlapi.Client) error) {
+func (c *Controller) act(title string, p *traymodel.Pending, decide func(context.Context, controlapi.Owner) (traymodel.Decision, error), call func(context.Context, controlapi.Owner) error) {
 	c.busy = true
 	ctx := c.ctx
 	go func() {
-		connect := c.Connect
-		if connect == nil {
-			connect = watch.Connect
-		}
+		connect := c.connectOrDefault
 		var d traymodel.Decision
 		err := func() error {
 			cl, err := connect()
@@ -803,22 +709,11 @@ func (c *Controller) viewLogs() {
 	}()
 }
 
-func (c *Controller) connectOrDefault() (*controlapi.Client, error) {
+func (c *Controller) connectOrDefault() (controlapi.Owner, error) {
 	if c.Connect != nil {
 		return c.Connect()
 	}
-	return watch.Connect()
-}
-
-// loadSettings reads the companion settings where the service keeps them.
-func loadSettings() (*settings.Settings, error) {
-	files := svcpaths.SettingsFiles()
-	for _, f := range files {
-		if fileExists(f) {
-			return settings.Load(f)
-		}
-	}
-	return settings.Load(files[0])
+	return watch.Connect() // the service's client: the owner over the API
 }
 
 func fileExists(p string) bool {

@@ -146,16 +146,17 @@ type rig struct {
 
 func start(t *testing.T, st controlapi.State, paired bool) *rig {
 	t.Helper()
-	r := &rig{api: testenv.NewService(t, st), view: newRecView(), notes: &countNotifier{}, desk: &fakeDesktop{answer: true}, auto: &fakeAutostart{}}
+	r := &rig{view: newRecView(), notes: &countNotifier{}, desk: &fakeDesktop{answer: true}, auto: &fakeAutostart{}}
 	r.settings = &settings.Settings{}
 	if paired {
 		r.settings.Remote = &settings.Remote{Host: "gpu-laptop", User: "strata"}
 	}
+	st.Settings = controlapi.ViewOf(r.settings) // the service's state carries them
+	r.api = testenv.NewService(t, st)
 	connect := func() (*controlapi.Client, error) { return r.api.Client(), nil }
 	ctl := New()
 	ctl.View, ctl.Notifier, ctl.Desktop, ctl.Autostart = r.view, r.notes, r.desk, r.auto
-	ctl.Connect = connect
-	ctl.LoadSettings = func() (*settings.Settings, error) { return r.settings, nil }
+	ctl.Connect = func() (controlapi.Owner, error) { return connect() }
 	ctl.Logf = t.Logf
 	r.ctl = ctl
 	ctx, cancel := context.WithCancel(context.Background())
@@ -233,7 +234,6 @@ func TestServiceAbsentThenRestarting(t *testing.T) {
 	view := newRecView()
 	ctl := New()
 	ctl.View, ctl.Logf = view, t.Logf
-	ctl.LoadSettings = func() (*settings.Settings, error) { return &settings.Settings{}, nil }
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -426,7 +426,6 @@ func BenchmarkEventToMenu(b *testing.B) {
 	view := newRecView()
 	ctl := New()
 	ctl.View = view
-	ctl.LoadSettings = func() (*settings.Settings, error) { return &settings.Settings{}, nil }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go ctl.Run(ctx)

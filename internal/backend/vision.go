@@ -37,7 +37,7 @@ type VisionResult struct {
 // caller's to set).
 func (r *VisionResult) Response() *controlapi.VisionResponse {
 	return &controlapi.VisionResponse{Diff: r.Diff, Written: r.ConfigWritten, Backup: r.Backup, RestartNeeded: r.RestartNeeded,
-		Message: r.Message, Placement: string(r.Placement), SettingsChanged: r.SettingsChanged, Notes: r.Notes}
+		Message: r.Message, Placement: string(r.Placement), SettingsChanged: r.SettingsChanged, Notes: r.Notes, NewSecondPC: r.NewSecondPC}
 }
 
 // Placement is where pictures are read now: a config that names the relay

@@ -44,6 +44,37 @@ type State struct {
 	Vision  VisionState `json:"vision"`
 	Remote  *RemoteInfo `json:"remote,omitempty"`
 	Config  ConfigInfo  `json:"config"`
+	// Settings is what clients need of the companion's settings: the tray
+	// reads them here, never the file (nil from a service older than it).
+	Settings *SettingsView `json:"settings,omitempty"`
+}
+
+// SettingsView is the companion's settings as clients need them; the
+// service reads them for every state, so a change (settings.changed) is in
+// the state read after its event.
+type SettingsView struct {
+	Notifications bool `json:"notifications"`
+	FallbackCPU   bool `json:"fallback_cpu,omitempty"`
+	// Measured is the last trial picture per place (nil: none).
+	Measured *settings.Measured `json:"measured,omitempty"`
+	// SecondPC is the paired second PC's address, no secrets (nil: none).
+	SecondPC *SecondPCAddress `json:"second_pc,omitempty"`
+}
+
+// SecondPCAddress is where the paired second PC is reached.
+type SecondPCAddress struct {
+	Host string `json:"host"`
+	User string `json:"user,omitempty"`
+	Port int    `json:"port,omitempty"`
+}
+
+// ViewOf is s as a state carries it.
+func ViewOf(s *settings.Settings) *SettingsView {
+	v := &SettingsView{Notifications: s.NotificationsOn(), FallbackCPU: s.FallbackCPU != nil && *s.FallbackCPU, Measured: s.Measured}
+	if s.Remote != nil && s.Remote.Host != "" {
+		v.SecondPC = &SecondPCAddress{Host: s.Remote.Host, User: s.Remote.User, Port: s.Remote.Port}
+	}
+	return v
 }
 
 // ServiceInfo describes strata-service itself.
@@ -218,6 +249,9 @@ type VisionResponse struct {
 	// Notes are what the plan chose on its own (e.g. lazy_load turned off
 	// because the relay encoder needs it at start), as `vision` prints them.
 	Notes []string `json:"notes,omitempty"`
+	// NewSecondPC names the second PC when the change named another one
+	// (pair it next).
+	NewSecondPC string `json:"new_second_pc,omitempty"`
 }
 
 // LogsResponse answers GET /v1/logs?tail=N.

@@ -32,6 +32,9 @@ type Owner struct {
 	NewClient func() (*controlapi.Client, error)
 	// VRAM tells an in-process backend the server GPU's memory.
 	VRAM func(ctx context.Context, configPath string) int
+	// StrataRoot is the install an in-process owner lists and records
+	// configs of ("" = the one the settings name).
+	StrataRoot string
 	// OnLocal runs before this process writes through its own backend (no
 	// service answered); tests set it to prove a running service did it.
 	OnLocal func(what string)
@@ -139,7 +142,7 @@ func (l *Local) State(context.Context) (*controlapi.State, error) {
 		return nil, err
 	}
 	st := &controlapi.State{Server: controlapi.ServerState{Phase: controlapi.PhaseStopped},
-		Config: controlapi.ConfigInfo{StrataRoot: s.StrataRoot, Path: s.ConfigPath}}
+		Config: controlapi.ConfigInfo{StrataRoot: s.StrataRoot, Path: s.ConfigPath}, Settings: controlapi.ViewOf(s)}
 	if l.config != "" {
 		st.Config.StrataRoot, st.Config.Path = filepath.Dir(l.config), l.config
 	}
@@ -185,7 +188,7 @@ func (l *Local) Configs(ctx context.Context) (*controlapi.ConfigList, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := stratainstall.Options{Settings: s}
+	opts := stratainstall.Options{Settings: s, Root: l.o.StrataRoot}
 	if l.config != "" {
 		opts.Root = filepath.Dir(l.config)
 	}
@@ -214,6 +217,9 @@ func (l *Local) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest) 
 		return nil, err
 	}
 	root := req.StrataRoot
+	if root == "" {
+		root = l.o.StrataRoot
+	}
 	if root == "" {
 		in, err := stratainstall.ResolveContext(ctx, stratainstall.Options{Settings: s})
 		var need *stratainstall.NeedConfigError

@@ -310,8 +310,23 @@ func (s *Service) vision(_ context.Context, req controlapi.VisionRequest) (*cont
 		Restarted: !req.DryRun && restart, RestartNeeded: restart, SettingsChanged: !req.DryRun && !restart, Placement: req.Placement}, nil
 }
 
+// settings records the patch and, as the service does, its switches show
+// in the state's settings from then on.
 func (s *Service) settings(_ context.Context, p controlapi.SettingsPatch) (*controlapi.State, error) {
 	s.record(ServicePost{Path: "/v1/settings", Settings: &p})
+	s.mu.Lock()
+	v := controlapi.SettingsView{Notifications: true}
+	if s.state.Settings != nil {
+		v = *s.state.Settings
+	}
+	if p.FallbackCPU != nil {
+		v.FallbackCPU = *p.FallbackCPU
+	}
+	if p.Notifications != nil {
+		v.Notifications = *p.Notifications
+	}
+	s.state.Settings = &v
+	s.mu.Unlock()
 	st := s.State()
 	return &st, nil
 }

@@ -14,16 +14,12 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
-	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/controlapi"
-	"github.com/strata-companion/companion/internal/locations"
-	"github.com/strata-companion/companion/internal/settings"
-	"github.com/strata-companion/companion/internal/stratainstall"
+	"github.com/strata-companion/companion/internal/owner"
 )
 
 // modelCmd is `model`: the install's configs, and switching among them.
@@ -65,37 +61,21 @@ before is started again and the command exits 1.`,
 // listModels prints the configs: the service's view when it runs, else the
 // install found here.
 func listModels(ctx context.Context, env *cliEnv) error {
-	var l *controlapi.ConfigList
-	live := false
-	if c := runningService(ctx); c != nil && env.strataRoot == "" && env.configPath == "" {
-		live = true
-		var err error
-		if l, err = c.Configs(ctx); err != nil {
-			return fmt.Errorf("the service could not list the configs: %w", err)
-		}
+	// The service's own view when it runs and no other install is named;
+	// else the install found here (the in-process owner's view).
+	var ow controlapi.Owner
+	if env.strataRoot == "" && env.configPath == "" {
+		ow = openOwner(ctx)
 	} else {
-		s, _, _ := loadSettings()
-		opts := stratainstall.Options{Root: env.strataRoot, Settings: s}
-		if env.configPath != "" {
-			opts.Root = filepath.Dir(env.configPath)
+		ow = modelOwner(env)
+	}
+	live := owner.IsService(ow)
+	l, err := ow.Configs(ctx)
+	if err != nil {
+		if live {
+			return fmt.Errorf("the service could not list the configs: %w", controlapi.Words(err))
 		}
-		all, err := stratainstall.Find(ctx, opts)
-		if err != nil {
-			return err
-		}
-		if len(all) > 1 {
-			return &exitCode{code: 1, err: fmt.Errorf("found %d Strata installs; choose one with --strata-root DIR", len(all))}
-		}
-		in := &all[0]
-		l = &controlapi.ConfigList{StrataRoot: in.Root}
-		if s != nil && s.ConfigPath != "" {
-			l.Running = s.ConfigPath
-		}
-		for _, p := range in.Configs {
-			e := backend.ConfigEntry(in, p)
-			e.Running = l.Running != "" && sameFile(p, l.Running)
-			l.Configs = append(l.Configs, e)
-		}
+		return ownerError(err)
 	}
 	printModels(env.stdout, l, live)
 	return nil
@@ -136,20 +116,22 @@ func printModels(w io.Writer, l *controlapi.ConfigList, live bool) {
 	}
 }
 
-func sameFile(a, b string) bool {
-	a, _ = filepath.Abs(a)
-	b, _ = filepath.Abs(b)
-	if runtime.GOOS == "windows" {
-		return strings.EqualFold(filepath.Clean(a), filepath.Clean(b))
+// modelOwner is the in-process owner for the install the flags name.
+func modelOwner(env *cliEnv) *owner.Local {
+	o := theOwner()
+	o.StrataRoot = env.strataRoot
+	if env.configPath != "" {
+		o.StrataRoot = filepath.Dir(env.configPath)
 	}
-	return filepath.Clean(a) == filepath.Clean(b)
+	return o.InProcess("")
 }
 
 // useModel switches the service to another config (or records it when no
 // service runs).
 func useModel(ctx context.Context, env *cliEnv, config string, yes, dryRun bool) error {
-	c := runningService(ctx)
-	if c == nil {
+	ow := openOwner(ctx)
+	c, ok := ow.(*controlapi.Client)
+	if !ok {
 		return recordModel(ctx, env, config, dryRun)
 	}
 	req := controlapi.ConfigRequest{StrataRoot: env.strataRoot, Config: config, Confirm: yes, DryRun: dryRun}
@@ -216,55 +198,19 @@ func switchConfig(ctx context.Context, env *cliEnv, c *controlapi.Client, req co
 		req.Confirm = true
 		resp, err = c.SwitchConfig(ctx, req)
 	}
-	if errors.As(err, &se) {
-		return nil, &exitCode{code: 1, err: errors.New(se.Message)}
+	if err != nil {
+		return nil, ownerError(err)
 	}
-	return resp, err
+	return resp, nil
 }
 
-// recordModel, without a service: the settings name the config the next
-// start runs.
+// recordModel, without a service: the in-process owner records the config
+// the next start runs in the settings.
 func recordModel(ctx context.Context, env *cliEnv, config string, dryRun bool) error {
-	s, path, err := loadSettings()
+	r, err := modelOwner(env).SwitchConfig(ctx, controlapi.ConfigRequest{StrataRoot: env.strataRoot, Config: config, DryRun: dryRun})
 	if err != nil {
-		return err
+		return ownerError(err)
 	}
-	root := env.strataRoot
-	if root == "" {
-		in, err := resolveStrata(ctx, &cliEnv{}, s)
-		var need *stratainstall.NeedConfigError
-		switch {
-		case errors.As(err, &need):
-			root = need.Install.Root
-		case err != nil && !strings.ContainsAny(config, `/\`):
-			return err
-		case err == nil:
-			root = in.Root
-		}
-	}
-	target := config
-	if !strings.ContainsAny(config, `/\`) && !strings.HasSuffix(config, ".json") {
-		target = filepath.Join(root, "strata-"+config+".json")
-	}
-	in, err := stratainstall.ResolveContext(ctx, stratainstall.Options{Root: root, Config: target})
-	if err != nil {
-		return err
-	}
-	if e := backend.ConfigEntry(in, in.ConfigInUse); !e.Ready {
-		return &exitCode{code: 1, err: fmt.Errorf("%s cannot run as it is: %s", in.ConfigInUse, e.Problem)}
-	}
-	if dryRun {
-		fmt.Fprintf(env.stdout, "No service runs: the settings would name %s for the next start.\n", in.ConfigInUse)
-		return nil
-	}
-	onLocalOwner()
-	b := backend.New(backend.Options{SettingsPath: path})
-	if _, err := b.Update(ctx, "the config in use", func(s *settings.Settings) error {
-		s.StrataRoot, s.ConfigPath = in.Root, in.ConfigInUse
-		return nil
-	}); err != nil {
-		return err
-	}
-	fmt.Fprintf(env.stdout, "No service runs: the settings (%s) now name %s; the service runs it when it starts.\n", locations.SettingsFile(), in.ConfigInUse)
+	fmt.Fprintln(env.stdout, r.Message)
 	return nil
 }

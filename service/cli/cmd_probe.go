@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"github.com/peterbourgon/ff/v3/ffcli"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/strata-companion/companion/internal/measure"
 	"github.com/strata-companion/companion/internal/probe"

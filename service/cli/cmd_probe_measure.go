@@ -195,19 +195,14 @@ func strataRunning(ctx context.Context) bool {
 
 // recordMeasurements keeps each measured figure through the settings' owner.
 func recordMeasurements(ctx context.Context, outs []measure.Outcome) error {
+	ow := openOwner(ctx)
 	for _, o := range outs {
 		if o.Result == nil {
 			continue
 		}
 		p := controlapi.SettingsPatch{Measured: &controlapi.MeasuredRecord{Placement: o.Placement, Measurement: o.Result.Record()}}
-		if c := runningService(ctx); c != nil {
-			if _, err := c.PatchSettings(ctx, p); err != nil {
-				return err
-			}
-			continue
-		}
-		if _, err := localOwner().PatchSettings(ctx, p); err != nil {
-			return err
+		if _, err := ow.PatchSettings(ctx, p); err != nil {
+			return controlapi.Words(err)
 		}
 	}
 	return nil

@@ -6,12 +6,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/peterbourgon/ff/v3/ffcli"
 	"io"
 	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/term"

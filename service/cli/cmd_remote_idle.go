@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/owner"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -48,23 +51,12 @@ func remoteIdleStopCmd(env *cliEnv) *ffcli.Command {
 // else the backend in this process); it says which.
 func setIdleStop(ctx context.Context, secs int) (string, error) {
 	p := controlapi.SettingsPatch{IdleStopS: &secs}
-	if c := runningService(ctx); c != nil {
-		_, err := c.PatchSettings(ctx, p)
-		var se *controlapi.StatusError
-		switch {
-		case err == nil:
-			return "set through the running service", nil
-		case errors.As(err, &se) && se.Code == 404:
-			return "", errors.New("the running service is older than this program and cannot change settings: restart it after updating (strata-service stop, then strata-service start), then run this again")
-		case errors.As(err, &se) && se.Code < 500:
-			return "", errors.New(se.Message)
-		default:
-			return "", fmt.Errorf("the service could not change it: %w; try again, or stop the service and run this again", err)
-		}
+	ow := openOwner(ctx)
+	if _, err := ow.PatchSettings(ctx, p); err != nil {
+		return "", controlapi.Words(err)
 	}
-	b := localOwner()
-	if _, err := b.PatchSettings(ctx, p); err != nil {
-		return "", err
+	if owner.IsService(ow) {
+		return "set through the running service", nil
 	}
-	return "saved in " + b.SettingsPath() + "; the relay uses it from its next connection to the second PC, at the latest when Strata restarts", nil
+	return "saved in " + locations.SettingsFile() + "; the relay uses it from its next connection to the second PC, at the latest when Strata restarts", nil
 }

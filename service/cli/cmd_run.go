@@ -11,11 +11,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/peterbourgon/ff/v3/ffcli"
 	"io"
 	"log"
 	"sync"
 	"time"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
 
 	kservice "github.com/kardianos/service"
 	"gopkg.in/natefinch/lumberjack.v2"

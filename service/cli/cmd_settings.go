@@ -11,11 +11,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/peterbourgon/ff/v3/ffcli"
 	"strconv"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/owner"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -117,19 +119,13 @@ func (o settingsOptions) patch() (*controlapi.SettingsPatch, error) {
 
 // patchSettings asks the running service, else hosts the backend.
 func patchSettings(ctx context.Context, env *cliEnv, p controlapi.SettingsPatch) error {
-	if c := runningService(ctx); c != nil {
-		if _, err := c.PatchSettings(ctx, p); err != nil {
-			var se *controlapi.StatusError
-			if errors.As(err, &se) && (se.Code == 400 || se.Code == 409) {
-				return &exitCode{code: 1, err: errors.New(se.Message)}
-			}
-			return fmt.Errorf("the service could not change the settings: %w", err)
-		}
+	ow := openOwner(ctx)
+	if _, err := ow.PatchSettings(ctx, p); err != nil {
+		return ownerError(err)
+	}
+	if owner.IsService(ow) {
 		fmt.Fprintln(env.stdout, "The service saved the settings; they apply from the next picture on (no restart).")
 		return nil
-	}
-	if _, err := localOwner().PatchSettings(ctx, p); err != nil {
-		return err
 	}
 	fmt.Fprintln(env.stdout, "Saved "+locations.SettingsFile()+"; it applies from the next picture on (no restart).")
 	return nil

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"github.com/peterbourgon/ff/v3/ffcli"
 	"os"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/strata-companion/companion/internal/setupflow"
 	"github.com/strata-companion/companion/internal/setupflow/live"

@@ -10,9 +10,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/peterbourgon/ff/v3/ffcli"
 	"io"
 	"strings"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/locations"

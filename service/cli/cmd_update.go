@@ -48,14 +48,12 @@ It asks first on a terminal; elsewhere --yes is needed. Needs the service.`,
 			if len(args) > 0 {
 				return &exitCode{code: 2, err: fmt.Errorf("unexpected argument %q", args[0])}
 			}
-			c := runningService(ctx)
-			if c == nil {
-				return &exitCode{code: 1, err: errors.New("the Strata Companion service is not running: start it (strata-service start); it runs the update so that Strata's running engine can be replaced")}
-			}
-			r, err := c.UpdateStrata(ctx, controlapi.UpdateRequest{Check: true})
+			ow := openOwner(ctx)
+			r, err := ow.UpdateStrata(ctx, controlapi.UpdateRequest{Check: true})
 			if err != nil {
-				return serviceError(err)
+				return ownerError(err) // the in-process owner: no service runs the update
 			}
+			c := ow.(*controlapi.Client) // only the service updates
 			fmt.Fprintln(env.stdout, r.Message)
 			if dryRun && r.Available && !check {
 				fmt.Fprintln(env.stdout, "The update would stop Strata (text stops for a few minutes), pull its files and run its setup's update, then start it again; a failed one puts the old engine back.")
@@ -89,7 +87,7 @@ It asks first on a terminal; elsewhere --yes is needed. Needs the service.`,
 			// Print the service's lines as they come.
 			st, err := c.State(ctx)
 			if err != nil {
-				return serviceError(err)
+				return ownerError(err)
 			}
 			fctx, stop := context.WithCancel(ctx)
 			var wg sync.WaitGroup
@@ -121,7 +119,7 @@ It asks first on a terminal; elsewhere --yes is needed. Needs the service.`,
 				print(evs)
 			}
 			if err != nil {
-				return serviceError(err)
+				return ownerError(err)
 			}
 			fmt.Fprintln(env.stdout, r.Message)
 			if !r.Updated {
@@ -132,11 +130,8 @@ It asks first on a terminal; elsewhere --yes is needed. Needs the service.`,
 	}
 }
 
-// serviceError turns the service's refusal into its words (exit 1).
-func serviceError(err error) error {
-	var se *controlapi.StatusError
-	if errors.As(err, &se) {
-		return &exitCode{code: 1, err: errors.New(se.Message)}
-	}
-	return err
+// ownerError is the owner's refusal in its words (exit 1): the one way
+// every command says it (controlapi.Words).
+func ownerError(err error) error {
+	return &exitCode{code: 1, err: controlapi.Words(err)}
 }

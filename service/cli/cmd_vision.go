@@ -11,13 +11,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/peterbourgon/ff/v3/ffcli"
 	"strconv"
 	"strings"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/owner"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
 	"github.com/strata-companion/companion/internal/stratainstall"
@@ -118,7 +120,7 @@ func runVision(ctx context.Context, env *cliEnv, o visionOptions, args []string)
 	}
 	// When the service runs, it is the one writer: the change goes
 	// through its control API (and it restarts Strata when needed).
-	if handled, err := visionThroughService(ctx, env, req, o); handled {
+	if handled, err := visionThroughService(ctx, env, openOwner(ctx), req, o); handled {
 		return err
 	}
 	// No service: this process hosts the same backend, under the same
@@ -137,11 +139,11 @@ func runVision(ctx context.Context, env *cliEnv, o visionOptions, args []string)
 		}
 		return daemon.ServerVRAM(ctx, cfg)
 	}
-	b := backend.New(backend.Options{SettingsPath: settingsPath, StrataRoot: in.Root, ConfigPath: in.ConfigInUse, RelayExe: o.relay, VRAMTotalMiB: vram})
-	res, err := b.SetVision(ctx, req)
+	local := owner.Owner{SettingsPath: settingsPath, RelayExe: o.relay, VRAM: vram, OnLocal: func(string) { onLocalOwner() }}.InProcess(in.ConfigInUse)
+	res, err := local.SetVision(ctx, req)
 	if err != nil {
 		var re *backend.RequestError
-		if errors.As(err, &re) && what == "remote" && o.host == "" {
+		if errors.As(err, &re) && req.Placement == "remote" && o.host == "" {
 			return &exitCode{code: 2, err: errors.New("say which PC reads the pictures: vision remote --host [user@]host[:port]")}
 		}
 		return err
@@ -150,13 +152,13 @@ func runVision(ctx context.Context, env *cliEnv, o visionOptions, args []string)
 	if o.dryRun {
 		return nil
 	}
-	if res.ConfigWritten {
+	if res.Written {
 		fmt.Fprintf(env.stdout, "Saved %s (the old one is in %s).\n", in.ConfigInUse, res.Backup)
 	}
 	if res.NewSecondPC != "" {
 		fmt.Fprintf(env.stdout, "The second PC is now %s: pair it with `strata-service remote pair %s` if you have not.\n", res.NewSecondPC, res.NewSecondPC)
 	}
-	if res.ConfigWritten {
+	if res.Written {
 		fmt.Fprintln(env.stdout, restartHint)
 	}
 	return nil
@@ -228,13 +230,10 @@ func joinEndpoint(e sshx.Endpoint) string {
 // It says what first; --dry-run stops there; the restart it needs is asked
 // about on a terminal and refused elsewhere without --yes.
 func repairVision(ctx context.Context, env *cliEnv, o visionOptions) error {
-	c := runningService(ctx)
-	if c == nil {
-		return &exitCode{code: 1, err: errors.New("repair goes through the service, which is not running: start it, or set the placement again (strata-service vision cpu|remote|...)")}
-	}
+	c := openOwner(ctx) // the in-process owner refuses: repair is the service's
 	dry, err := c.RepairConfig(ctx, controlapi.RepairRequest{DryRun: true})
 	if err != nil {
-		return serviceError(err)
+		return ownerError(err)
 	}
 	printRepair(env, dry)
 	if o.dryRun || !dry.RestartNeeded {
@@ -250,7 +249,7 @@ func repairVision(ctx context.Context, env *cliEnv, o visionOptions) error {
 	}
 	r, err := c.RepairConfig(ctx, controlapi.RepairRequest{Confirm: true})
 	if err != nil {
-		return serviceError(err)
+		return ownerError(err)
 	}
 	fmt.Fprintln(env.stdout, r.Message)
 	if r.Restarted {

@@ -19,10 +19,10 @@ import (
 
 // visionThroughService sends the change to the running service. handled is
 // false when no service answers (then the caller hosts the backend).
-func visionThroughService(ctx context.Context, env *cliEnv, req controlapi.VisionRequest, o visionOptions) (handled bool, err error) {
-	c := runningService(ctx)
-	if c == nil {
-		return false, nil
+func visionThroughService(ctx context.Context, env *cliEnv, ow controlapi.Owner, req controlapi.VisionRequest, o visionOptions) (handled bool, err error) {
+	c, ok := ow.(*controlapi.Client)
+	if !ok {
+		return false, nil // no service: the caller hosts the owner for the config the flags name
 	}
 	st, err := c.State(ctx)
 	if err != nil {
@@ -73,14 +73,7 @@ func visionThroughService(ctx context.Context, env *cliEnv, req controlapi.Visio
 		resp, err = c.SetVision(ctx, req)
 	}
 	if err != nil {
-		var se *controlapi.StatusError
-		if errors.As(err, &se) && se.Code == 400 {
-			return true, &exitCode{code: 1, err: errors.New(se.Message)}
-		}
-		if errors.As(err, &se) && se.Code == 409 {
-			return true, &exitCode{code: 1, err: fmt.Errorf("%s (nothing was changed)", se.Message)}
-		}
-		return true, fmt.Errorf("the service could not change vision: %w", err)
+		return true, ownerError(err)
 	}
 	switch {
 	case req.DryRun:

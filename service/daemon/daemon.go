@@ -409,9 +409,13 @@ func (d *Daemon) owner() *backend.Backend {
 	return newBackend(nil, d.publish)
 }
 
-// State is the service's snapshot (GET /v1/state).
+// State is the service's snapshot (GET /v1/state), with the settings as
+// clients need them, read now (a settings.changed event comes before it).
 func (d *Daemon) State(context.Context) (*controlapi.State, error) {
 	st := d.tracker.Snapshot()
+	if s, err := d.owner().Settings(); err == nil {
+		st.Settings = controlapi.ViewOf(s)
+	}
 	return &st, nil
 }
 
