@@ -156,7 +156,7 @@ func (c *Controller) Run(ctx context.Context) {
 			defer wg.Done()
 			why := c.NoGPUVision(ctx)
 			if why != "" {
-				c.logf("this PC's GPU cannot read pictures: %s", why)
+				c.logf("%s cannot read pictures: %s", settings.PlacementGPU.Name(""), why)
 			}
 			c.post(func() {
 				c.in.NoGPUVision = why
@@ -501,7 +501,7 @@ func (c *Controller) click(id traymodel.ItemID) {
 		case c.in.State == nil:
 		default:
 			req := controlapi.VisionRequest{Placement: target}
-			if target == "remote" {
+			if settings.Placement(target).SecondPC() {
 				req.Host = c.remoteAddr
 			}
 			st, name := c.in.State, c.in.RemoteName
@@ -670,8 +670,8 @@ func (c *Controller) click(id traymodel.ItemID) {
 
 // readyAgain is the notice after a restart the user asked for.
 func readyAgain(placement, remoteName string) string {
-	if placement == "" || placement == "off" {
-		return "Strata is ready again; pictures are off (text only)."
+	if p := settings.Placement(placement); !p.ReadsPictures() {
+		return "Strata is ready again; " + p.Pictures("") + "."
 	}
 	return "Strata is ready again; pictures are read on " + traymodel.PlacementName(placement, remoteName) + "."
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/settings"
 )
 
 // FallbackTitle is the fallback switch's menu title.
@@ -86,15 +87,17 @@ func deviceWords(device, gpu string) string {
 	return "its CPU"
 }
 
-// WhereWords names a picture's place for people.
+// WhereWords names a picture's place for people, in the tray's words for
+// the placement it was read at (settings.Placements): "on the second PC",
+// "on the CPU (fallback)".
 func WhereWords(where string) string {
 	switch where {
 	case events.WhereRemote:
-		return "on the second PC"
+		return "on " + settings.PlacementRemote.ShortName("")
 	case events.WhereFallbackCPU:
-		return "on this CPU (fallback)"
+		return "on " + settings.PlacementCPU.ShortName("") + " (fallback)"
 	case events.WhereLocalCPU:
-		return "on this CPU"
+		return "on " + settings.PlacementCPU.ShortName("")
 	}
 	return where
 }
