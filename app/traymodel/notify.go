@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/controlapi"
-	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/settings"
 )
 
 // Notice is one desktop notification.
