@@ -24,9 +24,9 @@ type Notice struct {
 
 // Topics.
 const (
-	TopicServerReady   = "server.ready"
-	TopicServerFailed  = "server.failed"
-	TopicServerRestart = "server.restarting"
+	TopicServerReady   = string(events.ServerReady)
+	TopicServerFailed  = string(events.ServerFailed)
+	TopicServerRestart = string(events.ServerRestarting)
 	TopicRemote        = "remote"
 	TopicEncoder       = "encoder"
 	TopicSlowWake      = "vision.slow_wake"
