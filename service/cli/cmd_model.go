@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
@@ -22,6 +21,7 @@ import (
 	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/pathcmp"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/stratainstall"
 	"github.com/strata-companion/companion/service/daemon"
@@ -94,7 +94,7 @@ func listModels(ctx context.Context, env *cliEnv) error {
 		}
 		for _, p := range in.Configs {
 			e := daemon.Entry(in, p)
-			e.Running = l.Running != "" && sameFile(p, l.Running)
+			e.Running = l.Running != "" && pathcmp.Same(p, l.Running)
 			l.Configs = append(l.Configs, e)
 		}
 	}
@@ -135,15 +135,6 @@ func printModels(w io.Writer, l *controlapi.ConfigList, live bool) {
 	case l.Running != "":
 		fmt.Fprintf(w, "* runs when the service starts (%s); the service is not running now\n", filepath.Base(l.Running))
 	}
-}
-
-func sameFile(a, b string) bool {
-	a, _ = filepath.Abs(a)
-	b, _ = filepath.Abs(b)
-	if runtime.GOOS == "windows" {
-		return strings.EqualFold(filepath.Clean(a), filepath.Clean(b))
-	}
-	return filepath.Clean(a) == filepath.Clean(b)
 }
 
 // useModel switches the service to another config (or records it when no
