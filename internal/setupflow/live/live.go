@@ -193,28 +193,28 @@ func ConvertRecommendation(rec probe.Recommendation, remoteKnown bool) setupflow
 		Basis: "Strata's own measurements (RTX 5080 server, RTX 3060 second PC), scaled to this PC and the measured link"}
 	haveRemote := false
 	for _, e := range rec.Estimates {
+		// The label and what it costs or frees come from the placements
+		// table: this PC's GPU takes VRAM, the others free it; pictures
+		// read through the relay keep text waiting meanwhile.
+		info := e.Placement.Info()
 		o := setupflow.Option{Placement: e.Placement, Device: e.Device, Available: e.Available,
-			PictureSeconds: e.PictureSeconds, Note: e.Basis}
-		switch e.Placement {
-		case settings.PlacementGPU:
-			o.Label, o.VRAMMiB = settings.PlacementGPU.Info().Label, e.EncoderVRAMMiB
+			PictureSeconds: e.PictureSeconds, Note: e.Basis, Label: info.Label, VRAMMiB: -e.FreesMiB}
+		if info.UsesVRAM {
+			o.VRAMMiB = e.EncoderVRAMMiB
 			if e.Device != nil {
 				o.Label = fmt.Sprintf("This PC's spare GPU %d", *e.Device)
 			}
-		case settings.PlacementCPU:
-			o.Label, o.VRAMMiB = settings.PlacementCPU.Info().Label, -e.FreesMiB
+		}
+		if info.ReadsPictures && info.RelayRouted {
 			o.Note = joinNote(o.Note, setupflow.TextWaits)
-		case settings.PlacementRemote:
-			o.Label, o.VRAMMiB = settings.PlacementRemote.Info().Label, -e.FreesMiB
-			o.Note = joinNote(o.Note, setupflow.TextWaits)
+		}
+		if info.SecondPC {
 			haveRemote = true
 			// Without a probed second PC it is still a choice: the next
 			// page probes it.
 			if !remoteKnown {
 				o.Available = true
 			}
-		case settings.PlacementOff:
-			o.Label, o.VRAMMiB = settings.PlacementOff.Info().Label, -e.FreesMiB
 		}
 		if !e.Available {
 			o.Why = e.Basis
