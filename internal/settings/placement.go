@@ -8,7 +8,7 @@ import "strings"
 // placements out. A word about a placement, or a yes/no about one that
 // decides a word or a step (does it read pictures, does it need the second
 // PC, does it use this GPU's VRAM), comes from here;
-// TestPlacementLabelsOnlyHere holds that no Go file outside this package
+// docscheck's TestPlacementLabelsOnlyHere holds that no Go file outside this package
 // spells a label itself.
 type PlacementInfo struct {
 	ID Placement
