@@ -9,8 +9,9 @@ import (
 	"github.com/strata-companion/companion/internal/settings"
 )
 
-// FallbackTitle is the fallback switch's menu title.
-const FallbackTitle = "Read on this PC's CPU when the second PC is off"
+// FallbackTitle is the fallback switch's menu title: "Read on this PC's CPU
+// when the second PC is off", in the placements table's words.
+var FallbackTitle = "Read " + settings.PlacementCPU.Words("") + " when " + settings.PlacementRemote.Name("") + " is off"
 
 // TopicFallback and TopicWake rate-limit their notices.
 const (
@@ -135,11 +136,11 @@ func RelayNotices(evs []events.Event) []Notice {
 	for _, e := range evs {
 		switch e.Kind {
 		case events.VisionFallback:
-			out = append(out, Notice{Topic: TopicFallback, Title: "Pictures are read on this PC's CPU",
+			out = append(out, Notice{Topic: TopicFallback, Title: settings.UpperFirst(settings.PlacementCPU.Pictures("")),
 				Body: "The second PC cannot be reached, so pictures are read on this PC's CPU (slower; text waits while a picture is read) until it answers again."})
 		case events.RemoteReachable:
 			out = append(out, Notice{Topic: TopicFallback, Up: true, Title: "The second PC is back",
-				Body: "Pictures are read on the second PC again."})
+				Body: settings.UpperFirst(settings.PlacementRemote.Pictures("")) + " again."})
 		case events.EncoderDegraded:
 			out = append(out, Notice{Topic: TopicDegraded, Title: "Pictures are read on the second PC's CPU",
 				Body: e.Message + ". Run the second PC's preparation again (it looks for its GPU), or check its NVIDIA driver."})

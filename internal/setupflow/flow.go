@@ -656,7 +656,7 @@ func (o SecondPCOptions) describe() string {
 		s = "; its encoder keeps running between pictures"
 	}
 	if o.FallbackCPU {
-		return s + "; when that PC is off, pictures are read on this PC's CPU"
+		return s + "; when that PC is off, " + settings.PlacementCPU.Pictures("")
 	}
 	return s + "; when that PC is off, a picture fails with the reason"
 }
