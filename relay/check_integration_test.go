@@ -23,11 +23,11 @@ import (
 	"github.com/strata-companion/companion/internal/testenv"
 )
 
-// TestStrataDrivesTheBuiltRelay is the check, scripted: the built
+// TestStrataDrivesTheBuiltRelayIntegration is the check, scripted: the built
 // strata-vision-relay started exactly as Strata's server starts an encoder
 // ([exe, --mmproj M, --model X, ...], the config's env added, stderr appended
 // to the engine log), driven line by line as the server drives it.
-func TestStrataDrivesTheBuiltRelay(t *testing.T) {
+func TestStrataDrivesTheBuiltRelayIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the relay and starts a real sshd")
 	}

@@ -48,7 +48,7 @@ func (g *rig) encoderOnSecondPC() (args []string, env []string) {
 	return nil, nil
 }
 
-// TestSecondPCContractThroughTheGate: the second-PC path as a user has it
+// TestSecondPCContractThroughTheGateIntegration: the second-PC path as a user has it
 // with a newer Strata and a two-GPU second PC: the default (agent-only) key,
 // so every line the relay sends goes through the real gate over a real sshd;
 // Strata passes --min-tokens, --flash-attn and an argument of a later
@@ -57,7 +57,7 @@ func (g *rig) encoderOnSecondPC() (args []string, env []string) {
 // order), byte-identical to the encoder's own result; the argument the
 // encoder refuses is dropped with a note; then the same through the second
 // PC's CPU settings.
-func TestSecondPCContractThroughTheGate(t *testing.T) {
+func TestSecondPCContractThroughTheGateIntegration(t *testing.T) {
 	smi := t.TempDir()
 	testenv.NvidiaSMI(t, smi, []string{"NVIDIA GeForce RTX 3050,8192", "NVIDIA GeForce RTX 4090,24564"})
 	g := newRig(t, testenv.SSHDOptions{PathDirs: []string{smi}}, "")

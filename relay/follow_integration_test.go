@@ -316,10 +316,10 @@ func (g *rig) checkSVE(what string, got, data []byte) {
 	}
 }
 
-// TestPlacementFollowsTheSettingsInOneProcess: remote -> cpu -> off ->
+// TestPlacementFollowsTheSettingsInOneProcessIntegration: remote -> cpu -> off ->
 // remote, switched by writing the settings (as the backend does), while one
 // relay process serves every picture where the settings said at that moment.
-func TestPlacementFollowsTheSettingsInOneProcess(t *testing.T) {
+func TestPlacementFollowsTheSettingsInOneProcessIntegration(t *testing.T) {
 	g := newRig(t, testenv.SSHDOptions{}, "")
 	g.start()
 	pid := g.cmd.Process.Pid
@@ -382,12 +382,12 @@ func TestPlacementFollowsTheSettingsInOneProcess(t *testing.T) {
 	g.noStrataLines()
 }
 
-// TestSecondPCDownFallsBackAndReturns: with the fallback on, a picture while
+// TestSecondPCDownFallsBackAndReturnsIntegration: with the fallback on, a picture while
 // the second PC is off is read on this PC's CPU (byte-identical), with one
 // fallback event; when the PC answers again, the next picture goes there.
 // With the fallback off, a picture while it is known down gets ERR at once:
 // the times are logged against a picture on the live link (no assertion).
-func TestSecondPCDownFallsBackAndReturns(t *testing.T) {
+func TestSecondPCDownFallsBackAndReturnsIntegration(t *testing.T) {
 	g := newRig(t, testenv.SSHDOptions{}, "")
 	on := true
 	g.st.FallbackCPU = &on
@@ -496,10 +496,10 @@ func medianOf(ds []time.Duration) time.Duration {
 	return s[len(s)/2]
 }
 
-// TestHungAgentQuitEndsEverything: the agent is stopped (SIGSTOP) while a
+// TestHungAgentQuitEndsEverythingIntegration: the agent is stopped (SIGSTOP) while a
 // picture is in flight; QUIT gets the picture's ERR line, the relay exits,
 // and no process of the second PC is left (at once; stopBound allowed).
-func TestHungAgentQuitEndsEverything(t *testing.T) {
+func TestHungAgentQuitEndsEverythingIntegration(t *testing.T) {
 	g := newRig(t, testenv.SSHDOptions{}, "STRATA_STANDIN_ENCODE_MS=20000")
 	g.start()
 	img := filepath.Join(g.tmp, "hung.img")
@@ -608,10 +608,10 @@ func listenInNetns(t *testing.T, ns string, port int) net.PacketConn {
 	return r.pc
 }
 
-// TestWakeOnLANThenPicture: the second PC sleeps in a network namespace;
+// TestWakeOnLANThenPictureIntegration: the second PC sleeps in a network namespace;
 // its "network card" starts sshd only when the magic packet for the
 // recorded MAC arrives; the picture succeeds within the wait.
-func TestWakeOnLANThenPicture(t *testing.T) {
+func TestWakeOnLANThenPictureIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("network namespaces")
 	}
@@ -779,11 +779,11 @@ func TestUnreadableKeyNamesFileAccountAndService(t *testing.T) {
 // measured times are logged, never asserted).
 const stopBound = 10 * time.Second
 
-// TestStopDuringAPicture: QUIT, the end of input and SIGTERM each stop a
+// TestStopDuringAPictureIntegration: QUIT, the end of input and SIGTERM each stop a
 // picture in flight (a 20 s encode): its ERR line comes and the relay exits
 // at once (well under 1 s; logged), and nothing is left running on the
 // second PC.
-func TestStopDuringAPicture(t *testing.T) {
+func TestStopDuringAPictureIntegration(t *testing.T) {
 	for _, how := range []string{"quit", "eof", "sigterm"} {
 		t.Run(how, func(t *testing.T) {
 			g := newRig(t, testenv.SSHDOptions{}, "STRATA_STANDIN_ENCODE_MS=20000")
@@ -823,7 +823,7 @@ func TestStopDuringAPicture(t *testing.T) {
 	}
 }
 
-// TestSecondPCReadsOnItsGPU: a second PC with an NVIDIA GPU (the stand-in
+// TestSecondPCReadsOnItsGPUIntegration: a second PC with an NVIDIA GPU (the stand-in
 // nvidia-smi on its PATH, recorded by prepare): the relay, started as Strata
 // starts it (no --gpu: the config says gpu false), starts that PC's encoder
 // with --gpu and 1024 image tokens unless chosen; the encoder's own start
@@ -831,7 +831,7 @@ func TestStopDuringAPicture(t *testing.T) {
 // With that GPU gone (the driver finds none), the next start reads on the
 // CPU: vision.ready says cpu where a GPU was expected, and one
 // vision.degraded says why (once, not again on the next start).
-func TestSecondPCReadsOnItsGPU(t *testing.T) {
+func TestSecondPCReadsOnItsGPUIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the relay and starts a real sshd")
 	}
@@ -900,11 +900,11 @@ func TestSecondPCReadsOnItsGPU(t *testing.T) {
 	g.noStrataLines()
 }
 
-// TestThisPCsCPUAtStrataSettings: pictures read on this PC's CPU use
+// TestThisPCsCPUAtStrataSettingsIntegration: pictures read on this PC's CPU use
 // Strata's own CPU settings: the Q8_0 projector beside the mmproj, 300 image
 // tokens unless chosen, the settings' threads; back to the second PC, the
 // local encoder ends (its RAM back).
-func TestThisPCsCPUAtStrataSettings(t *testing.T) {
+func TestThisPCsCPUAtStrataSettingsIntegration(t *testing.T) {
 	g := newRig(t, testenv.SSHDOptions{}, "")
 	q8 := filepath.Join(g.root, "mmproj-Q8_0.gguf")
 	fakeencoder.WriteMmproj(q8, rigEmbd)
@@ -960,13 +960,13 @@ func processAlive(pid int) bool {
 	return len(f) > 2 && f[2] != "Z"
 }
 
-// TestHungAgentGivenUpWithinSeconds: the agent is stopped (SIGSTOP) while it
+// TestHungAgentGivenUpWithinSecondsIntegration: the agent is stopped (SIGSTOP) while it
 // reads the first picture after a start (a 20 s encode, so only the
 // relay's silence bound can answer in time): the picture gets ERR within
 // seconds (the agent proves it is alive with Beat frames every second; three
 // missed ones end it), not after the flat 120 s the first pictures had, and
 // the next picture is read by a new agent.
-func TestHungAgentGivenUpWithinSeconds(t *testing.T) {
+func TestHungAgentGivenUpWithinSecondsIntegration(t *testing.T) {
 	g := newRig(t, testenv.SSHDOptions{}, "STRATA_STANDIN_ENCODE_MS=20000")
 	g.start()
 	img := filepath.Join(g.tmp, "hung.img")
@@ -989,11 +989,11 @@ func TestHungAgentGivenUpWithinSeconds(t *testing.T) {
 	g.quit()
 }
 
-// TestQuitAfterTheLinkIsBlackHoled: the second PC's link goes silent (the
+// TestQuitAfterTheLinkIsBlackHoledIntegration: the second PC's link goes silent (the
 // namespace's side of the veth down: no reset, no answer) while the
 // connection is kept; QUIT a second later ends the relay within a second (a
 // dead connection is closed, not waited on).
-func TestQuitAfterTheLinkIsBlackHoled(t *testing.T) {
+func TestQuitAfterTheLinkIsBlackHoledIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("network namespaces")
 	}
@@ -1030,13 +1030,13 @@ func TestQuitAfterTheLinkIsBlackHoled(t *testing.T) {
 	ns.RestoreLink()
 }
 
-// TestNewerStrataArgumentsStillServe: started with arguments a newer Strata
+// TestNewerStrataArgumentsStillServeIntegration: started with arguments a newer Strata
 // passes (--min-tokens, --flash-attn) and one no version knows, the relay
 // answers READY and reads pictures on the second PC and on this PC's CPU;
 // the encoders take --flash-attn, and one that refuses an argument is started
 // without it, with a note in the engine log (not a line Strata would take
 // for the engine's last words).
-func TestNewerStrataArgumentsStillServe(t *testing.T) {
+func TestNewerStrataArgumentsStillServeIntegration(t *testing.T) {
 	g := newRig(t, testenv.SSHDOptions{}, "")
 	g.start("--min-tokens", "64", "--flash-attn", "on", "--a-future-flag", "3")
 	for _, place := range []settings.Placement{settings.PlacementRemote, settings.PlacementCPU} {
@@ -1061,12 +1061,12 @@ func TestNewerStrataArgumentsStillServe(t *testing.T) {
 	g.noStrataLines()
 }
 
-// TestHungAgentTextWaitsNoLonger: the relay runs under the stand-in Strata
+// TestHungAgentTextWaitsNoLongerIntegration: the relay runs under the stand-in Strata
 // server (which reads pictures under its request FIFO, as Strata's main
 // repository does), the agent is stopped (SIGSTOP) while it reads the first
 // picture after the start: that picture gets its 400 within seconds, and a
 // text request sent meanwhile waits no longer than that.
-func TestHungAgentTextWaitsNoLonger(t *testing.T) {
+func TestHungAgentTextWaitsNoLongerIntegration(t *testing.T) {
 	g := newRig(t, testenv.SSHDOptions{}, "STRATA_STANDIN_ENCODE_MS=20000")
 	post := g.standinServer()
 	pic, text := make(chan standinAnswer, 1), make(chan standinAnswer, 1)

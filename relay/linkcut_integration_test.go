@@ -16,7 +16,7 @@ import (
 	"github.com/strata-companion/companion/internal/testenv"
 )
 
-// TestLinkCutMidPicture: the second PC sits in a network namespace behind a
+// TestLinkCutMidPictureIntegration: the second PC sits in a network namespace behind a
 // 2 Mbit/s link; the link is cut (the namespace's side of the veth down: no
 // reset, no answer, as a pulled cable or a frozen PC) in the middle of a
 // picture's upload, of its encode and of its result's download. Each time the
@@ -26,7 +26,7 @@ import (
 // the link is back the next picture is read there, byte-identical. The
 // cut-to-ERR times are logged (the bound is internal/relay/bounds.LinkLost:
 // 3 s of nothing from the second PC); the test allows 10 s.
-func TestLinkCutMidPicture(t *testing.T) {
+func TestLinkCutMidPictureIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("network namespaces")
 	}
@@ -215,12 +215,12 @@ func TestLinkCutMidPicture(t *testing.T) {
 	g.noStrataLines()
 }
 
-// TestLostLinkTextWaitsNoLonger: the relay runs under the stand-in Strata
+// TestLostLinkTextWaitsNoLongerIntegration: the relay runs under the stand-in Strata
 // server (which reads pictures under its request FIFO, as Strata's main
 // repository does); the second PC's link is cut while it reads a picture
 // (a 20 s encode): the picture gets its 400 within seconds, saying the link
 // was lost, and a text request sent meanwhile waits no longer than that.
-func TestLostLinkTextWaitsNoLonger(t *testing.T) {
+func TestLostLinkTextWaitsNoLongerIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("network namespaces")
 	}

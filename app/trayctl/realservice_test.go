@@ -82,12 +82,12 @@ func TestRelayLineFromTheRealService(t *testing.T) {
 	report(events.Event{Kind: events.VisionFallback, Message: "the second PC is off"},
 		events.Event{Kind: events.PictureEncoded, Details: map[string]any{"where": events.WhereFallbackCPU, "ms": 15270}})
 	running.waitFor(t, "the running tray's fallback line", func(m traymodel.Menu) bool {
-		return strings.Contains(line(m), "on this CPU (fallback), 15 s") && strings.Contains(line(m), "fallbacks: 1")
+		return strings.Contains(line(m), "on the CPU (fallback), 15 s") && strings.Contains(line(m), "fallbacks: 1")
 	})
 
 	// A tray started after those pictures reads them from /v1/state.
 	later := tray()
 	later.waitFor(t, "a later tray's last-picture line", func(m traymodel.Menu) bool {
-		return strings.Contains(line(m), "on this CPU (fallback), 15 s") && strings.Contains(line(m), "fallbacks: 1")
+		return strings.Contains(line(m), "on the CPU (fallback), 15 s") && strings.Contains(line(m), "fallbacks: 1")
 	})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/settings"
 )
 
 // View shows a menu (the systray adapter in app/, a recorder in tests).
@@ -144,7 +145,7 @@ func (c *Controller) Run(ctx context.Context) {
 			defer wg.Done()
 			why := c.NoGPUVision(ctx)
 			if why != "" {
-				c.logf("this PC's GPU cannot read pictures: %s", why)
+				c.logf("%s cannot read pictures: %s", settings.PlacementGPU.Name(""), why)
 			}
 			c.post(func() {
 				c.in.NoGPUVision = why
@@ -410,7 +411,7 @@ func (c *Controller) click(id traymodel.ItemID) {
 		case c.in.State == nil:
 		default:
 			req := controlapi.VisionRequest{Placement: target}
-			if target == "remote" {
+			if settings.Placement(target).SecondPC() {
 				req.Host = c.remoteAddr
 			}
 			st, name := c.in.State, c.in.RemoteName
@@ -579,8 +580,8 @@ func (c *Controller) click(id traymodel.ItemID) {
 
 // readyAgain is the notice after a restart the user asked for.
 func readyAgain(placement, remoteName string) string {
-	if placement == "" || placement == "off" {
-		return "Strata is ready again; pictures are off (text only)."
+	if p := settings.Placement(placement); !p.ReadsPictures() {
+		return "Strata is ready again; " + p.Pictures("") + "."
 	}
 	return "Strata is ready again; pictures are read on " + traymodel.PlacementName(placement, remoteName) + "."
 }

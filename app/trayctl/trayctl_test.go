@@ -492,7 +492,7 @@ func TestRelayEventsAndFallbackSwitch(t *testing.T) {
 		events.Event{Kind: events.VisionFallback, Message: "second PC off"},
 		events.Event{Kind: events.PictureEncoded, Time: time.Now(), Details: map[string]any{"where": events.WhereFallbackCPU, "ms": 15270}})
 	r.view.waitFor(t, "last picture line", func(m traymodel.Menu) bool {
-		return strings.Contains(item(m, traymodel.ItemLastPicture), "on this CPU (fallback), 15 s") && strings.Contains(item(m, traymodel.ItemLastPicture), "fallbacks: 1")
+		return strings.Contains(item(m, traymodel.ItemLastPicture), "on the CPU (fallback), 15 s") && strings.Contains(item(m, traymodel.ItemLastPicture), "fallbacks: 1")
 	})
 	r.ctl.Click(traymodel.ItemFallback)
 	r.view.waitFor(t, "fallback on", func(m traymodel.Menu) bool { return m.Items[traymodel.ItemFallback].Checked })

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/settings"
 )
 
 // Decision is what a click on a vision choice or on Restart Strata leads to.
@@ -32,7 +33,7 @@ func DecideVision(st *controlapi.State, target, remoteName string, now time.Time
 	if st != nil && st.Vision.Placement == target {
 		return Decision{Noop: true}
 	}
-	if target == "remote" && remoteName == "" {
+	if settings.Placement(target).SecondPC() && remoteName == "" {
 		return Decision{OpenSetupPage: "remote"}
 	}
 	what := "Switching vision to " + PlacementName(target, remoteName)

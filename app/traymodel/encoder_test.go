@@ -87,7 +87,7 @@ func TestNoLastPictureLineWithVisionOff(t *testing.T) {
 		t.Errorf("with vision off the last picture line shows %q", got.Title)
 	}
 	in.State.Vision = controlapi.VisionState{Placement: "cpu", Encoder: controlapi.EncoderReady}
-	if got := Build(in).Items[ItemLastPicture].Title; !strings.Contains(got, "on this CPU") {
+	if got := Build(in).Items[ItemLastPicture].Title; !strings.Contains(got, "on the CPU") {
 		t.Errorf("with vision on the CPU the last picture line is %q", got)
 	}
 }

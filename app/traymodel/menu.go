@@ -87,19 +87,19 @@ func (id ItemID) Checkable() bool {
 	return id.Parent() == ItemModel
 }
 
-// Placement is the placement a vision choice item stands for ("" for other items).
+// Placement is the placement a vision choice item stands for ("" for other
+// items): the choices are settings.Placements, in the table's order.
 func (id ItemID) Placement() string {
-	switch id {
-	case ItemVisionGPU:
-		return "gpu"
-	case ItemVisionCPU:
-		return "cpu"
-	case ItemVisionRemote:
-		return "remote"
-	case ItemVisionOff:
-		return "off"
+	if i := int(id - ItemVisionGPU); id >= ItemVisionGPU && id <= ItemVisionOff && i < len(settings.Placements) {
+		return string(settings.Placements[i].ID)
 	}
 	return ""
+}
+
+// visionTitle is a vision choice's menu title ("Vision: second PC
+// (gpu-laptop)"), from the placements table.
+func visionTitle(p, remoteName string) string {
+	return "Vision: " + settings.Placement(p).MenuName(remoteName)
 }
 
 // Item is one menu entry as it should look.
@@ -212,7 +212,7 @@ func Build(in Input) Menu {
 		status(ItemVision, visionLine(st, in.Now))
 		status(ItemRemote, remoteLine(st, in.Now))
 		last := in.Relay.Line(in.Now)
-		if st.Vision.Placement == "off" {
+		if settings.Placement(st.Vision.Placement) == settings.PlacementOff {
 			last = "" // pictures are refused: where the last one was read is no news
 		}
 		status(ItemLastPicture, last)
@@ -233,19 +233,6 @@ func Build(in Input) Menu {
 	if st != nil {
 		current = st.Vision.Placement
 	}
-	remoteTitle := "Vision: second PC"
-	if in.RemoteName != "" {
-		remoteTitle = fmt.Sprintf("Vision: second PC (%s)", in.RemoteName)
-	}
-	choices := []struct {
-		id    ItemID
-		title string
-	}{
-		{ItemVisionGPU, "Vision: this GPU"},
-		{ItemVisionCPU, "Vision: CPU"},
-		{ItemVisionRemote, remoteTitle},
-		{ItemVisionOff, "Vision: off"},
-	}
 	why := ""
 	switch {
 	case in.Reach != Connected || st == nil:
@@ -258,22 +245,23 @@ func Build(in Input) Menu {
 	case st.Server.Phase == controlapi.PhaseStarting || st.Server.Phase == controlapi.PhaseRestarting:
 		why = "wait until Strata is ready"
 	}
-	for _, c := range choices {
-		it := Item{Title: c.title, Visible: true, Enabled: why == "", Checked: c.id.Placement() == current}
+	for id := ItemVisionGPU; id <= ItemVisionOff; id++ {
+		p := settings.Placement(id.Placement())
+		it := Item{Title: visionTitle(string(p), in.RemoteName), Visible: true, Enabled: why == "", Checked: string(p) == current}
 		if why != "" && !it.Checked {
 			it.Title += " (" + why + ")"
-		} else if c.id == ItemVisionGPU && in.NoGPUVision != "" && !it.Checked {
+		} else if p.Info().UsesVRAM && in.NoGPUVision != "" && !it.Checked {
 			// The probe says this GPU cannot run the encoder.
 			it.Enabled = false
 			it.Title += " (" + clipTo(in.NoGPUVision, 40) + ")"
 		}
-		if c.id == ItemVisionRemote && in.RemoteName == "" && why != "service not running" && !NoInstall(st) {
+		if p.SecondPC() && in.RemoteName == "" && why != "service not running" && !NoInstall(st) {
 			// Not paired yet: the item stays clickable and opens setup on
 			// the second-PC page instead of switching.
-			it.Title = "Vision: second PC (not set up: set up...)"
+			it.Title = visionTitle(string(p), "not set up: set up...")
 			it.Enabled = why == "" || why == "wait until Strata is ready"
 		}
-		m.Items[c.id] = it
+		m.Items[id] = it
 	}
 
 	connected := in.Reach == Connected && st != nil
@@ -386,10 +374,11 @@ func Icon(st *controlapi.State) string {
 // Degraded says, in a few words, why pictures do not work while the server
 // does ("" when everything configured works).
 func Degraded(st *controlapi.State) string {
-	if st.Vision.Placement == "" || st.Vision.Placement == "off" {
+	p := settings.Placement(st.Vision.Placement)
+	if !p.ReadsPictures() {
 		return ""
 	}
-	if st.Vision.Placement == "remote" && st.Remote != nil && !st.Remote.Reachable {
+	if p.SecondPC() && st.Remote != nil && !st.Remote.Reachable {
 		return "not reachable"
 	}
 	if st.Vision.Encoder == controlapi.EncoderFailed {
@@ -407,7 +396,7 @@ func Tooltip(st *controlapi.State) string {
 	v := "vision " + placementWords(st)
 	if d := Degraded(st); d != "" {
 		v += ", " + d + ": text only"
-	} else if st.Vision.Placement != "off" && st.Vision.Placement != "" {
+	} else if settings.Placement(st.Vision.Placement).ReadsPictures() {
 		v += ", " + encoderWord(st.Vision.Encoder)
 	}
 	parts = append(parts, v)
@@ -567,8 +556,8 @@ func repairTitle(st *controlapi.State) string {
 
 func placementWords(st *controlapi.State) string {
 	p := settings.Placement(st.Vision.Placement)
-	if p == "" || p == settings.PlacementOff {
-		return "off"
+	if !p.ReadsPictures() {
+		return settings.PlacementOff.Info().Short
 	}
 	host := ""
 	if st.Remote != nil {
@@ -594,13 +583,11 @@ func lastMeasuredLine(m *settings.Measured, placement string) string {
 
 func visionLine(st *controlapi.State, now time.Time) string {
 	v := st.Vision
-	if v.Placement == "off" || v.Placement == "" {
-		return "Vision: off (text only)"
+	p := settings.Placement(v.Placement)
+	if !p.ReadsPictures() {
+		return "Vision: " + settings.PlacementOff.Words("")
 	}
-	where := map[string]string{"gpu": "this GPU", "cpu": "CPU", "remote": "second PC"}[v.Placement]
-	if where == "" {
-		where = v.Placement
-	}
+	where := p.MenuName("")
 	enc := "encoder " + st.EncoderText(func(t time.Time) string { return Clock(t, now) })
 	if v.Encoder == controlapi.EncoderFailed && v.Error != "" {
 		enc = encoderWord(v.Encoder) + " (" + v.Error + ")"
@@ -618,7 +605,7 @@ func visionLine(st *controlapi.State, now time.Time) string {
 
 func remoteLine(st *controlapi.State, now time.Time) string {
 	r := st.Remote
-	if r == nil || st.Vision.Placement != "remote" {
+	if r == nil || !settings.Placement(st.Vision.Placement).SecondPC() {
 		return ""
 	}
 	name := "Second PC"

@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-companion/companion/assets"
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/settings"
 )
 
 var t0 = time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
@@ -367,5 +368,36 @@ func TestGPUImpossible(t *testing.T) {
 	}
 	if g := Build(Input{Now: t0, State: st, Reach: Connected}).Items[ItemVisionGPU]; !g.Enabled {
 		t.Error("without the probe's word the GPU item stays enabled")
+	}
+}
+
+// TestVisionChoicesAreThePlacementsTable: the menu's vision choices are
+// settings.Placements, in its order, titled with its menu words; the
+// second PC's unpaired item and the GPU's "cannot" note follow the table's
+// second-PC and uses-VRAM fields.
+func TestVisionChoicesAreThePlacementsTable(t *testing.T) {
+	ids := []ItemID{ItemVisionGPU, ItemVisionCPU, ItemVisionRemote, ItemVisionOff}
+	if len(ids) != len(settings.Placements) {
+		t.Fatalf("%d vision items for %d placements", len(ids), len(settings.Placements))
+	}
+	st := ready()
+	st.Vision.Placement = string(settings.PlacementOff)
+	m := Build(Input{State: st, Reach: Connected, RemoteName: "gpu-laptop", NoGPUVision: "too little VRAM"})
+	for i, id := range ids {
+		p := settings.Placements[i]
+		if id.Placement() != string(p.ID) {
+			t.Errorf("item %d stands for %q, the table's row %d is %q", id, id.Placement(), i, p.ID)
+		}
+		want := "Vision: " + p.ID.MenuName("gpu-laptop")
+		if p.UsesVRAM {
+			want += " (too little VRAM)"
+		}
+		if got := m.Items[id].Title; got != want {
+			t.Errorf("%s: title %q, want %q", p.ID, got, want)
+		}
+	}
+	m = Build(Input{State: st, Reach: Connected})
+	if got := m.Items[ItemVisionRemote].Title; got != "Vision: second PC (not set up: set up...)" {
+		t.Errorf("unpaired second PC: %q", got)
 	}
 }

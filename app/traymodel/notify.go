@@ -6,6 +6,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/settings"
 )
 
 // Notice is one desktop notification.
@@ -23,9 +24,9 @@ type Notice struct {
 
 // Topics.
 const (
-	TopicServerReady   = "server.ready"
-	TopicServerFailed  = "server.failed"
-	TopicServerRestart = "server.restarting"
+	TopicServerReady   = string(events.ServerReady)
+	TopicServerFailed  = string(events.ServerFailed)
+	TopicServerRestart = string(events.ServerRestarting)
 	TopicRemote        = "remote"
 	TopicEncoder       = "encoder"
 	TopicSlowWake      = "vision.slow_wake"
@@ -138,12 +139,9 @@ func Transitions(prev, cur *controlapi.State, evs []events.Event) []Notice {
 
 	// The second PC, while vision runs there.
 	remoteDown := false
-	if cur.Vision.Placement == "remote" && cur.Remote != nil {
-		name := "The second PC"
-		if cur.Remote.Host != "" {
-			name += " (" + cur.Remote.Host + ")"
-		}
-		wasUp := prev.Remote == nil || prev.Remote.Reachable || prev.Vision.Placement != "remote"
+	if settings.Placement(cur.Vision.Placement).SecondPC() && cur.Remote != nil {
+		name := settings.UpperFirst(settings.Placement(cur.Vision.Placement).Name(cur.Remote.Host))
+		wasUp := prev.Remote == nil || prev.Remote.Reachable || !settings.Placement(prev.Vision.Placement).SecondPC()
 		switch {
 		case wasUp && !cur.Remote.Reachable:
 			remoteDown = true
@@ -163,7 +161,7 @@ func Transitions(prev, cur *controlapi.State, evs []events.Event) []Notice {
 
 	// The encoder failed (not because the second PC is down: that was said).
 	pe, ce := prev.Vision.Encoder, cur.Vision.Encoder
-	if ce == controlapi.EncoderFailed && pe != controlapi.EncoderFailed && !remoteDown && cur.Vision.Placement != "off" {
+	if ce == controlapi.EncoderFailed && pe != controlapi.EncoderFailed && !remoteDown && settings.Placement(cur.Vision.Placement) != settings.PlacementOff {
 		body := "Pictures cannot be read"
 		if cur.Vision.Error != "" {
 			body += ": " + cur.Vision.Error

@@ -6,10 +6,12 @@ import (
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/settings"
 )
 
-// FallbackTitle is the fallback switch's menu title.
-const FallbackTitle = "Read on this PC's CPU when the second PC is off"
+// FallbackTitle is the fallback switch's menu title: "Read on this PC's CPU
+// when the second PC is off", in the placements table's words.
+var FallbackTitle = "Read " + settings.PlacementCPU.Words("") + " when " + settings.PlacementRemote.Name("") + " is off"
 
 // TopicFallback and TopicWake rate-limit their notices.
 const (
@@ -86,15 +88,17 @@ func deviceWords(device, gpu string) string {
 	return "its CPU"
 }
 
-// WhereWords names a picture's place for people.
+// WhereWords names a picture's place for people, in the tray's words for
+// the placement it was read at (settings.Placements): "on the second PC",
+// "on the CPU (fallback)".
 func WhereWords(where string) string {
 	switch where {
 	case events.WhereRemote:
-		return "on the second PC"
+		return "on " + settings.PlacementRemote.ShortName("")
 	case events.WhereFallbackCPU:
-		return "on this CPU (fallback)"
+		return "on " + settings.PlacementCPU.ShortName("") + " (fallback)"
 	case events.WhereLocalCPU:
-		return "on this CPU"
+		return "on " + settings.PlacementCPU.ShortName("")
 	}
 	return where
 }
@@ -132,11 +136,11 @@ func RelayNotices(evs []events.Event) []Notice {
 	for _, e := range evs {
 		switch e.Kind {
 		case events.VisionFallback:
-			out = append(out, Notice{Topic: TopicFallback, Title: "Pictures are read on this PC's CPU",
+			out = append(out, Notice{Topic: TopicFallback, Title: settings.UpperFirst(settings.PlacementCPU.Pictures("")),
 				Body: "The second PC cannot be reached, so pictures are read on this PC's CPU (slower; text waits while a picture is read) until it answers again."})
 		case events.RemoteReachable:
 			out = append(out, Notice{Topic: TopicFallback, Up: true, Title: "The second PC is back",
-				Body: "Pictures are read on the second PC again."})
+				Body: settings.UpperFirst(settings.PlacementRemote.Pictures("")) + " again."})
 		case events.EncoderDegraded:
 			out = append(out, Notice{Topic: TopicDegraded, Title: "Pictures are read on the second PC's CPU",
 				Body: e.Message + ". Run the second PC's preparation again (it looks for its GPU), or check its NVIDIA driver."})

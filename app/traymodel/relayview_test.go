@@ -29,13 +29,13 @@ func TestRelayViewSaysWhereTheLastPictureWent(t *testing.T) {
 		pic(events.WhereFallbackCPU, 15270),
 	})
 	l := v.Line(now)
-	for _, want := range []string{"on this CPU (fallback)", "15 s", "did not wake", "fallbacks: 1"} {
+	for _, want := range []string{"on the CPU (fallback)", "15 s", "did not wake", "fallbacks: 1"} {
 		if !strings.Contains(l, want) {
 			t.Errorf("line %q lacks %q", l, want)
 		}
 	}
 	v.Fold([]events.Event{{Kind: events.RemoteWake, Details: map[string]any{"ok": true, "woke_ms": float64(4200)}}, pic(events.WhereLocalCPU, 900)})
-	if l := v.Line(now); !strings.Contains(l, "woke in 4.2 s") || !strings.Contains(l, "on this CPU, 0.9 s") {
+	if l := v.Line(now); !strings.Contains(l, "woke in 4.2 s") || !strings.Contains(l, "on the CPU, 0.9 s") {
 		t.Fatalf("%q", l)
 	}
 }
@@ -84,7 +84,7 @@ func TestRelayViewSeededFromTheServiceState(t *testing.T) {
 	var v RelayView
 	v.Seed(st)
 	l := v.Line(now)
-	for _, want := range []string{"on this CPU (fallback)", "15 s", "did not wake", "fallbacks: 2"} {
+	for _, want := range []string{"on the CPU (fallback)", "15 s", "did not wake", "fallbacks: 2"} {
 		if !strings.Contains(l, want) {
 			t.Errorf("line %q lacks %q", l, want)
 		}

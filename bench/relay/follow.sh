@@ -8,5 +8,5 @@
 #   bench/relay/follow.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-go test -count=1 -v -run 'TestPlacementFollowsTheSettingsInOneProcess$|TestSecondPCDownFallsBackAndReturns$|TestStopDuringAPicture$|TestHungAgentQuitEndsEverything$' ./relay |
+go test -count=1 -v -run 'TestPlacementFollowsTheSettingsInOneProcessIntegration$|TestSecondPCDownFallsBackAndReturnsIntegration$|TestStopDuringAPictureIntegration$|TestHungAgentQuitEndsEverythingIntegration$' ./relay |
   grep -E 'switch to|ERR while known down|fallback picture|relay gone|everything gone|--- (PASS|FAIL)'

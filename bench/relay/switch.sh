@@ -14,6 +14,6 @@ cd "$(dirname "$0")/../.."
 runs=${1:-3}
 for i in $(seq 1 "$runs"); do
   echo "== run $i"
-  go test -count=1 -v -run 'TestVisionFollowsTheSettingsThroughTheService$' ./service |
+  go test -count=1 -v -run 'TestVisionFollowsTheSettingsThroughTheServiceIntegration$' ./service |
     grep -E 'SWITCH to|RESTART of|SUMMARY|--- (PASS|FAIL)' | sed -E 's/^ +relay_integration_linux_test.go:[0-9]+: //'
 done

@@ -27,7 +27,7 @@ import (
 // would not take as such; and POST /v1/settings takes no record at all. A
 // record from pairing (the host's real key, the companion's own key file)
 // is stored, with the key file the companion's whatever the caller sent.
-func TestSecondPCRecordOfTheCallersMakingIsRefused(t *testing.T) {
+func TestSecondPCRecordOfTheCallersMakingIsRefusedIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real sshd")
 	}

@@ -34,7 +34,7 @@ func (b *Backend) PatchSettings(ctx context.Context, p controlapi.SettingsPatch)
 		}
 	}
 	if m := p.Measured; m != nil {
-		if m.Placement != settings.PlacementGPU && m.Placement != settings.PlacementCPU && m.Placement != settings.PlacementRemote {
+		if !m.Placement.ReadsPictures() {
 			return nil, &RequestError{fmt.Errorf("measured: placement must be gpu, cpu or remote, not %q", m.Placement)}
 		}
 		if err := m.Measurement.Check(); err != nil {

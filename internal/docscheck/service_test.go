@@ -256,3 +256,37 @@ func TestServiceCheckFindsWhatIsWrong(t *testing.T) {
 		}
 	}
 }
+
+// quotedCommand is a command line in backticks inside a message
+// ("--host is for `vision remote`").
+var quotedCommand = regexp.MustCompile("`([a-z][^`]*)`")
+
+// The service's own messages also name its commands without the program's
+// name, in backticks ("--host is for `vision remote`", "use `model use
+// <tag|file>`"): each such command, its subcommand and flags exist too. A
+// backticked word that is no command (a flag's value placeholder, `port`)
+// is not a mention.
+func TestServiceMessagesNameRealCommands(t *testing.T) {
+	root := moduleRoot(t)
+	tr := readServiceTree(t)
+	var problems []string
+	n := 0
+	for _, l := range stringLines(t, root) {
+		if !strings.HasPrefix(l.file, "service/") {
+			continue
+		}
+		for _, m := range quotedCommand.FindAllStringSubmatch(l.text, -1) {
+			words := commandWords(m[1])
+			if len(words) == 0 || !tr.isCommand(words[0]) {
+				continue
+			}
+			n++
+			problems = append(problems, tr.check(mention{at: l, prog: "strata-service", words: words})...)
+		}
+	}
+	if n == 0 {
+		t.Fatal("found no backticked command in the service's messages: the check reads nothing")
+	}
+	t.Logf("%d backticked commands in the service's messages checked", n)
+	report(t, "commands the service's messages name that do not exist", problems)
+}

@@ -42,7 +42,7 @@ func agentOnlyPC(t *testing.T, gpus []string) (*testenv.SSHD, string) {
 	return s, agent
 }
 
-func TestProbeThroughAnAgentOnlyKey(t *testing.T) {
+func TestProbeThroughAnAgentOnlyKeyIntegration(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a real sshd")
@@ -115,7 +115,7 @@ func TestProbeThroughAnAgentOnlyKey(t *testing.T) {
 // line, a gate that does not know probe) gives a finding with what to do,
 // never a panic or a made-up OS. The agent is played by a script, asked
 // with UseAgent through a real sshd.
-func TestGarbledAgentReplyIsAFinding(t *testing.T) {
+func TestGarbledAgentReplyIsAFindingIntegration(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a real sshd")

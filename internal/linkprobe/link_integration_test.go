@@ -13,13 +13,13 @@ import (
 	"github.com/strata-companion/companion/internal/testenv"
 )
 
-// TestMeasuredLinkMatchesTheImposedOne puts the second PC in a network
+// TestMeasuredLinkMatchesTheImposedOneIntegration puts the second PC in a network
 // namespace behind a tbf rate limit, and a delaying proxy in front of its
 // sshd, and checks that the probe measures what they impose. The tolerance
 // is wide (±50%): this is a shared, noisy machine; what it catches is a
 // probe that measures the wrong thing (a local buffer, a process start, a
 // factor of 8 between bits and bytes).
-func TestMeasuredLinkMatchesTheImposedOne(t *testing.T) {
+func TestMeasuredLinkMatchesTheImposedOneIntegration(t *testing.T) {
 	// Not parallel: other tests' CPU use would show up as a slower link.
 	if testing.Short() {
 		t.Skip("makes a network namespace and moves megabytes through a slow link")

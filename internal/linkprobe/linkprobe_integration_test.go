@@ -50,7 +50,7 @@ func dial(t testing.TB, s *testenv.SSHD, addr string) *ssh.Client {
 	return c
 }
 
-func TestProbeAgainstARealSSHD(t *testing.T) {
+func TestProbeAgainstARealSSHDIntegration(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a real sshd")
@@ -91,7 +91,7 @@ func TestProbeAgainstARealSSHD(t *testing.T) {
 	}
 }
 
-func TestProbeWithoutNvidiaSMI(t *testing.T) {
+func TestProbeWithoutNvidiaSMIIntegration(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a real sshd")

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // %PROCESSOR_ARCHITECTURE%, the GPU from a stand-in nvidia-smi.exe in
 // System32, files by cmd.exe's `if exist` and `dir /b`, the link through sftp.
 // No PowerShell is involved (wine has none).
-func TestProbeAgainstAWindowsPC(t *testing.T) {
+func TestProbeAgainstAWindowsPCIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sets up wine")
 	}

@@ -268,11 +268,11 @@ func (p *secondPC) trial(t *testing.T, in install) *Trial {
 // agent and its strata-vision).
 func (p *secondPC) running() []string { return running(p.dir) }
 
-// TestSecondPCTrialThroughTheRelay: the second PC (no GPU there, as
+// TestSecondPCTrialThroughTheRelayIntegration: the second PC (no GPU there, as
 // prepare records it: its CPU, 1 thread, 300 tokens: 600 ms a picture)
 // through the built relay and a real sshd with the paired key. The start
 // (connection, agent, encoder) is held apart from the picture.
-func TestSecondPCTrialThroughTheRelay(t *testing.T) {
+func TestSecondPCTrialThroughTheRelayIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real sshd")
 	}
@@ -296,10 +296,10 @@ func TestSecondPCTrialThroughTheRelay(t *testing.T) {
 	testenv.WaitFor(t, 10*time.Second, "the second PC's agent and encoder to end", func() bool { return len(pc.running()) == 0 })
 }
 
-// TestSecondPCBadCases: the second PC off (its ssh server stopped), and a
+// TestSecondPCBadCasesIntegration: the second PC off (its ssh server stopped), and a
 // Cancel in the middle of a picture there (a picture of 20000 tokens on 1
 // thread would take 40 s): each a clear sentence, nothing left on either PC.
-func TestSecondPCBadCases(t *testing.T) {
+func TestSecondPCBadCasesIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real sshd")
 	}

@@ -136,7 +136,7 @@ func CPU(in Inputs) (*Trial, error) {
 	}
 	d := relay.LocalCPUDevice(st)
 	t := &Trial{Placement: settings.PlacementCPU, Exe: exe,
-		Device: fmt.Sprintf("this PC's CPU, %d %s", d.Threads, plural(d.Threads, "thread")),
+		Device: fmt.Sprintf("%s, %d %s", settings.PlacementCPU.Name(""), d.Threads, plural(d.Threads, "thread")),
 		Args: []string{"--mmproj", relay.CPUProjector(mmproj), "--model", model,
 			"--threads", strconv.Itoa(d.Threads), "--max-tokens", strconv.Itoa(d.MaxTokens)}}
 	in.common(t)
@@ -248,7 +248,7 @@ func Remote(in Inputs) (*Trial, error) {
 		}
 	}
 	t := &Trial{Placement: settings.PlacementRemote, Exe: exe, Relay: true, RelaySettings: &cp, Host: rm.Host,
-		Device: fmt.Sprintf("the second PC %s (%s)", rm.Host, where),
+		Device: fmt.Sprintf("%s %s (%s)", settings.PlacementRemote.Name(""), rm.Host, where),
 		Args:   []string{"--mmproj", mmproj, "--model", model}}
 	in.common(t)
 	return t, nil

@@ -50,7 +50,7 @@ func sumOf(t *testing.T, path string) string {
 // pairing); pictures are read through it; the hung-agent stop still works
 // (and stops nothing else); an upload cannot replace the encoder outside
 // prepare.
-func TestAgentOnlyKeyRunsOnlyTheAgent(t *testing.T) {
+func TestAgentOnlyKeyRunsOnlyTheAgentIntegration(t *testing.T) {
 	e := newEnv(t, testenv.SSHDOptions{})
 	bins := t.TempDir()
 	agentBin := buildGo(t, filepath.Join(bins, "strata-vision-relay"), "github.com/strata-companion/companion/relay")
@@ -324,7 +324,7 @@ func TestAgentOnlyKeyRunsOnlyTheAgent(t *testing.T) {
 // the gate with the keys file, and `ssh -i KEY host id` (OpenSSH's own
 // client) runs nothing but the agent: exit 126, nothing ran. A shell key
 // (ShellKey, the CLI's --shell-key) still gets the old `restrict` line.
-func TestDefaultPairingIsAgentOnly(t *testing.T) {
+func TestDefaultPairingIsAgentOnlyIntegration(t *testing.T) {
 	e := newEnv(t, testenv.SSHDOptions{})
 	agentBin := buildGo(t, filepath.Join(t.TempDir(), "strata-vision-relay"), "github.com/strata-companion/companion/relay")
 	pcDir := t.TempDir()

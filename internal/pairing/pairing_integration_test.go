@@ -46,8 +46,8 @@ func newEnv(t *testing.T, opts testenv.SSHDOptions) *env {
 }
 
 // pairOptions pair with a shell key (ShellKey, the CLI's --shell-key): the
-// tests of that line. The default, agent-only, is TestDefaultPairingIsAgentOnly's
-// and TestAgentOnlyKeyRunsOnlyTheAgent's.
+// tests of that line. The default, agent-only, is TestDefaultPairingIsAgentOnlyIntegration's
+// and TestAgentOnlyKeyRunsOnlyTheAgentIntegration's.
 func (e *env) pairOptions() Options {
 	return Options{
 		ShellKey:           true,
@@ -115,7 +115,7 @@ func countLines(t *testing.T, file, word string) int {
 	return strings.Count(string(b), word)
 }
 
-func TestPairThenUnpair(t *testing.T) {
+func TestPairThenUnpairIntegration(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, testenv.SSHDOptions{})
 	before, _ := os.ReadFile(e.s.AuthorizedKeysFile)
@@ -231,7 +231,7 @@ func TestPairThenUnpair(t *testing.T) {
 	}
 }
 
-func TestPairWithAPasswordIntoTheUsersOwnHome(t *testing.T) {
+func TestPairWithAPasswordIntoTheUsersOwnHomeIntegration(t *testing.T) {
 	t.Parallel()
 	// A throwaway account with a password and a real home, whose sshd reads
 	// ~/.ssh/authorized_keys: what a user's second PC looks like.
@@ -277,7 +277,7 @@ func TestPairWithAPasswordIntoTheUsersOwnHome(t *testing.T) {
 	}
 }
 
-func TestPairFailsCleanlyWhenTheServerIgnoresTheFile(t *testing.T) {
+func TestPairFailsCleanlyWhenTheServerIgnoresTheFileIntegration(t *testing.T) {
 	t.Parallel()
 	// The server reads another file than the one we write to: the proof
 	// fails, and nothing is left behind.
@@ -299,7 +299,7 @@ func TestPairFailsCleanlyWhenTheServerIgnoresTheFile(t *testing.T) {
 	}
 }
 
-func TestUnpairForceWhenThePCIsGone(t *testing.T) {
+func TestUnpairForceWhenThePCIsGoneIntegration(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, testenv.SSHDOptions{})
 	if _, err := Pair(context.Background(), e.pairOptions()); err != nil {
@@ -326,7 +326,7 @@ func TestUnpairForceWhenThePCIsGone(t *testing.T) {
 	}
 }
 
-func TestForcedCommandPinsTheKeyAndUnpairFallsBack(t *testing.T) {
+func TestForcedCommandPinsTheKeyAndUnpairFallsBackIntegration(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, testenv.SSHDOptions{})
 	o := e.pairOptions()
@@ -372,7 +372,7 @@ func must(b []byte, err error) string {
 // Pairing records the MAC address of the second PC's card that carries the
 // ssh connection (for Wake-on-LAN): a "second PC" in a network namespace,
 // reached over a veth pair whose address the test reads from sysfs there.
-func TestPairRecordsTheMAC(t *testing.T) {
+func TestPairRecordsTheMACIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real sshd in a network namespace")
 	}

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) { testenv.Main(m) }
 // leaves the file byte for byte as it was (CRLF lines included). wine does
 // not keep file ACLs: the ACL the agent sets is checked as planned (SDDL
 // through the Windows API under wine), not as stored.
-func TestPairAWindowsPC(t *testing.T) {
+func TestPairAWindowsPCIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sets up wine")
 	}

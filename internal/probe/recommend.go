@@ -175,7 +175,7 @@ func EstimateRemote(remote *RemoteFacts) Estimate {
 	}
 	host := remote.Host
 	if host == "" {
-		host = "the second PC"
+		host = settings.PlacementRemote.Name("")
 	}
 	if !remote.Reachable {
 		e.Basis = host + " is not reachable"
@@ -348,7 +348,7 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 	case serving != nil && remoteOK:
 		rec.Placement = settings.PlacementRemote
 		rec.Reason = fmt.Sprintf("%s has %s: reading pictures on %s %s, at %s on this GPU",
-			label(*serving), memWords(*serving), hostWord(remote), fmt.Sprintf(freed, "this GPU"), vs(remEst, gpuEst))
+			label(*serving), memWords(*serving), hostWord(remote), fmt.Sprintf(freed, settings.PlacementGPU.ShortName("")), vs(remEst, gpuEst))
 	case serving != nil && serving.TotalMiB >= 0 && serving.TotalMiB <= smallCardMiB && cpuEst.Available:
 		rec.Placement = settings.PlacementCPU
 		rec.Reason = fmt.Sprintf("%s has only %s: the encoder's 1.4 GB would take a large share of it, so pictures are read on the CPU (%s); a second PC with an NVIDIA card would be faster",
@@ -415,10 +415,10 @@ func remoteWarnings(r *RemoteFacts) []Finding {
 }
 
 func hostWord(r *RemoteFacts) string {
-	if r == nil || r.Host == "" {
-		return "the second PC"
+	if r == nil {
+		return settings.PlacementRemote.Name("")
 	}
-	return "the second PC (" + r.Host + ")"
+	return settings.PlacementRemote.Name(r.Host)
 }
 
 func memWords(g GPU) string {

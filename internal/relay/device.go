@@ -104,7 +104,7 @@ func RemoteDevice(rm settings.Remote) Device {
 // LocalCPUDevice is this PC's CPU at Strata's own CPU settings: the
 // settings' threads, else half the cores; 300 image tokens unless chosen.
 func LocalCPUDevice(st *settings.Settings) Device {
-	d := Device{CUDADevice: -1, MaxTokens: st.CPUMaxTokens, Threads: st.CPUThreads, Why: "this PC's CPU"}
+	d := Device{CUDADevice: -1, MaxTokens: st.CPUMaxTokens, Threads: st.CPUThreads, Why: settings.PlacementCPU.Name("")}
 	if d.MaxTokens <= 0 {
 		d.MaxTokens = CPUMaxTokens
 	}

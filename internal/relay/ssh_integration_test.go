@@ -224,7 +224,7 @@ func waitGone(t *testing.T, what string, paths ...string) {
 	t.Fatalf("%s still running: %v", what, procsRunning(paths...))
 }
 
-func TestPicturesThroughARealSSHDAreByteIdentical(t *testing.T) {
+func TestPicturesThroughARealSSHDAreByteIdenticalIntegration(t *testing.T) {
 	t.Parallel() // the 500-picture test, which counts goroutines and fds, runs alone before these
 	pc := newSecondPC(t, "")
 	s := pc.startRelay(t, Options{})
@@ -304,7 +304,7 @@ func TestPicturesThroughARealSSHDAreByteIdentical(t *testing.T) {
 	}
 }
 
-func TestSecondPCDownThenBack(t *testing.T) {
+func TestSecondPCDownThenBackIntegration(t *testing.T) {
 	t.Parallel() // the 500-picture test, which counts goroutines and fds, runs alone before these
 	pc := newSecondPC(t, "")
 	pc.sshd.Stop()
@@ -375,7 +375,7 @@ func TestSecondPCDownThenBack(t *testing.T) {
 
 // A second PC whose port accepts but never speaks ssh (a hung machine, a
 // black-holing firewall): ERR within the connect bound, not a hang.
-func TestSilentSecondPCGivesErrWithinTheBound(t *testing.T) {
+func TestSilentSecondPCGivesErrWithinTheBoundIntegration(t *testing.T) {
 	t.Parallel() // the 500-picture test, which counts goroutines and fds, runs alone before these
 	pc := newSecondPC(t, "")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -404,7 +404,7 @@ func TestSilentSecondPCGivesErrWithinTheBound(t *testing.T) {
 	t.Logf("ERR after %v (bound: the connect timeout, 2 s here, 5 s by default)", time.Since(t0))
 }
 
-func TestAgentKilledMidPicture(t *testing.T) {
+func TestAgentKilledMidPictureIntegration(t *testing.T) {
 	t.Parallel() // the 500-picture test, which counts goroutines and fds, runs alone before these
 	pc := newSecondPC(t, "STRATA_STANDIN_ENCODE_MS=2000")
 	s := pc.startRelay(t, Options{})
@@ -443,7 +443,7 @@ func TestAgentKilledMidPicture(t *testing.T) {
 	}
 }
 
-func TestPictureOver32MiBIsRefused(t *testing.T) {
+func TestPictureOver32MiBIsRefusedIntegration(t *testing.T) {
 	t.Parallel() // the 500-picture test, which counts goroutines and fds, runs alone before these
 	pc := newSecondPC(t, "")
 	s := pc.startRelay(t, Options{})
@@ -467,7 +467,7 @@ func countFDs(pid string) int {
 	return len(ents)
 }
 
-func TestFiveHundredPicturesLeakNothing(t *testing.T) {
+func TestFiveHundredPicturesLeakNothingIntegration(t *testing.T) {
 	pc := newSecondPC(t, "")
 	s := pc.startRelay(t, Options{})
 	work := t.TempDir()

@@ -97,7 +97,7 @@ func waitWinGone(t *testing.T, what string, exe string, words ...string) {
 // the rest through the Windows agent .exe), pictures byte-identical through
 // the relay with the Windows stand-in encoder under wine, the PC off and
 // back, the idle stop, and the agent killed (its Job Object ends the encoder).
-func TestWindowsSecondPC(t *testing.T) {
+func TestWindowsSecondPCIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sets up wine")
 	}

@@ -54,5 +54,5 @@ func TestAPIRecorder(t *testing.T) {
 
 // anyHostKey stands in for the service's look at the host (pc2 and pc3 do
 // not exist): these tests are about how records are kept; the look itself
-// is backend's TestSecondPCRecordOfTheCallersMakingIsRefused, at a real sshd.
+// is backend's TestSecondPCRecordOfTheCallersMakingIsRefusedIntegration, at a real sshd.
 func anyHostKey(context.Context, sshx.Endpoint, string) error { return nil }

@@ -8,7 +8,7 @@ import "testing"
 func TestPlacementsTable(t *testing.T) {
 	seen := map[Placement]bool{}
 	for _, p := range Placements {
-		if !p.ID.Valid() || seen[p.ID] || p.Name == "" || p.Short == "" || p.Where == "" {
+		if !p.ID.Valid() || seen[p.ID] || p.Name == "" || p.Short == "" || p.Menu == "" || p.Label == "" || p.Where == "" {
 			t.Errorf("row %+v", p)
 		}
 		seen[p.ID] = true
@@ -26,5 +26,26 @@ func TestPlacementsTable(t *testing.T) {
 	}
 	if got := PlacementCPU.ShortName(""); got != "the CPU" {
 		t.Errorf("ShortName %q", got)
+	}
+	if got := PlacementRemote.MenuName("gpu-laptop"); got != "second PC (gpu-laptop)" {
+		t.Errorf("MenuName %q", got)
+	}
+	for p, want := range map[Placement]string{PlacementGPU: "pictures are read on this PC's GPU", PlacementOff: "pictures are off (text only)", "": "pictures are off (text only)"} {
+		if got := p.Pictures(""); got != want {
+			t.Errorf("%q.Pictures: %q, want %q", p, got, want)
+		}
+	}
+	// Only off (and an unset or unknown placement) reads no pictures; only
+	// the second PC needs one; only this PC's GPU takes its VRAM.
+	if m := Measurable(); len(m) != 3 || m[0] != PlacementGPU || m[1] != PlacementCPU || m[2] != PlacementRemote {
+		t.Errorf("Measurable %v", m)
+	}
+	for _, p := range Placements {
+		if p.ReadsPictures != (p.ID != PlacementOff) || p.SecondPC != (p.ID == PlacementRemote) || p.UsesVRAM != (p.ID == PlacementGPU) {
+			t.Errorf("row %+v", p)
+		}
+	}
+	if Placement("").ReadsPictures() || Placement("tpu").ReadsPictures() {
+		t.Error("an unset or unknown placement reads pictures")
 	}
 }

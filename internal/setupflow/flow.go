@@ -656,7 +656,7 @@ func (o SecondPCOptions) describe() string {
 		s = "; its encoder keeps running between pictures"
 	}
 	if o.FallbackCPU {
-		return s + "; when that PC is off, pictures are read on this PC's CPU"
+		return s + "; when that PC is off, " + settings.PlacementCPU.Pictures("")
 	}
 	return s + "; when that PC is off, a picture fails with the reason"
 }
@@ -759,30 +759,27 @@ func (f *Flow) choiceLocked() VisionChoice {
 
 func (f *Flow) summaryLocked() string {
 	o, _ := f.rec.Option(f.choice.Placement)
-	var s string
-	switch f.choice.Placement {
-	case settings.PlacementGPU:
-		s = "Pictures are read on this PC's GPU"
-		if f.choice.Device != nil {
-			s = fmt.Sprintf("Pictures are read on this PC's GPU %d", *f.choice.Device)
-		}
-	case settings.PlacementCPU:
-		s = "Pictures are read on this PC's CPU"
-	case settings.PlacementRemote:
-		s = "Pictures are read on the second PC " + f.target.String()
+	p := f.choice.Placement
+	if !p.ReadsPictures() {
+		return settings.UpperFirst(settings.PlacementOff.Pictures(""))
+	}
+	s := settings.UpperFirst(p.Pictures(""))
+	if p.Info().UsesVRAM && f.choice.Device != nil {
+		s += fmt.Sprintf(" %d", *f.choice.Device)
+	}
+	if p.SecondPC() {
+		s += " " + f.target.String()
 		if f.report != nil {
 			s += " (" + f.report.GPUName() + ")"
 		}
 		if f.report != nil && f.report.PictureSeconds > 0 {
 			o.PictureSeconds = f.report.PictureSeconds
 		}
-	case settings.PlacementOff:
-		return "Pictures are off: Strata reads text only"
 	}
 	if o.PictureSeconds > 0 {
 		s += fmt.Sprintf(", about %s per picture", FormatSeconds(o.PictureSeconds))
 	}
-	if f.choice.Placement == settings.PlacementRemote {
+	if p.SecondPC() {
 		s += f.pcOpts.describe()
 	}
 	return s

@@ -51,7 +51,7 @@ func (f *Flow) Measure(ctx context.Context, p settings.Placement, progress func(
 	if f.d.Measurer == nil {
 		return nil, ErrNoMeasurer
 	}
-	if p != settings.PlacementGPU && p != settings.PlacementCPU && p != settings.PlacementRemote {
+	if !p.ReadsPictures() {
 		return nil, fmt.Errorf("there is nothing to measure for %q", p)
 	}
 	ctx, end, err := f.begin(ctx, "measure "+string(p), PagePlacement, PageSecondPC)
@@ -98,7 +98,7 @@ func (f *Flow) Trials() (map[settings.Placement]*Trial, map[settings.Placement]e
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := map[settings.Placement]*Trial{}
-	for _, p := range []settings.Placement{settings.PlacementGPU, settings.PlacementCPU, settings.PlacementRemote} {
+	for _, p := range settings.Measurable() {
 		if m := f.prev.LastMeasured(p); m != nil {
 			out[p] = &Trial{Measurement: *m}
 		}

@@ -50,7 +50,7 @@ func run(t *testing.T, c *ssh.Client, cmd string) string {
 	return string(out)
 }
 
-func TestHostKeyUnknownThenAcceptedThenPinnedThenChanged(t *testing.T) {
+func TestHostKeyUnknownThenAcceptedThenPinnedThenChangedIntegration(t *testing.T) {
 	t.Parallel()
 	s := startSSHD(t)
 	ep := endpointOf(t, s, s.User)
@@ -144,7 +144,7 @@ func pinned(t *testing.T, s *testenv.SSHD, ep Endpoint) *KnownHosts {
 	return kh
 }
 
-func TestPasswordLogin(t *testing.T) {
+func TestPasswordLoginIntegration(t *testing.T) {
 	t.Parallel()
 	s := startSSHD(t)
 	u := testenv.NewUser(t)
@@ -180,7 +180,7 @@ func TestPasswordLogin(t *testing.T) {
 	}
 }
 
-func TestPasswordPromptDoesNotEatTheDeadline(t *testing.T) {
+func TestPasswordPromptDoesNotEatTheDeadlineIntegration(t *testing.T) {
 	t.Parallel()
 	s := startSSHD(t)
 	u := testenv.NewUser(t)
@@ -244,7 +244,7 @@ func TestCancelEndsTheHandshake(t *testing.T) {
 	}
 }
 
-func TestAgentAndKeyFileAuth(t *testing.T) {
+func TestAgentAndKeyFileAuthIntegration(t *testing.T) {
 	s := startSSHD(t)
 	ep := endpointOf(t, s, s.User)
 	kh := pinned(t, s, ep)
@@ -388,7 +388,7 @@ func BenchmarkDial(b *testing.B) {
 
 // A server with two host keys presents the type that was pinned when the
 // dial asks for it (Algorithms), and otherwise looks "changed".
-func TestPinnedKeyTypeIsAskedFor(t *testing.T) {
+func TestPinnedKeyTypeIsAskedForIntegration(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a real sshd")

@@ -161,7 +161,7 @@ func (c *Client) ExpectIncoming(n int64) {
 
 // channelReadAhead is the most x/crypto/ssh reads of one channel before its
 // reader takes it: the window it grants the peer (64 packets of 32 KiB,
-// channelWindowSize in its channel.go). TestExpectIncomingOverARealSSHD
+// channelWindowSize in its channel.go). TestExpectIncomingOverARealSSHDIntegration
 // fails should a newer x/crypto grant more.
 const channelReadAhead = 64 * (32 << 10)
 

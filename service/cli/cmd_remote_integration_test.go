@@ -49,7 +49,7 @@ func fakeSMIDir(t *testing.T) string {
 // The check: reachable with the fake GPU and the link figures;
 // refused, saying why, once the host key changed; a silent port given up
 // on within the deadline.
-func TestProbeSSHCLI(t *testing.T) {
+func TestProbeSSHCLIIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real sshd")
 	}
@@ -110,7 +110,7 @@ func TestProbeSSHCLI(t *testing.T) {
 	}
 }
 
-func TestRemotePairProbeUnpairCLI(t *testing.T) {
+func TestRemotePairProbeUnpairCLIIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real sshd")
 	}
@@ -127,7 +127,7 @@ func TestRemotePairProbeUnpairCLI(t *testing.T) {
 	}
 
 	// --shell-key: the weaker key, whose probe needs no login of the user's
-	// (the default, agent-only, is TestRemotePairIsAgentOnlyByDefaultCLI's).
+	// (the default, agent-only, is TestRemotePairIsAgentOnlyByDefaultCLIIntegration's).
 	out, errOut, code := remoteCLI(t, "", "remote", "pair", target, "--identity", s.ClientKeyFile, "--accept-host-key", fp,
 		"--authorized-keys", s.AuthorizedKeysFile, "--shell-key")
 	if code != 0 || !strings.Contains(out, "Paired with "+target) || !strings.Contains(out, "Host key pinned: "+fp) || !strings.Contains(out, "with a shell") {
@@ -172,7 +172,7 @@ func TestRemotePairProbeUnpairCLI(t *testing.T) {
 // then removes the line with the companion's key alone (no login of the
 // user's), leaving every other line byte for byte. Options that contradict
 // each other are refused before anything is dialed.
-func TestRemotePairIsAgentOnlyByDefaultCLI(t *testing.T) {
+func TestRemotePairIsAgentOnlyByDefaultCLIIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real sshd")
 	}

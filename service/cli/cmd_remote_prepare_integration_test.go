@@ -29,7 +29,7 @@ func relayBins(t *testing.T) string {
 	return bins
 }
 
-func TestRemotePrepareCLI(t *testing.T) {
+func TestRemotePrepareCLIIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the relay and starts a real sshd")
 	}

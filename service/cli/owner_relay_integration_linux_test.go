@@ -25,7 +25,7 @@ import (
 // reads pictures on the second PC (a real sshd) with the companion's key,
 // which the service lets that account read and no other, and it reports
 // them with the relay's own token, which that account may read.
-func TestRemotePicturesWhenStrataRunsAsTheOwner(t *testing.T) {
+func TestRemotePicturesWhenStrataRunsAsTheOwnerIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the relay, starts a real sshd and the service")
 	}

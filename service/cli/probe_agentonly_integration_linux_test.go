@@ -18,7 +18,7 @@ import (
 // Paired agent-only, `probe --ssh` with no credentials of the user's (only
 // the companion's key, which runs nothing but the agent) still reports the
 // second PC: through the agent, and says so.
-func TestProbeSSHThroughAnAgentOnlyKey(t *testing.T) {
+func TestProbeSSHThroughAnAgentOnlyKeyIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real sshd")
 	}

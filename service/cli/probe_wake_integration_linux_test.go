@@ -17,7 +17,7 @@ import (
 // `probe --ssh` says whether the paired PC can be woken (MAC recorded, wake
 // on), what to do when it cannot, and says it too when the PC does not
 // answer (asleep is when it matters).
-func TestProbeSSHShowsWakeSetup(t *testing.T) {
+func TestProbeSSHShowsWakeSetupIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real sshd")
 	}

@@ -89,7 +89,7 @@ func standinPicture(t *testing.T, port, i int) (reply string, code int, errText 
 // the environment the supervised server gives it, and it writes nothing into
 // Strata's engine log. The switch times and a restart's are logged
 // (bench/relay/switch.sh prints them); nothing here asserts a time.
-func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
+func TestVisionFollowsTheSettingsThroughTheServiceIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the relay, starts a real sshd and the service")
 	}
@@ -137,7 +137,7 @@ func TestVisionFollowsTheSettingsThroughTheService(t *testing.T) {
 	follow(t, c, &since, events.ServerReady)
 
 	// Paired and prepared (what `remote pair` and `remote prepare` record:
-	// TestRemotePrepareCLI checks that prepare records the GPU so), with the
+	// TestRemotePrepareCLIIntegration checks that prepare records the GPU so), with the
 	// image tokens chosen small for speed.
 	st := &settings.Settings{Vision: settings.PlacementGPU, LocalEncoder: localEncoder, CPUMaxTokens: 6, Remote: &settings.Remote{
 		Host: sshd.Host, Port: sshd.Port, User: sshd.User,

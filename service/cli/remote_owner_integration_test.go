@@ -25,7 +25,7 @@ import (
 // backend, and every replacement of settings.json the inotify watch sees
 // is matched by a settings.changed event the service published after its
 // own write.
-func TestRemoteRecordsOnlyThroughTheService(t *testing.T) {
+func TestRemoteRecordsOnlyThroughTheServiceIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the relay and starts a real sshd")
 	}

@@ -26,7 +26,7 @@ import (
 // a second-PC record with a key file, a host key or shell syntax of the
 // caller's making is refused (400, the settings unchanged), and POST
 // /v1/settings takes no record at all. What pairing records is taken.
-func TestCallersSecondPCRecordRefusedEvenFromRoot(t *testing.T) {
+func TestCallersSecondPCRecordRefusedEvenFromRootIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the service and a real sshd")
 	}

@@ -34,7 +34,7 @@ import (
 // wine behind a real sshd): the CLI's Windows branch end to end, OS and
 // arch from ver, the GPU from the stand-in nvidia-smi.exe in System32, the
 // link through sftp.
-func TestProbeSSHCLIAgainstAWindowsPC(t *testing.T) {
+func TestProbeSSHCLIAgainstAWindowsPCIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sets up wine")
 	}
@@ -142,7 +142,7 @@ func (e *lineEncoder) quit() {
 // (OK), `remote idle-stop` (the relay hands it to its agent: the encoder
 // stops, the next picture wakes it), `remote unpair` (our line gone, the rest of
 // the file byte-identical, CRLF included).
-func TestWindowsSecondPCThroughTheCLI(t *testing.T) {
+func TestWindowsSecondPCThroughTheCLIIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sets up wine")
 	}

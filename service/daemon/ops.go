@@ -11,13 +11,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"time"
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/pathcmp"
 )
 
 // opRunning is the operation under way (guarded by d.mu).
@@ -123,15 +122,6 @@ func boundFrom(last, most time.Duration) time.Duration {
 	return min(3*last+30*time.Second, most)
 }
 
-// sameFile says whether a and b name one file ("" matches nothing).
-func sameFile(a, b string) bool {
-	if a == "" || b == "" {
-		return false
-	}
-	a, _ = filepath.Abs(a)
-	b, _ = filepath.Abs(b)
-	if runtime.GOOS == "windows" {
-		return strings.EqualFold(a, b)
-	}
-	return a == b
-}
+// sameFile says whether a and b name one file, as pathcmp compares them
+// ("" matches nothing).
+func sameFile(a, b string) bool { return a != "" && b != "" && pathcmp.Same(a, b) }

@@ -175,16 +175,13 @@ func Rewritten(c *strataconfig.Config, s *settings.Settings, before configKeys) 
 	return out
 }
 
+// describePlacement is where p has pictures read, in the placements
+// table's words ("on this PC's GPU"); "nowhere (vision off)" for none.
 func describePlacement(p settings.Placement) string {
-	switch p {
-	case settings.PlacementGPU:
-		return "on this PC's GPU"
-	case settings.PlacementCPU:
-		return "on this PC's CPU"
-	case settings.PlacementRemote:
-		return "on the second PC"
+	if !p.ReadsPictures() {
+		return "nowhere (vision " + settings.PlacementOff.Info().Name + ")"
 	}
-	return "nowhere (vision off)"
+	return p.Words("")
 }
 
 // checkConfig compares r's config with what the companion set up and

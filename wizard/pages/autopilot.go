@@ -50,7 +50,7 @@ func (u *UI) Autopilot(shot func(name string)) {
 // autopilotTrials measures the three places through the page, with a
 // shot while one runs and two after (the figures, then the chart).
 func (u *UI) autopilotTrials(shot func(string)) {
-	for _, p := range []settings.Placement{settings.PlacementGPU, settings.PlacementCPU, settings.PlacementRemote} {
+	for _, p := range settings.Measurable() {
 		done := make(chan struct{})
 		u.do(func() {
 			u.pics.ts.onEnd = func() { close(done) }

@@ -41,11 +41,6 @@ type picturesPage struct {
 	scroll  *container.Scroll
 }
 
-// measurable: the places a trial picture can be read.
-func measurable(p settings.Placement) bool {
-	return p == settings.PlacementGPU || p == settings.PlacementCPU || p == settings.PlacementRemote
-}
-
 // measuredWords is the short line for a trial: "Measured here: 14.2 s per
 // picture, start 3.1 s".
 func measuredWords(t *setupflow.Trial) string {
@@ -57,7 +52,7 @@ func measuredWords(t *setupflow.Trial) string {
 // and Cancel.
 func (u *UI) trialRow(o setupflow.Option, ts *trialState, rebuild func()) fyne.CanvasObject {
 	box := container.NewVBox()
-	if !u.Flow.CanMeasure() || !o.Available || !measurable(o.Placement) || o.Device != nil {
+	if !u.Flow.CanMeasure() || !o.Available || !o.Placement.ReadsPictures() || o.Device != nil {
 		return box
 	}
 	trials, errs := u.Flow.Trials()
@@ -168,7 +163,7 @@ func (u *UI) timesChart(rec setupflow.Recommendation) fyne.CanvasObject {
 	trials, _ := u.Flow.Trials()
 	var rows []chartRow
 	for _, o := range rec.Options {
-		if !o.Available || !measurable(o.Placement) || o.Device != nil {
+		if !o.Available || !o.Placement.ReadsPictures() || o.Device != nil {
 			continue
 		}
 		r := chartRow{label: o.Label, seconds: o.PictureSeconds}

@@ -287,7 +287,7 @@ func (u *UI) placementPage() fyne.CanvasObject {
 				n := para("Not possible here: " + o.Why)
 				n.Importance = widget.LowImportance
 				under.Add(n)
-			} else if o.Placement == settings.PlacementOff && o.Note != "" {
+			} else if !o.Placement.ReadsPictures() && o.Note != "" {
 				under.Add(para(o.Note))
 			}
 			under.Add(u.trialRow(o, ts, build))
@@ -417,7 +417,7 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 	pairBar.box.Hide()
 	prepBar.box.Hide()
 	results, results2 := widget.NewForm(), widget.NewForm()
-	resultsCard := section("The second PC", container.NewGridWithColumns(2, results, results2))
+	resultsCard := section(settings.UpperFirst(settings.PlacementRemote.Name("")), container.NewGridWithColumns(2, results, results2))
 	resultsCard.Hide()
 	showReport := func(r *setupflow.RemoteReport) {
 		results.Items, results2.Items = nil, nil
@@ -448,7 +448,7 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 	trialRebuild = func() {
 		trialBox.RemoveAll()
 		if _, paired, prepared := u.Flow.RemoteState(); paired && prepared && u.Flow.CanMeasure() {
-			o := setupflow.Option{Placement: settings.PlacementRemote, Available: true, Label: "The second PC"}
+			o := setupflow.Option{Placement: settings.PlacementRemote, Available: true, Label: settings.UpperFirst(settings.PlacementRemote.Name(""))}
 			trialBox.Add(section("A trial picture on that PC", u.trialRow(o, trialTS, trialRebuild)))
 		}
 		trialBox.Refresh()

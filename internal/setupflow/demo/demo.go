@@ -203,7 +203,7 @@ func (p prober) Recommend(local *setupflow.Machine, r *setupflow.RemoteReport) s
 func Recommend(local *setupflow.Machine, r *setupflow.RemoteReport) setupflow.Recommendation {
 	rec := setupflow.Recommendation{Basis: "Strata's measurements (RTX 5080 server, RTX 3060 second PC), scaled to this PC's threads and the measured link"}
 	hasGPU := local != nil && len(local.GPUs) > 0
-	gpu := setupflow.Option{Placement: settings.PlacementGPU, Label: "This PC's GPU", Available: hasGPU, PictureSeconds: 1.63, VRAMMiB: 1383}
+	gpu := setupflow.Option{Placement: settings.PlacementGPU, Label: settings.PlacementGPU.Info().Label, Available: hasGPU, PictureSeconds: 1.63, VRAMMiB: 1383}
 	if hasGPU {
 		gpu.Note = fmt.Sprintf("Fastest pictures; takes about 1.4 GB of the %s's VRAM from Strata's expert cache (about 530 fewer experts).", local.GPUs[0].Name)
 	} else {
@@ -213,10 +213,10 @@ func Recommend(local *setupflow.Machine, r *setupflow.RemoteReport) setupflow.Re
 	if local != nil && local.Threads > 0 {
 		threads = local.Threads / 2
 	}
-	cpu := setupflow.Option{Placement: settings.PlacementCPU, Label: "This PC's CPU", Available: true,
+	cpu := setupflow.Option{Placement: settings.PlacementCPU, Label: settings.PlacementCPU.Info().Label, Available: true,
 		PictureSeconds: 15.27 * 8 / float64(max(threads, 1)), VRAMMiB: -1383,
 		Note: fmt.Sprintf("No VRAM used; slow pictures with %d threads, and the CPU is busy meanwhile. ", threads) + setupflow.TextWaits}
-	rem := setupflow.Option{Placement: settings.PlacementRemote, Label: "A second PC", Available: true, VRAMMiB: -1383,
+	rem := setupflow.Option{Placement: settings.PlacementRemote, Label: settings.PlacementRemote.Info().Label, Available: true, VRAMMiB: -1383,
 		Note: "Frees the VRAM for Strata's expert cache; pictures travel over the network. " + setupflow.TextWaits}
 	if r != nil {
 		// ~10 MB back for a 1024-token result, ~0.3 MB there.
@@ -228,7 +228,7 @@ func Recommend(local *setupflow.Machine, r *setupflow.RemoteReport) setupflow.Re
 		rem.PictureSeconds = 2.83
 		rem.Note += " Probe it to see its own figures."
 	}
-	off := setupflow.Option{Placement: settings.PlacementOff, Label: "Off (text only)", Available: true, VRAMMiB: -1383,
+	off := setupflow.Option{Placement: settings.PlacementOff, Label: settings.PlacementOff.Info().Label, Available: true, VRAMMiB: -1383,
 		Note: "Strata answers text only; a picture is refused."}
 	rec.Options = []setupflow.Option{gpu, cpu, rem, off}
 	switch {

@@ -193,28 +193,28 @@ func ConvertRecommendation(rec probe.Recommendation, remoteKnown bool) setupflow
 		Basis: "Strata's own measurements (RTX 5080 server, RTX 3060 second PC), scaled to this PC and the measured link"}
 	haveRemote := false
 	for _, e := range rec.Estimates {
+		// The label and what it costs or frees come from the placements
+		// table: this PC's GPU takes VRAM, the others free it; pictures
+		// read through the relay keep text waiting meanwhile.
+		info := e.Placement.Info()
 		o := setupflow.Option{Placement: e.Placement, Device: e.Device, Available: e.Available,
-			PictureSeconds: e.PictureSeconds, Note: e.Basis}
-		switch e.Placement {
-		case settings.PlacementGPU:
-			o.Label, o.VRAMMiB = "This PC's GPU", e.EncoderVRAMMiB
+			PictureSeconds: e.PictureSeconds, Note: e.Basis, Label: info.Label, VRAMMiB: -e.FreesMiB}
+		if info.UsesVRAM {
+			o.VRAMMiB = e.EncoderVRAMMiB
 			if e.Device != nil {
 				o.Label = fmt.Sprintf("This PC's spare GPU %d", *e.Device)
 			}
-		case settings.PlacementCPU:
-			o.Label, o.VRAMMiB = "This PC's CPU", -e.FreesMiB
+		}
+		if info.ReadsPictures && info.RelayRouted {
 			o.Note = joinNote(o.Note, setupflow.TextWaits)
-		case settings.PlacementRemote:
-			o.Label, o.VRAMMiB = "A second PC", -e.FreesMiB
-			o.Note = joinNote(o.Note, setupflow.TextWaits)
+		}
+		if info.SecondPC {
 			haveRemote = true
 			// Without a probed second PC it is still a choice: the next
 			// page probes it.
 			if !remoteKnown {
 				o.Available = true
 			}
-		case settings.PlacementOff:
-			o.Label, o.VRAMMiB = "Off (text only)", -e.FreesMiB
 		}
 		if !e.Available {
 			o.Why = e.Basis
@@ -222,7 +222,7 @@ func ConvertRecommendation(rec probe.Recommendation, remoteKnown bool) setupflow
 		out.Options = append(out.Options, o)
 	}
 	if !haveRemote {
-		out.Options = append(out.Options, setupflow.Option{Placement: settings.PlacementRemote, Label: "A second PC", Available: true,
+		out.Options = append(out.Options, setupflow.Option{Placement: settings.PlacementRemote, Label: settings.PlacementRemote.Info().Label, Available: true,
 			Note: "Reads pictures on another PC's NVIDIA GPU over ssh and frees this GPU's VRAM for Strata; the next page measures it. " + setupflow.TextWaits})
 	}
 	hasOff := false
@@ -230,7 +230,7 @@ func ConvertRecommendation(rec probe.Recommendation, remoteKnown bool) setupflow
 		hasOff = hasOff || o.Placement == settings.PlacementOff
 	}
 	if !hasOff {
-		out.Options = append(out.Options, setupflow.Option{Placement: settings.PlacementOff, Label: "Off (text only)", Available: true,
+		out.Options = append(out.Options, setupflow.Option{Placement: settings.PlacementOff, Label: settings.PlacementOff.Info().Label, Available: true,
 			Note: "Strata answers text only; a picture is refused."})
 	}
 	for _, w := range rec.Warnings {

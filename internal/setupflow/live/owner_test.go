@@ -44,7 +44,7 @@ func TestWizardSettingsGoThroughTheOwner(t *testing.T) {
 	}
 	own := filepath.Join(t.TempDir(), "relay_ed25519")
 	// pc3 does not exist: the service's look at its host key stands in
-	// (that look is backend's TestSecondPCRecordOfTheCallersMakingIsRefused).
+	// (that look is backend's TestSecondPCRecordOfTheCallersMakingIsRefusedIntegration).
 	looked := 0
 	c := ownerService(t, backend.New(backend.Options{SettingsPath: path, StrataRoot: root.Dir, ConfigPath: root.Config, KeyFile: own,
 		CheckHostKey: func(context.Context, sshx.Endpoint, string) error { looked++; return nil }}))

@@ -27,7 +27,7 @@ import (
 // sees READY), and a Cancel before Apply takes the line off the second PC
 // again through the gate, with the companion's key alone, and leaves no
 // local key or pin.
-func TestSecondPCRealSSHD(t *testing.T) {
+func TestSecondPCRealSSHDIntegration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts sshd")
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/strata-companion/companion/internal/gguf"
 )
 
-func TestPrepareAnEmptySecondPCThenResumeAndSkip(t *testing.T) {
+func TestPrepareAnEmptySecondPCThenResumeAndSkipIntegration(t *testing.T) {
 	t.Parallel() // the 500-picture test, which counts goroutines and fds, runs alone before these
 	pc := newSecondPC(t, "")
 	relayBin, standin := binaries(t)
@@ -78,7 +78,7 @@ func TestPrepareAnEmptySecondPCThenResumeAndSkip(t *testing.T) {
 	waitGone(t, "the agent or encoder after prepare", filepath.Join(empty, AgentName("linux")), filepath.Join(empty, "strata-vision"))
 }
 
-func TestPrepareSaysWhatIsMissing(t *testing.T) {
+func TestPrepareSaysWhatIsMissingIntegration(t *testing.T) {
 	t.Parallel() // the 500-picture test, which counts goroutines and fds, runs alone before these
 	pc := newSecondPC(t, "")
 	relayBin, _ := binaries(t)
