@@ -111,7 +111,7 @@ func (l *link) judge(s *agentSession, lc *linkCheck, now time.Time) (verdict, ti
 // silenceBound is how long an agent that sends Beat frames may say nothing
 // while it has a picture: three of its beats, at least bounds.HungAgent.
 func silenceBound(s *agentSession) time.Duration {
-	return max(3*time.Duration(s.info.BeatMS)*time.Millisecond, bounds.HungAgent)
+	return max(bounds.HungBeats*time.Duration(s.info.BeatMS)*time.Millisecond, bounds.HungAgent)
 }
 
 // watchSend judges the silence while a picture is written to the agent (a

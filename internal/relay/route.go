@@ -109,7 +109,7 @@ func (rt *router) route(ctx context.Context, img, out string) string {
 		}
 		return rt.encodeLocal(ctx, st, img, out, events.WhereLocalCPU)
 	case settings.PlacementGPU:
-		rt.local.stop(time.Second)
+		rt.local.stop(bounds.LocalEncoderQuit)
 		return "ERR pictures move to this PC's GPU when Strata restarts (its GPU encoder must take its VRAM before the expert cache is sized); restart Strata from the tray, or with `strata-service stop` and `strata-service start` (administrator/root)"
 	}
 	rt.pic.where = events.WhereRemote

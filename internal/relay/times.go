@@ -47,13 +47,15 @@ func (p *pictureTimes) median() time.Duration {
 	return median(p.walls)
 }
 
-// Bound parameters: a picture may take boundFactor times the recent median,
-// plus twice its transfer at the measured rate, and never less than
-// boundFloor (a GPU encoder's wake after an idle stop fits in it).
+// Bound parameters (bounds.PictureFactor...): a picture may take
+// boundFactor times the recent median, plus transferFactor times its
+// transfer at the measured rate, and never less than boundFloor (a GPU
+// encoder's wake after an idle stop fits in it).
 const (
-	boundFactor = bounds.PictureFactor
-	boundFloor  = bounds.PictureFloor
-	minSamples  = bounds.TimedPictures
+	boundFactor    = bounds.PictureFactor
+	transferFactor = bounds.PictureTransferFactor
+	boundFloor     = bounds.PictureFloor
+	minSamples     = bounds.TimedPictures
 )
 
 // bound is how long a picture of size bytes may take: first until
@@ -64,7 +66,7 @@ func (p *pictureTimes) bound(size int, first time.Duration) time.Duration {
 	}
 	b := boundFactor * median(p.walls)
 	if rate := median(p.rates); rate > 0 && size > 0 {
-		b += 2 * time.Duration(float64(size)/rate*float64(time.Second))
+		b += transferFactor * time.Duration(float64(size)/rate*float64(time.Second))
 	}
 	return max(b, boundFloor)
 }
