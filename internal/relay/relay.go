@@ -23,8 +23,11 @@
 //     link, a hung agent), and the agent session on it;
 //   - output.go: what the relay says (output): the developer log, the
 //     events for the service, the notes for a person;
-//   - prepare.go, upload.go, sftp.go: preparing the second PC (Prepare),
-//     which shares nothing with a running Relay.
+//   - internal/relay/prepare: preparing the second PC (Prepare, uploads),
+//     which shares nothing with a running Relay;
+//   - internal/relay/remote: the second PC as both reach it: the ssh
+//     transport (Conn), the agent's command line, its encoder's device;
+//   - reexport.go: the names of those two packages, as relay.X.
 package relay
 
 import (

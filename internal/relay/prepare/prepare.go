@@ -1,4 +1,13 @@
-package relay
+// Package prepare puts what the relay needs on the second PC (`strata-service
+// remote prepare`, the wizard's Prepare): the agent (its one copy through the
+// remote shell, or sftp on Windows), the mmproj, the model's vocabulary stub
+// and maybe strata-vision through the agent's framed file session, each
+// skipped when its sha256 matches and resumed from its .part; then it starts
+// the encoder there as the relay will and waits for its READY. It shares only
+// the second PC's transport and the agent's command line with the relay
+// (internal/relay/remote), never a running relay; its bounds are in
+// internal/relay/bounds. internal/relay re-exports it (relay.Prepare, ...).
+package prepare
 
 import (
 	"github.com/strata-companion/companion/internal/agentcmd"
@@ -19,13 +28,14 @@ import (
 	"github.com/strata-companion/companion/internal/framing"
 	"github.com/strata-companion/companion/internal/gguf"
 	"github.com/strata-companion/companion/internal/relay/bounds"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
 )
 
-// PrepareOptions say what `strata-service remote prepare` puts on the second PC.
-type PrepareOptions struct {
+// Options say what `strata-service remote prepare` puts on the second PC.
+type Options struct {
 	Remote settings.Remote
 	// Mmproj and Model are the server's local files (the config's vision
 	// block): the mmproj is copied, the model's vocabulary stub is built.
@@ -47,11 +57,11 @@ type PrepareOptions struct {
 	// Progress receives lines for a person.
 	Progress io.Writer
 	// Dial defaults to SSHDialer(Remote).
-	Dial Dialer
+	Dial remote.Dialer
 }
 
-// PrepareResult is what the settings should remember.
-type PrepareResult struct {
+// Result is what the settings should remember.
+type Result struct {
 	OS, Arch    string
 	RemoteDir   string // absolute, as the agent reported it
 	EncoderPath string
@@ -82,13 +92,13 @@ const DefaultRemoteDir = "strata-companion"
 // encoder) to the second PC, resuming partial uploads and skipping files
 // whose sha256 already matches, then starts the encoder there through the
 // agent as the relay would, and waits for its READY.
-func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
+func Prepare(ctx context.Context, o Options) (*Result, error) {
 	var p io.Writer = io.Discard
 	if o.Progress != nil {
 		p = &lockedWriter{w: o.Progress}
 	}
 	if o.Dial == nil {
-		o.Dial = SSHDialer(o.Remote)
+		o.Dial = remote.SSHDialer(o.Remote)
 	}
 	if o.Remote.RemoteDir == "" {
 		o.Remote.RemoteDir = DefaultRemoteDir
@@ -100,7 +110,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	}
 	defer conn.Close()
 
-	res := &PrepareResult{OS: o.Remote.OS, Arch: o.Remote.Arch}
+	res := &Result{OS: o.Remote.OS, Arch: o.Remote.Arch}
 	if res.OS == "" || res.Arch == "" {
 		if res.OS, res.Arch, err = detectPlatform(conn); err != nil {
 			return nil, err
@@ -132,7 +142,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 			return nil, err
 		}
 	}
-	files := agentcmd.Command{Program: RemoteJoin(res.OS, dir, AgentName(res.OS)), Verb: agentcmd.VerbAgent,
+	files := agentcmd.Command{Program: remote.RemoteJoin(res.OS, dir, remote.AgentName(res.OS)), Verb: agentcmd.VerbAgent,
 		Agent: agentcmd.Agent{InstallSHA256: installs}}
 	filesCmd, err := files.Quote(res.OS)
 	if err != nil {
@@ -191,7 +201,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	res.RemoteDir = cl.info.Dir
 
 	// 2. The mmproj and the vocabulary stub.
-	rm, rmodel := RemoteFiles(o.Mmproj, o.Model)
+	rm, rmodel := remote.RemoteFiles(o.Mmproj, o.Model)
 	if err := cl.upload(ctx, o.Mmproj, rm, 0o644); err != nil {
 		cl.close()
 		return nil, err
@@ -247,7 +257,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	// elsewhere (--encoder ABSOLUTE) is proved by its start below.
 	fi := framing.FileInfo{Exists: true}
 	if !remotecmd.IsAbs(res.OS, res.EncoderPath) {
-		fi, err = cl.stat(RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
+		fi, err = cl.stat(remote.RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
 	}
 	gpus, gerr := cl.status()
 	cl.close()
@@ -255,7 +265,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 		res.GPUs, res.NoGPU = gpus.GPUs, len(gpus.GPUs) == 0
 	}
 	missing := fmt.Errorf("there is no strata-vision at %s on the second PC; install Strata's engine there and pass --encoder <its strata-vision>, or run prepare on a server with the same OS and architecture so it can be copied",
-		RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
+		remote.RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
 	if keepEncoder && (err != nil || !fi.Exists) {
 		return nil, notPinned
 	}
@@ -279,14 +289,14 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	if o.GPU && !res.NoGPU {
 		choice.Device = settings.DeviceGPU // asked for (--gpu), and there is one
 	}
-	d := RemoteDevice(choice)
+	d := remote.RemoteDevice(choice)
 	if o.Threads > 0 {
 		d.Threads = o.Threads
 	}
 	if o.MaxTokens > 0 {
 		d.MaxTokens = o.MaxTokens
 	}
-	args := AgentArgs{OS: res.OS, RemoteDir: res.RemoteDir, Encoder: res.EncoderPath, Mmproj: rm, Model: rmodel,
+	args := remote.AgentArgs{OS: res.OS, RemoteDir: res.RemoteDir, Encoder: res.EncoderPath, Mmproj: rm, Model: rmodel,
 		GPU: d.GPU, Threads: d.Threads, MaxTokens: d.MaxTokens, CUDADevice: d.CUDAIndex()}
 	agentCmd, err := args.Command()
 	if err != nil {
@@ -417,7 +427,7 @@ func sha256File(path string) (string, error) {
 }
 
 // runOutput runs one command on the second PC and returns its stdout.
-func runOutput(conn Conn, cmd string) (string, error) {
+func runOutput(conn remote.Conn, cmd string) (string, error) {
 	proc, err := conn.Start(cmd)
 	if err != nil {
 		return "", err
@@ -431,7 +441,7 @@ func runOutput(conn Conn, cmd string) (string, error) {
 
 // detectPlatform asks the second PC's shell: uname on Unix, cmd.exe's
 // PROCESSOR_ARCHITECTURE on Windows.
-func detectPlatform(conn Conn) (goos, goarch string, err error) {
+func detectPlatform(conn remote.Conn) (goos, goarch string, err error) {
 	if out, _ := runOutput(conn, "uname -sm"); out != "" {
 		f := strings.Fields(out)
 		if len(f) == 2 {

@@ -1,12 +1,10 @@
-package relay
+package prepare
 
 // Uploading to the second PC, for prepare (prepare.go) and pairing
 // (InstallAgent): the agent's own copy through the remote shell or sftp
 // (bootstrapAgent, sftp.go), then the agent's framed file session (client):
 // each file skipped when its sha256 matches, resumed from its .part,
-// checked there, with a progress line per second. Like prepare.go, nothing
-// here touches a running Relay: it shares only the transport (Conn) and the
-// agent's command line (command.go).
+// checked there, with a progress line per second.
 
 import (
 	"context"
@@ -24,6 +22,7 @@ import (
 	"github.com/strata-companion/companion/internal/agentcmd"
 	"github.com/strata-companion/companion/internal/framing"
 	"github.com/strata-companion/companion/internal/relay/bounds"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/remotecmd"
 )
 
@@ -32,13 +31,13 @@ const chunk = 1 << 20
 
 // bootstrapAgent copies the agent through the remote shell (the one upload
 // that cannot use the agent itself), to a .part file renamed when complete.
-func bootstrapAgent(ctx context.Context, conn Conn, goos, dir, bin string, p io.Writer) error {
-	name := AgentName(goos)
+func bootstrapAgent(ctx context.Context, conn remote.Conn, goos, dir, bin string, p io.Writer) error {
+	name := remote.AgentName(goos)
 	var cmd string
-	if c := SSHClient(conn); c != nil && goos == "windows" {
+	if c := remote.SSHClient(conn); c != nil && goos == "windows" {
 		// Windows' OpenSSH serves sftp: a library, with a checksum and
 		// resume, instead of a PowerShell script.
-		_, err := UploadSFTP(ctx, c, bin, SFTPPath(goos, RemoteJoin(goos, dir, name)), p)
+		_, err := UploadSFTP(ctx, c, bin, SFTPPath(goos, remote.RemoteJoin(goos, dir, name)), p)
 		return err
 	}
 	if goos == "windows" {
@@ -51,7 +50,7 @@ func bootstrapAgent(ctx context.Context, conn Conn, goos, dir, bin string, p io.
 		cmd = remotecmd.EncodedPowerShell(script)
 	} else {
 		q := remotecmd.POSIX
-		part, final := RemoteJoin(goos, dir, "."+name+".part"), RemoteJoin(goos, dir, name)
+		part, final := remote.RemoteJoin(goos, dir, "."+name+".part"), remote.RemoteJoin(goos, dir, name)
 		cmd = fmt.Sprintf("mkdir -p %s && cat > %s && chmod 755 %s && mv -f %s %s", q(dir), q(part), q(part), q(part), q(final))
 	}
 	proc, err := conn.Start(cmd)
@@ -69,7 +68,7 @@ func bootstrapAgent(ctx context.Context, conn Conn, goos, dir, bin string, p io.
 	}
 	defer f.Close()
 	st, _ := f.Stat()
-	pr := &progress{w: p, name: AgentName(goos), total: st.Size()}
+	pr := &progress{w: p, name: remote.AgentName(goos), total: st.Size()}
 	if _, err := io.Copy(proc.Stdin, io.TeeReader(f, pr)); err != nil {
 		// The remote side ended early: its stderr says why.
 		select {
@@ -138,7 +137,7 @@ func (p *progress) done() {
 
 // client is a sequential framed session with an agent (prepare's side).
 type client struct {
-	proc Proc
+	proc remote.Proc
 	fw   *framing.Writer
 	fr   *framing.Reader
 	info framing.Info
@@ -190,7 +189,7 @@ func errMsg(b []byte) string {
 	return "the agent reported an unreadable error"
 }
 
-func startClient(ctx context.Context, conn Conn, cmd string, p io.Writer) (*client, error) {
+func startClient(ctx context.Context, conn remote.Conn, cmd string, p io.Writer) (*client, error) {
 	proc, err := conn.Start(cmd)
 	if err != nil {
 		return nil, err
@@ -386,7 +385,7 @@ func InstallAgent(ctx context.Context, c *ssh.Client, goos, dir, bin string) (st
 	if err := remotecmd.CheckPath("remote_dir", dir); err != nil {
 		return "", err
 	}
-	conn := &sshConn{c: c, done: make(chan struct{})} // not watched: the caller owns c
+	conn := remote.BorrowSSHConn(c) // not watched: the caller owns c
 	if err := bootstrapAgent(ctx, conn, goos, dir, bin, io.Discard); err != nil {
 		return "", err
 	}
@@ -394,7 +393,7 @@ func InstallAgent(ctx context.Context, c *ssh.Client, goos, dir, bin string) (st
 	if err != nil {
 		return "", err
 	}
-	cmd, err := agentcmd.Command{Program: RemoteJoin(goos, dir, AgentName(goos)), Verb: agentcmd.VerbAgent}.Quote(goos)
+	cmd, err := agentcmd.Command{Program: remote.RemoteJoin(goos, dir, remote.AgentName(goos)), Verb: agentcmd.VerbAgent}.Quote(goos)
 	if err != nil {
 		return "", err
 	}
