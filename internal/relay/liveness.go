@@ -28,6 +28,9 @@ import (
 // background retry reaches it again. The agent silent for bounds.HungAgent
 // while a keepalive was answered within bounds.LinkAnswers: the agent is hung;
 // it is killed over the live link.
+//
+// The verdicts are the link's (link.judge); every bound they use is in
+// internal/relay/bounds.
 
 // linkCheck is what one connection's monitor learnt of its link.
 type linkCheck struct {
@@ -88,32 +91,80 @@ var hungWords = map[int32]string{
 
 // judge looks at a picture's session and its link now: waitOn, or the
 // verdict and how long the silent side has said nothing.
-func (r *Relay) judge(s *agentSession, lc *linkCheck, now time.Time) (verdict, time.Duration) {
+func (l *link) judge(s *agentSession, lc *linkCheck, now time.Time) (verdict, time.Duration) {
 	agent := now.Sub(s.lastProgress())
 	link := agent
 	if lc != nil {
 		link = min(link, now.Sub(lc.answeredAt()))
 	}
-	if link > r.opt.LinkLost {
+	if link > l.cfg.linkLost {
 		return linkLost, link
 	}
 	// Hung only while the link is seen answering: an agent silent because
 	// its link was just cut is the link's verdict, a moment later.
-	if s.info.BeatMS > 0 && agent > r.silenceBound(s) && lc != nil && now.Sub(lc.answeredAt()) < bounds.LinkAnswers {
+	if s.info.BeatMS > 0 && agent > silenceBound(s) && lc != nil && now.Sub(lc.answeredAt()) < bounds.LinkAnswers {
 		return agentHung, agent
 	}
 	return waitOn, 0
+}
+
+// silenceBound is how long an agent that sends Beat frames may say nothing
+// while it has a picture: three of its beats, at least bounds.HungAgent.
+func silenceBound(s *agentSession) time.Duration {
+	return max(bounds.HungBeats*time.Duration(s.info.BeatMS)*time.Millisecond, bounds.HungAgent)
+}
+
+// watchSend judges the silence while a picture is written to the agent (a
+// stopped agent stops reading: the write would wait on the full ssh window
+// for ever; a lost link holds it in a full socket buffer) and ends the write:
+// a hung agent's session is closed and the agent signalled, a lost link's
+// connection closed (c). The returned func stops the watch and says what it
+// concluded (waitOn: nothing) and after how long a silence.
+func (l *link) watchSend(s *agentSession, lc *linkCheck, c Conn) func() (verdict, time.Duration) {
+	type found struct {
+		v     verdict
+		quiet time.Duration
+	}
+	stop, done := make(chan struct{}), make(chan found, 1)
+	go func() {
+		t := time.NewTicker(bounds.Check)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				done <- found{}
+				return
+			case <-t.C:
+				switch v, quiet := l.judge(s, lc, time.Now()); v {
+				case linkLost:
+					if c != nil {
+						c.Close() // the write returns; nothing else is waited on
+					}
+					done <- found{v, quiet}
+					return
+				case agentHung:
+					if s.proc.Kill != nil {
+						s.proc.Kill() // its sshd ends the channel: the write returns
+					}
+					s.close()
+					done <- found{v, quiet}
+					return
+				}
+			}
+		}
+	}()
+	return func() (verdict, time.Duration) { close(stop); f := <-done; return f.v, f.quiet }
 }
 
 // linkGone gives up the connection whose link was lost while a picture was
 // in flight, without waiting on it: the connection and the agent session
 // are closed in the background, the second PC is known down until the
 // background retry reaches it again. It returns the picture's ERR line.
-func (r *Relay) linkGone(s *agentSession, quiet time.Duration) string {
-	host := r.host()
+func (l *link) linkGone(s *agentSession, quiet time.Duration) string {
+	host := l.host()
 	reason := fmt.Sprintf("the link to second PC %s was lost %s (nothing came from it for %s, not even an answer to a keepalive)",
 		host, lostWords[s.phase.Load()], quiet.Round(100*time.Millisecond))
-	r.abandonLink()
+	l.abandonLink()
 	// Closing the socket ends the session's reader at once (local work, no
 	// word from the peer): wait for it, bounded, so that a result cut off
 	// in the download has had its temporary file removed before the ERR.
@@ -121,9 +172,9 @@ func (r *Relay) linkGone(s *agentSession, quiet time.Duration) string {
 	case <-s.done:
 	case <-time.After(bounds.StuckPicture):
 	}
-	r.emit(reason, events.RemoteDisconnectedDetails{Host: host})
-	r.logf("%s; closing the connection", reason)
-	r.markDown(reason + unavailable)
+	l.out.emit(reason, events.RemoteDisconnectedDetails{RelayMark: relayMark, Host: host})
+	l.out.logf("%s; closing the connection", reason)
+	l.markDown(reason + unavailable)
 	return "ERR " + reason + "; check that PC and its network" + unavailable
 }
 
@@ -131,19 +182,16 @@ func (r *Relay) linkGone(s *agentSession, quiet time.Duration) string {
 // closes them in the background: the connection first, since a dead TCP
 // connection holds every write on it (the session's end included) until it
 // is closed. Closing a socket does not wait on the peer.
-func (r *Relay) abandonLink() {
-	c := r.conn
+func (l *link) abandonLink() {
+	c := l.conn
 	if c != nil {
-		close(r.connStop)
-		r.conn = nil
+		close(l.connStop)
+		l.conn = nil
 	}
-	r.sessMu.Lock()
-	s := r.sess
-	r.sess = nil
-	r.sessMu.Unlock()
-	r.wg.Add(1)
+	s := l.sess.Swap(nil)
+	l.wg.Add(1)
 	go func() {
-		defer r.wg.Done()
+		defer l.wg.Done()
 		if c != nil {
 			c.Close()
 		}
@@ -156,17 +204,13 @@ func (r *Relay) abandonLink() {
 // endHungAgent drops a hung agent's session at once and kills it in the
 // background over c (its link answers: the kill is quick, but the picture's
 // ERR need not wait for it); Close waits for it.
-func (r *Relay) endHungAgent(s *agentSession) {
-	c := r.conn
-	r.sessMu.Lock()
-	if r.sess == s {
-		r.sess = nil
-	}
-	r.sessMu.Unlock()
-	r.wg.Add(1)
+func (l *link) endHungAgent(s *agentSession) {
+	c := l.conn
+	l.sess.CompareAndSwap(s, nil)
+	l.wg.Add(1)
 	go func() {
-		defer r.wg.Done()
-		r.killAgentOn(s, c)
+		defer l.wg.Done()
+		l.killAgent(s, c)
 		s.close()
 	}()
 }

@@ -256,7 +256,7 @@ func TestLinkCutBetweenPicturesClosesTheConnection(t *testing.T) {
 	}
 	// The connection the relay keeps between pictures (what the first
 	// picture, or the background dial at start, opens).
-	if err := r.connect(context.Background()); err != nil {
+	if err := r.link.connect(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Now()

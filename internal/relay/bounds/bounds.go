@@ -77,9 +77,12 @@ const (
 
 	// HungAgent: an agent that sends Beats and from which nothing came for
 	// this long while its link still answers is hung (stopped, frozen): it
-	// is killed there and the picture gets its ERR. Three missed beats, so
-	// one late beat on a loaded PC is not taken for a hang.
-	HungAgent = 3 * Beat
+	// is killed there and the picture gets its ERR. Three missed beats
+	// (HungBeats), so one late beat on a loaded PC is not taken for a hang;
+	// an agent that announces a slower beat (its Hello's beat_ms) is given
+	// HungBeats of its own beats.
+	HungAgent = HungBeats * Beat
+	HungBeats = 3
 
 	// AgentStart bounds the agent's start over the kept connection, to its
 	// Hello: sshd starting it takes 160-210 ms on the build machine; 10 s
@@ -122,13 +125,15 @@ const (
 	// reference machine, docs/strata.md).
 	FirstGPUPicture = 30 * time.Second
 
-	// TimedPictures, PictureFactor, PictureFloor: once TimedPictures were
-	// timed, a picture may take PictureFactor x the median of the recent
-	// ones plus twice its transfer at the measured rate, at least
-	// PictureFloor (a GPU encoder's wake after an idle stop fits in it).
-	TimedPictures = 3
-	PictureFactor = 4
-	PictureFloor  = 15 * time.Second
+	// TimedPictures, PictureFactor, PictureTransferFactor, PictureFloor:
+	// once TimedPictures were timed, a picture may take PictureFactor x the
+	// median of the recent ones plus PictureTransferFactor x its transfer at
+	// the measured rate, at least PictureFloor (a GPU encoder's wake after
+	// an idle stop fits in it).
+	TimedPictures         = 3
+	PictureFactor         = 4
+	PictureTransferFactor = 2
+	PictureFloor          = 15 * time.Second
 
 	// LocalEncoderStart bounds this PC's CPU encoder's start (no warm-up
 	// on a CPU: it is ready in about a second).

@@ -1,4 +1,10 @@
-package relay
+// Package remote is the second PC as both the relay (internal/relay) and
+// prepare (internal/relay/prepare) reach it: the ssh transport (Conn, one
+// connection that starts agent sessions), the agent's command line there
+// (AgentArgs, one definition in internal/agentcmd), and the device its
+// encoder reads on (RemoteDevice). internal/relay re-exports its names
+// (relay.Conn, relay.AgentArgs, relay.RemoteDevice, ...).
+package remote
 
 import (
 	"context"
@@ -111,6 +117,20 @@ func newSSHConn(c *ssh.Client) *sshConn {
 
 // NewSSHConn wraps an ssh client already dialed (prepare uses it).
 func NewSSHConn(c *ssh.Client) Conn { return newSSHConn(c) }
+
+// BorrowSSHConn wraps an ssh client the caller owns and closes: the
+// connection is not watched (Done is never closed).
+func BorrowSSHConn(c *ssh.Client) Conn { return &sshConn{c: c, done: make(chan struct{})} }
+
+// SSHClient is the ssh connection under a Conn made by SSHDialer,
+// NewSSHConn or BorrowSSHConn (nil for other Conns): uploads that need no
+// agent use its sftp subsystem.
+func SSHClient(c Conn) *ssh.Client {
+	if s, ok := c.(*sshConn); ok {
+		return s.c
+	}
+	return nil
+}
 
 func (s *sshConn) Start(command string) (Proc, error) {
 	sess, err := s.c.NewSession()

@@ -1,4 +1,13 @@
-package relay
+// Package prepare puts what the relay needs on the second PC (`strata-service
+// remote prepare`, the wizard's Prepare): the agent (its one copy through the
+// remote shell, or sftp on Windows), the mmproj, the model's vocabulary stub
+// and maybe strata-vision through the agent's framed file session, each
+// skipped when its sha256 matches and resumed from its .part; then it starts
+// the encoder there as the relay will and waits for its READY. It shares only
+// the second PC's transport and the agent's command line with the relay
+// (internal/relay/remote), never a running relay; its bounds are in
+// internal/relay/bounds. internal/relay re-exports it (relay.Prepare, ...).
+package prepare
 
 import (
 	"github.com/strata-companion/companion/internal/agentcmd"
@@ -14,21 +23,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
-
-	"golang.org/x/crypto/ssh"
 
 	"github.com/strata-companion/companion/internal/framing"
 	"github.com/strata-companion/companion/internal/gguf"
 	"github.com/strata-companion/companion/internal/relay/bounds"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
 )
 
-// PrepareOptions say what `strata-service remote prepare` puts on the second PC.
-type PrepareOptions struct {
+// Options say what `strata-service remote prepare` puts on the second PC.
+type Options struct {
 	Remote settings.Remote
 	// Mmproj and Model are the server's local files (the config's vision
 	// block): the mmproj is copied, the model's vocabulary stub is built.
@@ -50,11 +57,11 @@ type PrepareOptions struct {
 	// Progress receives lines for a person.
 	Progress io.Writer
 	// Dial defaults to SSHDialer(Remote).
-	Dial Dialer
+	Dial remote.Dialer
 }
 
-// PrepareResult is what the settings should remember.
-type PrepareResult struct {
+// Result is what the settings should remember.
+type Result struct {
 	OS, Arch    string
 	RemoteDir   string // absolute, as the agent reported it
 	EncoderPath string
@@ -81,19 +88,17 @@ func RemoteGPUs(gs []framing.GPU) []settings.RemoteGPU {
 // settings name none.
 const DefaultRemoteDir = "strata-companion"
 
-const chunk = 1 << 20
-
 // Prepare uploads the agent, the mmproj, the vocabulary stub (and maybe the
 // encoder) to the second PC, resuming partial uploads and skipping files
 // whose sha256 already matches, then starts the encoder there through the
 // agent as the relay would, and waits for its READY.
-func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
+func Prepare(ctx context.Context, o Options) (*Result, error) {
 	var p io.Writer = io.Discard
 	if o.Progress != nil {
 		p = &lockedWriter{w: o.Progress}
 	}
 	if o.Dial == nil {
-		o.Dial = SSHDialer(o.Remote)
+		o.Dial = remote.SSHDialer(o.Remote)
 	}
 	if o.Remote.RemoteDir == "" {
 		o.Remote.RemoteDir = DefaultRemoteDir
@@ -105,7 +110,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	}
 	defer conn.Close()
 
-	res := &PrepareResult{OS: o.Remote.OS, Arch: o.Remote.Arch}
+	res := &Result{OS: o.Remote.OS, Arch: o.Remote.Arch}
 	if res.OS == "" || res.Arch == "" {
 		if res.OS, res.Arch, err = detectPlatform(conn); err != nil {
 			return nil, err
@@ -137,7 +142,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 			return nil, err
 		}
 	}
-	files := agentcmd.Command{Program: RemoteJoin(res.OS, dir, AgentName(res.OS)), Verb: agentcmd.VerbAgent,
+	files := agentcmd.Command{Program: remote.RemoteJoin(res.OS, dir, remote.AgentName(res.OS)), Verb: agentcmd.VerbAgent,
 		Agent: agentcmd.Agent{InstallSHA256: installs}}
 	filesCmd, err := files.Quote(res.OS)
 	if err != nil {
@@ -196,7 +201,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	res.RemoteDir = cl.info.Dir
 
 	// 2. The mmproj and the vocabulary stub.
-	rm, rmodel := RemoteFiles(o.Mmproj, o.Model)
+	rm, rmodel := remote.RemoteFiles(o.Mmproj, o.Model)
 	if err := cl.upload(ctx, o.Mmproj, rm, 0o644); err != nil {
 		cl.close()
 		return nil, err
@@ -252,7 +257,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	// elsewhere (--encoder ABSOLUTE) is proved by its start below.
 	fi := framing.FileInfo{Exists: true}
 	if !remotecmd.IsAbs(res.OS, res.EncoderPath) {
-		fi, err = cl.stat(RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
+		fi, err = cl.stat(remote.RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
 	}
 	gpus, gerr := cl.status()
 	cl.close()
@@ -260,7 +265,7 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 		res.GPUs, res.NoGPU = gpus.GPUs, len(gpus.GPUs) == 0
 	}
 	missing := fmt.Errorf("there is no strata-vision at %s on the second PC; install Strata's engine there and pass --encoder <its strata-vision>, or run prepare on a server with the same OS and architecture so it can be copied",
-		RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
+		remote.RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
 	if keepEncoder && (err != nil || !fi.Exists) {
 		return nil, notPinned
 	}
@@ -284,14 +289,14 @@ func Prepare(ctx context.Context, o PrepareOptions) (*PrepareResult, error) {
 	if o.GPU && !res.NoGPU {
 		choice.Device = settings.DeviceGPU // asked for (--gpu), and there is one
 	}
-	d := RemoteDevice(choice)
+	d := remote.RemoteDevice(choice)
 	if o.Threads > 0 {
 		d.Threads = o.Threads
 	}
 	if o.MaxTokens > 0 {
 		d.MaxTokens = o.MaxTokens
 	}
-	args := AgentArgs{OS: res.OS, RemoteDir: res.RemoteDir, Encoder: res.EncoderPath, Mmproj: rm, Model: rmodel,
+	args := remote.AgentArgs{OS: res.OS, RemoteDir: res.RemoteDir, Encoder: res.EncoderPath, Mmproj: rm, Model: rmodel,
 		GPU: d.GPU, Threads: d.Threads, MaxTokens: d.MaxTokens, CUDADevice: d.CUDAIndex()}
 	agentCmd, err := args.Command()
 	if err != nil {
@@ -422,7 +427,7 @@ func sha256File(path string) (string, error) {
 }
 
 // runOutput runs one command on the second PC and returns its stdout.
-func runOutput(conn Conn, cmd string) (string, error) {
+func runOutput(conn remote.Conn, cmd string) (string, error) {
 	proc, err := conn.Start(cmd)
 	if err != nil {
 		return "", err
@@ -436,7 +441,7 @@ func runOutput(conn Conn, cmd string) (string, error) {
 
 // detectPlatform asks the second PC's shell: uname on Unix, cmd.exe's
 // PROCESSOR_ARCHITECTURE on Windows.
-func detectPlatform(conn Conn) (goos, goarch string, err error) {
+func detectPlatform(conn remote.Conn) (goos, goarch string, err error) {
 	if out, _ := runOutput(conn, "uname -sm"); out != "" {
 		f := strings.Fields(out)
 		if len(f) == 2 {
@@ -461,383 +466,4 @@ func detectPlatform(conn Conn) (goos, goarch string, err error) {
 		}
 	}
 	return "", "", errors.New("cannot tell the second PC's system (neither `uname` nor cmd.exe answered as expected); set its OS and architecture in the companion settings")
-}
-
-// bootstrapAgent copies the agent through the remote shell (the one upload
-// that cannot use the agent itself), to a .part file renamed when complete.
-func bootstrapAgent(ctx context.Context, conn Conn, goos, dir, bin string, p io.Writer) error {
-	name := AgentName(goos)
-	var cmd string
-	if c := SSHClient(conn); c != nil && goos == "windows" {
-		// Windows' OpenSSH serves sftp: a library, with a checksum and
-		// resume, instead of a PowerShell script.
-		_, err := UploadSFTP(ctx, c, bin, SFTPPath(goos, RemoteJoin(goos, dir, name)), p)
-		return err
-	}
-	if goos == "windows" {
-		// -EncodedCommand takes the script as base64 UTF-16: no quoting
-		// rules of cmd.exe or PowerShell to get wrong. The data itself
-		// streams raw on stdin.
-		script := fmt.Sprintf(`$ErrorActionPreference='Stop'; $d=%s; New-Item -ItemType Directory -Force -Path $d | Out-Null; `+
-			`$t=Join-Path $d '%s.part'; $f=[IO.File]::Create($t); [Console]::OpenStandardInput().CopyTo($f); $f.Close(); `+
-			`Move-Item -Force $t (Join-Path $d '%s')`, remotecmd.PowerShellLiteral(dir), name, name)
-		cmd = remotecmd.EncodedPowerShell(script)
-	} else {
-		q := remotecmd.POSIX
-		part, final := RemoteJoin(goos, dir, "."+name+".part"), RemoteJoin(goos, dir, name)
-		cmd = fmt.Sprintf("mkdir -p %s && cat > %s && chmod 755 %s && mv -f %s %s", q(dir), q(part), q(part), q(part), q(final))
-	}
-	proc, err := conn.Start(cmd)
-	if err != nil {
-		return err
-	}
-	defer proc.Close()
-	var stderr strings.Builder
-	errDone := make(chan struct{})
-	go func() { io.Copy(&stderr, io.LimitReader(proc.Stderr, 4096)); close(errDone) }()
-	go io.Copy(io.Discard, proc.Stdout)
-	f, err := os.Open(bin)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, _ := f.Stat()
-	pr := &progress{w: p, name: AgentName(goos), total: st.Size()}
-	if _, err := io.Copy(proc.Stdin, io.TeeReader(f, pr)); err != nil {
-		// The remote side ended early: its stderr says why.
-		select {
-		case <-errDone:
-		case <-time.After(bounds.PrepareStderr):
-		}
-		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			return fmt.Errorf("copying the agent to the second PC failed: %s", msg)
-		}
-		return fmt.Errorf("copying the agent to the second PC: %v", err)
-	}
-	pr.done()
-	proc.Stdin.Close()
-	select {
-	case <-errDone:
-	case <-time.After(bounds.PrepareShellCopy):
-	}
-	// Success is judged by the agent's own checksum afterwards; stderr
-	// explains a failure.
-	if s := strings.TrimSpace(stderr.String()); s != "" {
-		return fmt.Errorf("copying the agent to the second PC failed: %s", s)
-	}
-	return nil
-}
-
-// progress prints a line per second (and at the end) of an upload.
-type progress struct {
-	w           io.Writer
-	name        string
-	total, sent int64
-	start, last time.Time
-}
-
-func (p *progress) Write(b []byte) (int, error) {
-	now := time.Now()
-	if p.start.IsZero() {
-		p.start, p.last = now, now
-	}
-	p.sent += int64(len(b))
-	if now.Sub(p.last) >= bounds.PrepareProgress {
-		p.last = now
-		p.print()
-	}
-	return len(b), nil
-}
-
-func (p *progress) print() {
-	secs := time.Since(p.start).Seconds()
-	rate := 0.0
-	if secs > 0 {
-		rate = float64(p.sent) / secs / (1 << 20)
-	}
-	pct := 100.0
-	if p.total > 0 {
-		pct = 100 * float64(p.sent) / float64(p.total)
-	}
-	fmt.Fprintf(p.w, "  %s: %3.0f%% (%.1f of %.1f MiB, %.1f MiB/s)\n", p.name, pct, float64(p.sent)/(1<<20), float64(p.total)/(1<<20), rate)
-}
-
-func (p *progress) done() {
-	if p.start.IsZero() {
-		p.start = time.Now()
-	}
-	p.print()
-}
-
-// client is a sequential framed session with an agent (prepare's side).
-type client struct {
-	proc Proc
-	fw   *framing.Writer
-	fr   *framing.Reader
-	info framing.Info
-	p    io.Writer
-	tail *tailWriter
-	// stderrDone is closed when the agent's stderr is copied to its end:
-	// close waits for it, so nothing writes to p after Prepare returned.
-	stderrDone chan struct{}
-}
-
-type tailWriter struct {
-	mu   sync.Mutex
-	last string
-}
-
-func (t *tailWriter) Write(b []byte) (int, error) {
-	if s := strings.TrimSpace(string(b)); s != "" {
-		lines := strings.Split(s, "\n")
-		t.mu.Lock()
-		t.last = lines[len(lines)-1]
-		t.mu.Unlock()
-	}
-	return len(b), nil
-}
-
-func (t *tailWriter) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.last
-}
-
-// lockedWriter lets the agent's stderr and the progress lines share one writer.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
-}
-
-// errMsg reads an Error frame's message.
-func errMsg(b []byte) string {
-	if _, m, err := framing.SplitID(b); err == nil {
-		return string(m)
-	}
-	return "the agent reported an unreadable error"
-}
-
-func startClient(ctx context.Context, conn Conn, cmd string, p io.Writer) (*client, error) {
-	proc, err := conn.Start(cmd)
-	if err != nil {
-		return nil, err
-	}
-	c := &client{proc: proc, fw: framing.NewWriter(proc.Stdin), fr: framing.NewReader(proc.Stdout), p: p, tail: &tailWriter{},
-		stderrDone: make(chan struct{})}
-	go func() {
-		defer close(c.stderrDone)
-		io.Copy(io.MultiWriter(c.tail, prefixed(p, "  second PC: ")), proc.Stderr)
-	}()
-	t, b, err := c.next(ctx, bounds.PrepareHello, framing.Hello)
-	if err != nil || t != framing.Hello || json.Unmarshal(b, &c.info) != nil {
-		c.close()
-		if err == nil {
-			err = errors.New("it did not greet as an agent")
-		}
-		return nil, fmt.Errorf("the agent did not start (%v %s)", err, c.tail.String())
-	}
-	return c, nil
-}
-
-// next reads frames until one of want (or an Error) arrives.
-func (c *client) next(ctx context.Context, within time.Duration, want ...framing.Type) (framing.Type, []byte, error) {
-	type res struct {
-		t   framing.Type
-		b   []byte
-		err error
-	}
-	ch := make(chan res, 1)
-	go func() {
-		for {
-			t, b, err := c.fr.Next()
-			if err != nil {
-				ch <- res{err: err}
-				return
-			}
-			if t == framing.Error {
-				ch <- res{t: t, b: b}
-				return
-			}
-			for _, w := range want {
-				if t == w {
-					ch <- res{t: t, b: b}
-					return
-				}
-			}
-		}
-	}()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return 0, nil, fmt.Errorf("the agent's session ended: %v", r.err)
-		}
-		return r.t, r.b, nil
-	case <-time.After(within):
-		c.close()
-		return 0, nil, fmt.Errorf("the second PC gave no answer within %s", within)
-	case <-ctx.Done():
-		c.close()
-		return 0, nil, ctx.Err()
-	}
-}
-
-func (c *client) close() {
-	c.proc.Stdin.Close()
-	c.proc.Close()
-	select { // the session's end ends its stderr; bounded all the same
-	case <-c.stderrDone:
-	case <-time.After(bounds.PrepareClose):
-	}
-}
-
-func (c *client) stat(name string) (framing.FileInfo, error) {
-	var fi framing.FileInfo
-	if err := c.fw.WriteJSON(framing.Stat, map[string]string{"name": name}); err != nil {
-		return fi, err
-	}
-	t, b, err := c.next(context.Background(), bounds.PrepareStat, framing.StatReply)
-	if err != nil {
-		return fi, err
-	}
-	if t == framing.Error {
-		return fi, errors.New(errMsg(b))
-	}
-	return fi, json.Unmarshal(b, &fi)
-}
-
-// upload sends local as name, skipping it when the second PC has the same
-// bytes and resuming a partial upload; a damaged result is sent again once.
-func (c *client) upload(ctx context.Context, local, name string, mode uint32) error {
-	sum, err := sha256File(local)
-	if err != nil {
-		return err
-	}
-	st, err := os.Stat(local)
-	if err != nil {
-		return err
-	}
-	for attempt := 0; ; attempt++ {
-		fi, err := c.stat(name)
-		if err != nil {
-			return err
-		}
-		if fi.Exists && fi.SHA256 == sum {
-			fmt.Fprintf(c.p, "%s is already on the second PC (sha256 %s)\n", name, sum[:12])
-			return nil
-		}
-		off := int64(0)
-		if fi.PartialSize > 0 && fi.PartialSize <= st.Size() {
-			off = fi.PartialSize
-			fmt.Fprintf(c.p, "resuming %s at %.1f MiB\n", name, float64(off)/(1<<20))
-		} else {
-			fmt.Fprintf(c.p, "uploading %s (%.1f MiB)\n", name, float64(st.Size())/(1<<20))
-		}
-		err = c.send(ctx, local, framing.PutHeader{Name: name, Size: st.Size(), SHA256: sum, Offset: off, Mode: mode})
-		if err == nil {
-			return nil
-		}
-		if attempt > 0 || !strings.Contains(err.Error(), "damaged") {
-			return err
-		}
-		fmt.Fprintf(c.p, "%v; sending it again from the start\n", err)
-	}
-}
-
-func (c *client) send(ctx context.Context, local string, h framing.PutHeader) error {
-	f, err := os.Open(local)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if _, err := f.Seek(h.Offset, io.SeekStart); err != nil {
-		return err
-	}
-	if err := c.fw.WriteJSON(framing.PutBegin, h); err != nil {
-		return err
-	}
-	pr := &progress{w: c.p, name: h.Name, total: h.Size, sent: h.Offset}
-	buf := make([]byte, chunk)
-	for {
-		if ctx.Err() != nil {
-			return ctx.Err() // the .part stays for a resume
-		}
-		n, rerr := io.ReadFull(f, buf)
-		if n > 0 {
-			if err := c.fw.Write(framing.PutData, buf[:n]); err != nil {
-				return fmt.Errorf("the connection broke while uploading %s (run prepare again to resume): %v", h.Name, err)
-			}
-			pr.Write(buf[:n])
-		}
-		if rerr == io.EOF || rerr == io.ErrUnexpectedEOF {
-			break
-		}
-		if rerr != nil {
-			return rerr
-		}
-	}
-	pr.done()
-	if err := c.fw.Write(framing.PutEnd); err != nil {
-		return err
-	}
-	t, b, err := c.next(ctx, bounds.PreparePut, framing.PutReply)
-	if err != nil {
-		return err
-	}
-	if t == framing.Error {
-		return errors.New(errMsg(b))
-	}
-	return nil
-}
-
-type prefixWriter struct {
-	w      io.Writer
-	prefix string
-}
-
-func prefixed(w io.Writer, prefix string) io.Writer { return &prefixWriter{w, prefix} }
-
-func (p *prefixWriter) Write(b []byte) (int, error) {
-	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if strings.TrimSpace(l) != "" {
-			fmt.Fprintln(p.w, p.prefix+l)
-		}
-	}
-	return len(b), nil
-}
-
-// InstallAgent copies the agent build bin into dir on the second PC over c
-// (a login with the user's own credentials: pairing an agent-only key, which
-// cannot do this itself), checks that the copy there is that build (its own
-// sha256), and returns the agent's absolute folder. c stays open.
-func InstallAgent(ctx context.Context, c *ssh.Client, goos, dir, bin string) (string, error) {
-	if err := remotecmd.CheckPath("remote_dir", dir); err != nil {
-		return "", err
-	}
-	conn := &sshConn{c: c, done: make(chan struct{})} // not watched: the caller owns c
-	if err := bootstrapAgent(ctx, conn, goos, dir, bin, io.Discard); err != nil {
-		return "", err
-	}
-	sum, err := sha256File(bin)
-	if err != nil {
-		return "", err
-	}
-	cmd, err := agentcmd.Command{Program: RemoteJoin(goos, dir, AgentName(goos)), Verb: agentcmd.VerbAgent}.Quote(goos)
-	if err != nil {
-		return "", err
-	}
-	cl, err := startClient(ctx, conn, cmd, io.Discard)
-	if err != nil {
-		return "", fmt.Errorf("the agent was copied to the second PC but does not start: %v", err)
-	}
-	defer cl.close()
-	if fi, err := cl.stat(SelfName); err != nil || fi.SHA256 != sum {
-		return "", errors.New("the agent on the second PC is not the one just copied (is another copy running and locked? stop Strata and try again)")
-	}
-	return cl.info.Dir, nil
 }

@@ -1,4 +1,4 @@
-package relay
+package prepare
 
 import (
 	"context"
@@ -12,16 +12,6 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 )
-
-// SSHClient is the ssh connection under a Conn made by SSHDialer or
-// NewSSHConn (nil for other Conns): uploads that need no agent use its sftp
-// subsystem.
-func SSHClient(c Conn) *ssh.Client {
-	if s, ok := c.(*sshConn); ok {
-		return s.c
-	}
-	return nil
-}
 
 // SFTPPath is a second-PC path as its sftp server names it: Windows'
 // sftp-server shows C:\Users\sam as /C:/Users/sam; relative paths are from
