@@ -21,6 +21,7 @@ import (
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/fakeencoder"
 	"github.com/strata-companion/companion/internal/fakestrata"
+	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/testenv"
 )
 
@@ -571,7 +572,9 @@ func (g *gui) trayIcon(what string) image.Image {
 // service; the installer clicked through with the Strata folder left empty
 // (the service is registered with no install); the tray then; Strata put
 // at C:\Strata afterwards and the setup walked from Welcome to Done
-// (Second PC page included) against the stand-in Strata, its Apply asserted
+// (Second PC page included, and a trial picture on the CPU from the
+// Pictures page's Measure here: its measured line shown, its figures kept
+// in the settings at Apply) against the stand-in Strata, its Apply asserted
 // through the service (it runs C:\Strata's config), the config's diff and
 // the login entry; the tray ready; the uninstaller clicked through (it puts
 // the config back byte for byte); the installer again with the folder
@@ -680,8 +683,11 @@ func TestWindowsGUIUnderWine(t *testing.T) {
 	page("this-pc")
 	page("placement")
 	// The Second PC page: Tab to the "a second PC" choice, Space, Next;
-	// then Back, and the recommended choice again.
+	// then Back, and the recommended choice again; a trial picture on the
+	// CPU (Measure here), its figures on the page; Next.
 	g.secondPCDetour(wz, &img)
+	g.measureCPU(wz, &img)
+	g.click(wz.x+wz.w-50, wz.y+wz.h-30, "1") // Next
 	img = g.settled("the setup's review page", wz.rect(), img)
 	g.keepShot("wizard-review")
 	// The mouse wheel over the diff scrolls the page down (a sideways
@@ -736,6 +742,7 @@ func TestWindowsGUIUnderWine(t *testing.T) {
 		if backups, _ := filepath.Glob(cfg + ".bak-*"); len(backups) == 0 {
 			t.Error("no backup of the config beside it")
 		}
+		g.measuredKept()
 		page("done")
 		if v := g.regValue(runKeyHKCU, "StrataCompanionTray"); v != "" {
 			t.Errorf("the setup wrote a second sign-in entry for the tray (HKCU): %q", v)
@@ -851,17 +858,19 @@ func TestWindowsGUIUnderWine(t *testing.T) {
 }
 
 // secondPCDetour goes from the Pictures page to the Second PC page and
-// back, and leaves the CPU chosen: Tab moves the keyboard to the choices
-// (this GPU, the CPU, a second PC, off: each its own group), Space picks
-// the focused one; Next and Back are clicked (a picked choice keeps the
-// focus, and Enter is then its own), at their place in the window's
-// bottom right corner.
+// back, and leaves the CPU chosen: Tab moves the keyboard through the
+// choices and their Measure buttons (this GPU, its Measure here, the CPU,
+// its Measure here, a second PC, its Measure here, off: each choice its
+// own group), Space picks the focused one; Next and Back are clicked (a
+// picked choice keeps the focus, and Enter is then its own), at their
+// place in the window's bottom right corner. A pick redraws the page, and
+// the next Tab starts again from its first choice.
 func (g *gui) secondPCDetour(wz win, img *image.Image) {
 	g.t.Helper()
 	next := func() { g.click(wz.x+wz.w-50, wz.y+wz.h-30, "1") }
 	back := func() { g.click(wz.x+wz.w-126, wz.y+wz.h-30, "1") }
 	g.focus(wz)
-	g.key("Tab", "Tab", "Tab", "space") // a second PC
+	g.key("Tab", "Tab", "Tab", "Tab", "Tab", "space") // a second PC
 	*img = g.settled("a second PC chosen", image.Rect(wz.x, wz.y, wz.x+wz.w, wz.y+wz.h), *img)
 	next()
 	*img = g.settled("the setup's Second PC page", wz.rect(), *img)
@@ -869,8 +878,84 @@ func (g *gui) secondPCDetour(wz win, img *image.Image) {
 	back()
 	*img = g.settled("the Pictures page again", wz.rect(), *img)
 	g.focus(wz)
-	g.key("Tab", "Tab", "space") // the CPU
+	g.key("Tab", "Tab", "Tab", "space") // the CPU
 	*img = g.settled("the CPU chosen", wz.rect(), *img)
 	g.keepShot("wizard-placement-cpu")
-	next()
+}
+
+// The colours of fyne's success and warning words (the same in its light
+// and dark themes): the Pictures page's measured line ("Measured here:
+// 0.62 s per picture, start 1.9 s") is the only success-coloured text on
+// it, a failed trial's line ("The trial picture failed: ...") the only
+// warning-coloured one.
+var (
+	successGreen  = [3]uint8{0x43, 0xf4, 0x36}
+	warningOrange = [3]uint8{0xff, 0x98, 0x00}
+)
+
+// measureCPU presses the CPU's Measure here (the fourth stop of Tab after
+// a pick: this GPU, its Measure here, the CPU, its Measure here), waits
+// for the measured line under the CPU (its green words; a failed trial's
+// orange line fails the test), keeps the page (windows-wizard-placement-
+// measured), then scrolls down by the wheel to the "Time per picture"
+// chart (windows-wizard-placement-chart). The figures themselves are read
+// from the settings after Apply (measuredKept).
+func (g *gui) measureCPU(wz win, img *image.Image) {
+	g.t.Helper()
+	g.focus(wz)
+	before, _ := g.screenshot()
+	if n := near(before, wz.rect(), successGreen, 40); n > 20 {
+		g.t.Errorf("the Pictures page shows measured (green) words before any trial (%d pixels)", n)
+	}
+	g.key("Tab", "Tab", "Tab", "Tab", "space") // the CPU's Measure here
+	failed := false
+	g.untilFor(2*time.Minute, "the CPU's measured figures on the Pictures page", func() bool {
+		now, p := g.screenshot()
+		if near(now, wz.rect(), warningOrange, 40) > 100 {
+			g.t.Errorf("the CPU's trial picture failed: the page says why in %s", p)
+			failed = true
+			return true
+		}
+		return near(now, wz.rect(), successGreen, 40) > 100
+	})
+	*img = g.settled("the Pictures page after the trial", wz.rect(), before)
+	if failed {
+		g.keepShot("wizard-placement-measure-failed")
+		return
+	}
+	g.keepShot("wizard-placement-measured")
+	// The wheel over the options scrolls the page to its chart.
+	g.x("mousemove", strconv.Itoa(wz.x+wz.w/2), strconv.Itoa(wz.y+wz.h/2))
+	for i := 0; i < 30; i++ {
+		g.x("click", "5")
+	}
+	*img = g.settled("the Pictures page scrolled to its chart", wz.rect(), *img)
+	g.keepShot("wizard-placement-chart")
+}
+
+// measuredKept checks, after Apply, that the companion settings hold the
+// CPU's trial (what the Pictures page showed as "Measured here: ... per
+// picture, start ...") and no other place's (only the CPU was measured),
+// and logs the figures.
+func (g *gui) measuredKept() {
+	g.t.Helper()
+	st, err := settings.Load(g.w.Drive(`ProgramData\StrataCompanion\settings.json`))
+	if err != nil {
+		g.t.Errorf("the companion settings after Apply: %v", err)
+		return
+	}
+	m := st.LastMeasured(settings.PlacementCPU)
+	if m == nil {
+		g.t.Errorf("Apply kept no CPU trial in the settings (the Pictures page measured one): %+v", st.Measured)
+		return
+	}
+	if err := m.Check(); err != nil || !strings.HasPrefix(m.Device, "this PC's CPU") {
+		g.t.Errorf("the CPU trial kept: %+v (%v)", m, err)
+	}
+	for _, p := range []settings.Placement{settings.PlacementGPU, settings.PlacementRemote} {
+		if o := st.LastMeasured(p); o != nil {
+			g.t.Errorf("a %s trial was kept, though only the CPU's Measure here was pressed: %+v", p, o)
+		}
+	}
+	g.t.Logf("the Pictures page's measured line: Measured here: %s per picture, start %s (on %s)", settings.Secs(m.PictureS), settings.Secs(m.StartS), m.Device)
 }

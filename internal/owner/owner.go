@@ -7,6 +7,7 @@ package owner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -398,6 +399,17 @@ func (o Owner) saveRest(ctx context.Context, n *settings.Settings, restartNeeded
 			return err
 		}
 	}
+	// Trial pictures n holds that the file does not (the wizard's
+	// Pictures page): one record per place.
+	for _, pl := range measuredPlaces {
+		m := n.LastMeasured(pl)
+		if m == nil || sameMeasurement(m, cur.LastMeasured(pl)) {
+			continue
+		}
+		if err := o.PatchSettings(ctx, controlapi.SettingsPatch{Measured: &controlapi.MeasuredRecord{Placement: pl, Measurement: *m}}); err != nil {
+			return err
+		}
+	}
 	after, err := settings.Load(o.settingsPath())
 	if err != nil {
 		return err
@@ -447,10 +459,28 @@ func differs(want, got *settings.Settings) []string {
 	if want.CPUThreads != got.CPUThreads && want.CPUThreads != 0 {
 		out = append(out, "cpu_threads")
 	}
+	for _, pl := range measuredPlaces {
+		if m := want.LastMeasured(pl); m != nil && !sameMeasurement(m, got.LastMeasured(pl)) {
+			out = append(out, "measured."+string(pl))
+		}
+	}
 	for k, v := range want.Extra {
 		if string(got.Extra[k]) != string(v) {
 			out = append(out, k)
 		}
 	}
 	return out
+}
+
+// measuredPlaces are the places a trial picture is recorded for.
+var measuredPlaces = []settings.Placement{settings.PlacementGPU, settings.PlacementCPU, settings.PlacementRemote}
+
+// sameMeasurement: b records what a does (nil matches nothing).
+func sameMeasurement(a, b *settings.Measurement) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
 }

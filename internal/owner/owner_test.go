@@ -65,3 +65,38 @@ func TestSaveSettingsDropsNothingSilently(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The whole-settings save keeps the trial pictures measured in this run
+// (the wizard's Pictures page: settings.Measured), one record per place,
+// and leaves a place measured before and not now as it was. (The wine
+// walk of the Windows setup found them dropped at Apply.)
+func TestSaveSettingsKeepsMeasured(t *testing.T) {
+	cfg, sp := install(t)
+	gpu := settings.Measurement{PictureS: 1.4, StartS: 2.9, When: "2026-12-01T10:00:00Z", Device: "GPU 0 (NVIDIA GeForce RTX 4080)"}
+	cur := &settings.Settings{StrataRoot: filepath.Dir(cfg), ConfigPath: cfg, Vision: settings.PlacementOff}
+	cur.SetMeasured(settings.PlacementGPU, gpu)
+	if err := cur.Save(sp); err != nil {
+		t.Fatal(err)
+	}
+	o := Owner{SettingsPath: sp, NewClient: noService}
+	n := &settings.Settings{StrataRoot: filepath.Dir(cfg), ConfigPath: cfg, Vision: settings.PlacementOff}
+	n.SetMeasured(settings.PlacementGPU, gpu)
+	cpu := settings.Measurement{PictureS: 0.73, StartS: 0.44, When: "2026-12-05T12:22:00Z", Device: "this PC's CPU, 1 thread"}
+	n.SetMeasured(settings.PlacementCPU, cpu)
+	if err := o.SaveSettings(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	after, err := settings.Load(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := after.LastMeasured(settings.PlacementCPU); m == nil || m.PictureS != cpu.PictureS || m.StartS != cpu.StartS || m.When != cpu.When || m.Device != cpu.Device {
+		t.Errorf("the CPU's trial after the save: %+v, want %+v", m, cpu)
+	}
+	if m := after.LastMeasured(settings.PlacementGPU); m == nil || m.PictureS != gpu.PictureS || m.When != gpu.When {
+		t.Errorf("the GPU's earlier trial after the save: %+v, want %+v", m, gpu)
+	}
+	if m := after.LastMeasured(settings.PlacementRemote); m != nil {
+		t.Errorf("a second PC's trial appeared: %+v", m)
+	}
+}

@@ -776,7 +776,12 @@ func (f *Flow) summaryLocked() string {
 			o.PictureSeconds = f.report.PictureSeconds
 		}
 	}
-	if o.PictureSeconds > 0 {
+	// A trial of this run on the chosen place says more than an estimate
+	// (a spare GPU picked by its index has none: the GPU trial reads on
+	// the GPU Strata would use).
+	if t := f.trials[f.choice.Placement]; t != nil && f.choice.Device == nil {
+		s += fmt.Sprintf(", %s per picture as measured here", settings.Secs(t.PictureS))
+	} else if o.PictureSeconds > 0 {
 		s += fmt.Sprintf(", about %s per picture", FormatSeconds(o.PictureSeconds))
 	}
 	if p.SecondPC() {
