@@ -13,11 +13,7 @@ import (
 // another change under way; each names what replaces the words. The test
 // logs them instead of failing; an entry whose file no longer spells a
 // label fails, so the list only shrinks.
-var leadOwned = map[string]string{
-	// placementWords: rec.Placement.Words(""), plus " %d (vision.cuda_device %d)"
-	// for a spare GPU; left to the change that owns service/cli.
-	"service/cli/cmd_probe.go": "placementWords should read rec.Placement.Words",
-}
+var leadOwned = map[string]string{}
 
 // placementLabels are the words of the placements table a Go file must not
 // spell itself: each row's name, short word, label and where-words, and the

@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -104,4 +105,22 @@ func OneLine(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// Words is e's message for a log, on one line; an event with only details
+// (the relay's: where, ms, host) is written as its details, k=v, by key.
+func (e Event) Words() string {
+	if e.Message != "" || len(e.Details) == 0 {
+		return OneLine(e.Message)
+	}
+	keys := make([]string, 0, len(e.Details))
+	for k := range e.Details {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, OneLine(fmt.Sprintf("%s=%v", k, e.Details[k])))
+	}
+	return strings.Join(parts, " ")
 }

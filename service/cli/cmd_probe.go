@@ -197,20 +197,14 @@ func writeFinding(w io.Writer, f probe.Finding) {
 }
 
 func placementWords(rec probe.Recommendation) string {
-	switch rec.Placement {
-	case settings.PlacementGPU:
-		if rec.Device != nil {
-			return fmt.Sprintf("on this PC's GPU %d (vision.cuda_device %d)", *rec.Device, *rec.Device)
-		}
-		return "on this PC's GPU"
-	case settings.PlacementCPU:
-		return "on this PC's CPU"
-	case settings.PlacementRemote:
-		return "on the second PC"
-	case settings.PlacementOff:
-		return "nowhere (images off)"
+	w := rec.Placement.Words("") // the placements table's words
+	switch {
+	case !rec.Placement.ReadsPictures():
+		return "nowhere: " + w
+	case rec.Placement == settings.PlacementGPU && rec.Device != nil:
+		return fmt.Sprintf("%s %d (vision.cuda_device %d)", w, *rec.Device, *rec.Device)
 	}
-	return string(rec.Placement)
+	return w
 }
 
 func mib(v int) string {

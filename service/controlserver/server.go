@@ -460,7 +460,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 // Readers still see what changed (the event, its paths), not how.
 var logDetails = []string{"last_lines", "diff", "env"}
 
-// forRole is evs as the caller may see them.
+// forRole is evs as the caller may see them: an operator all of them, a
+// reader each without its log details and secret-named ones.
 func forRole(r *http.Request, evs []events.Event) []events.Event {
 	evs = nonNil(evs)
 	if RoleOf(r.Context()) == RoleOperator {
@@ -468,40 +469,7 @@ func forRole(r *http.Request, evs []events.Event) []events.Event {
 	}
 	out := make([]events.Event, len(evs))
 	for i, e := range evs {
-		out[i] = e
-		for dk := range e.Details {
-			if events.SecretName(dk) {
-				// any detail named like a secret goes too
-				e.Details = withoutSecrets(e.Details)
-				out[i].Details = e.Details
-				break
-			}
-		}
-		for _, k := range logDetails {
-			if _, ok := e.Details[k]; ok {
-				d := make(map[string]any, len(e.Details))
-				for dk, dv := range e.Details {
-					d[dk] = dv
-				}
-				for _, k := range logDetails {
-					delete(d, k)
-				}
-				out[i].Details = d
-				break
-			}
-		}
-	}
-	return out
-}
-
-// withoutSecrets is a copy of d without the keys events.SecretName
-// names.
-func withoutSecrets(d map[string]any) map[string]any {
-	out := make(map[string]any, len(d))
-	for k, v := range d {
-		if !events.SecretName(k) {
-			out[k] = v
-		}
+		out[i] = e.Without(logDetails...)
 	}
 	return out
 }

@@ -13,7 +13,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -529,23 +528,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	return err
 }
 
-// eventWords is an event's message for the service's log; the relay's
-// events often carry only details (where, ms, host), written as k=v.
-func eventWords(e events.Event) string {
-	if e.Message != "" || len(e.Details) == 0 {
-		return events.OneLine(e.Message)
-	}
-	keys := make([]string, 0, len(e.Details))
-	for k := range e.Details {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, events.OneLine(fmt.Sprintf("%s=%v", k, e.Details[k])))
-	}
-	return strings.Join(parts, " ")
-}
+// eventWords is an event's message for the service's log (events.Event.Words).
+func eventWords(e events.Event) string { return e.Words() }
 
 // accountsOf is r's install's owner (nil: an administrator's, or no
 // install) and the account that runs its Strata (nil: the service's own).
