@@ -63,6 +63,10 @@ type Owner interface {
 	Start(ctx context.Context) error
 	Stop(ctx context.Context) error
 	Restart(ctx context.Context) error
+	// Unload has the running Strata unload its model now (its POST
+	// /v1/unload), giving the GPU's memory back while the server keeps
+	// answering; the next request loads it again (POST /v1/server/unload).
+	Unload(ctx context.Context) error
 }
 
 // The compiler holds the client to the interface.
@@ -131,6 +135,7 @@ var (
 	EpStart   = Endpoint[None, None]{Method: http.MethodPost, Path: "/v1/server/start", EmptyOK: true}
 	EpStop    = Endpoint[None, None]{Method: http.MethodPost, Path: "/v1/server/stop", EmptyOK: true}
 	EpRestart = Endpoint[None, None]{Method: http.MethodPost, Path: "/v1/server/restart", EmptyOK: true}
+	EpUnload  = Endpoint[None, None]{Method: http.MethodPost, Path: "/v1/server/unload", EmptyOK: true}
 )
 
 // call makes one request of ep and decodes its answer.
@@ -228,6 +233,12 @@ func (c *Client) Stop(ctx context.Context) error {
 
 func (c *Client) Restart(ctx context.Context) error {
 	_, err := call(ctx, c, EpRestart, None{})
+	return err
+}
+
+// Unload posts POST /v1/server/unload.
+func (c *Client) Unload(ctx context.Context) error {
+	_, err := call(ctx, c, EpUnload, None{})
 	return err
 }
 

@@ -270,6 +270,7 @@ func (l *Local) Logs(context.Context, int) (*controlapi.LogsResponse, error) {
 func (l *Local) Start(context.Context) error   { return notRunning("starting Strata") }
 func (l *Local) Stop(context.Context) error    { return notRunning("stopping Strata") }
 func (l *Local) Restart(context.Context) error { return notRunning("restarting Strata") }
+func (l *Local) Unload(context.Context) error  { return notRunning("unloading Strata's model") }
 
 func statusOf(err error) error {
 	if err == nil {

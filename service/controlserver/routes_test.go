@@ -74,6 +74,7 @@ func (t *tally) Logs(ctx context.Context, tail int) (*controlapi.LogsResponse, e
 func (t *tally) Start(ctx context.Context) error   { t.note("Start", nil); return nil }
 func (t *tally) Stop(ctx context.Context) error    { t.note("Stop", nil); return nil }
 func (t *tally) Restart(ctx context.Context) error { t.note("Restart", nil); return nil }
+func (t *tally) Unload(ctx context.Context) error  { t.note("Unload", nil); return nil }
 
 // Every method of controlapi.Owner, called on the control API's client,
 // crosses the real server (its guards, its route table) and reaches the

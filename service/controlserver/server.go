@@ -253,6 +253,7 @@ func routes(o controlapi.Owner) []route {
 		bind(controlapi.EpStart, done(o.Start)),
 		bind(controlapi.EpStop, done(o.Stop)),
 		bind(controlapi.EpRestart, done(o.Restart)),
+		bind(controlapi.EpUnload, done(o.Unload)),
 	}
 }
 

@@ -399,6 +399,15 @@ func (d *Daemon) Restart(ctx context.Context) error {
 	return sup.Restart(ctx)
 }
 
+// Unload has the running Strata unload its model (POST /v1/server/unload).
+func (d *Daemon) Unload(ctx context.Context) error {
+	sup, err := d.supervisor()
+	if err != nil {
+		return controlapi.Conflict(err)
+	}
+	return sup.Unload(ctx)
+}
+
 // owner is the backend of the config that runs, or one for the settings
 // alone when there is no install (settings need none).
 func (d *Daemon) owner() *backend.Backend {

@@ -256,6 +256,12 @@ func (s *Supervisor) Stop(ctx context.Context) error { return s.send(ctx, "stop"
 // Restart stops the server if it runs and starts it again.
 func (s *Supervisor) Restart(ctx context.Context) error { return s.send(ctx, "restart") }
 
+// Unload has the running server unload its model (Strata's POST
+// /v1/unload with the config's key): its engine and encoder end and give
+// their memory back; the server keeps answering and loads the model again
+// on the next request. The state follows from /health (model.unloaded).
+func (s *Supervisor) Unload(ctx context.Context) error { return s.send(ctx, "unload") }
+
 func (s *Supervisor) send(ctx context.Context, action string) error {
 	c := command{action: action, done: make(chan error, 1)}
 	select {
@@ -425,6 +431,20 @@ func (s *Supervisor) Run(ctx context.Context) error {
 				} else {
 					launch()
 				}
+			case "unload":
+				ready := false
+				if proc != nil {
+					proc.flag(func(p *process) { ready = p.isReady && !p.stopping })
+				}
+				if !ready {
+					c.done <- errors.New("the Strata server is not running and ready: there is no model to unload")
+					continue
+				}
+				// Off the loop: the server answers when its engine has ended.
+				go func(port int, key string, done chan<- error) {
+					done <- unloadModel(ctx, port, key)
+				}(proc.port, proc.apiKey, c.done)
+				continue
 			default:
 				c.done <- fmt.Errorf("unknown action %q", c.action)
 				continue

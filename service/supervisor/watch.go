@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -327,6 +329,36 @@ func getJSON(ctx context.Context, hc *http.Client, url, key string, out any) err
 	}
 	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out)
 }
+
+// unloadModel asks the server on port to unload its model (POST
+// /v1/unload with key), waiting up to UnloadTimeout for its answer.
+func unloadModel(ctx context.Context, port int, key string) error {
+	ctx, cancel := context.WithTimeout(ctx, UnloadTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("http://127.0.0.1:%d/v1/unload", port), nil)
+	if err != nil {
+		return err
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("asking Strata to unload its model: %w", err)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return errors.New("this Strata cannot unload its model on request (it has no POST /v1/unload): update Strata, or stop the server to give its memory back")
+	case resp.StatusCode != http.StatusOK:
+		return fmt.Errorf("Strata refused to unload its model: HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// UnloadTimeout bounds the wait for Strata's answer to an unload (it ends
+// its engine and encoder first).
+const UnloadTimeout = 60 * time.Second
 
 type httpStatus struct{ code int }
 

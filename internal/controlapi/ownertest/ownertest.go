@@ -30,6 +30,7 @@ type Funcs struct {
 	StartF         func(ctx context.Context) error
 	StopF          func(ctx context.Context) error
 	RestartF       func(ctx context.Context) error
+	UnloadF        func(ctx context.Context) error
 }
 
 var _ controlapi.Owner = Funcs{}
@@ -120,6 +121,13 @@ func (o Funcs) Stop(ctx context.Context) error {
 		return missing("stopping the server")
 	}
 	return o.StopF(ctx)
+}
+
+func (o Funcs) Unload(ctx context.Context) error {
+	if o.UnloadF == nil {
+		return missing("unloading the model")
+	}
+	return o.UnloadF(ctx)
 }
 
 func (o Funcs) Restart(ctx context.Context) error {
