@@ -107,7 +107,7 @@ type Endpoint[Req, Resp any] struct {
 func (e Endpoint[Req, Resp]) Pattern() string { return e.Method + " " + e.Path }
 
 // The route table: every Owner method's endpoint. The server binds each to
-// the owner's method of the same name (service/controlserver.routes); the
+// the owner's method of the same name (routes in service/controlserver); the
 // client's methods below call them.
 var (
 	EpState        = Endpoint[None, State]{Method: http.MethodGet, Path: "/v1/state"}
