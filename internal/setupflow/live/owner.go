@@ -17,7 +17,6 @@ import (
 	own "github.com/strata-companion/companion/internal/owner"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow"
-	"github.com/strata-companion/companion/internal/strataconfig"
 )
 
 // onLocalWrite runs before this process writes through its own backend
@@ -52,7 +51,7 @@ func (o owner) path() own.Owner {
 func (o owner) local(path string) *backend.Backend {
 	p := o.path()
 	p.OnLocal = nil
-	return p.Local("", path)
+	return p.InProcess(path).Backend()
 }
 
 // setVision sends req to the owner and says what it did.
@@ -99,20 +98,12 @@ func (o owner) saveSettings(ctx context.Context, n *settings.Settings) error {
 // cross-process lock (the rollback of a first setup, which removes the
 // service it installed as well: there is no API for deleting its settings).
 func (o owner) removeSettings(ctx context.Context) error {
-	return backend.New(backend.Options{SettingsPath: o.SettingsPath}).RemoveSettings(ctx)
+	return o.path().InProcess("").Backend().RemoveSettings(ctx)
 }
 
 // current is where pictures are read now with the config at path.
 func (o owner) current(path string) (settings.Placement, error) {
-	c, err := strataconfig.Read(path)
-	if err != nil {
-		return "", err
-	}
-	s, err := settings.Load(o.SettingsPath)
-	if err != nil {
-		return "", err
-	}
-	return backend.Placement(c, s), nil
+	return o.local(path).Placement()
 }
 
 // restore puts backup back over path through the owner.
