@@ -279,11 +279,6 @@ func statusOf(err error) error {
 	return controlapi.StatusOf(err)
 }
 
-// Local is the backend in this process for config ("" = the settings alone).
-func (o Owner) Local(what, config string) *backend.Backend {
-	return o.InProcess(config).backend(what)
-}
-
 // SetVision has the owner make req to config: the service refuses (409)
 // when it runs another file, so a change is never made to the wrong one.
 func (o Owner) SetVision(ctx context.Context, config string, req controlapi.VisionRequest) (*controlapi.VisionResponse, error) {

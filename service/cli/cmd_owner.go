@@ -9,7 +9,6 @@ package cli
 import (
 	"context"
 
-	"github.com/strata-companion/companion/internal/backend"
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/owner"
@@ -25,16 +24,9 @@ func theOwner() owner.Owner {
 // of the running service or this process.
 func openOwner(ctx context.Context) controlapi.Owner { return theOwner().Open(ctx, "") }
 
-// runningService is a client of the service when one answers, else nil
-// (then the command hosts the backend itself).
-func runningService(ctx context.Context) *controlapi.Client { return theOwner().Service(ctx) }
-
 // onLocalOwner runs when this process hosts the backend itself (no service
 // answered). Tests set it to prove a running service did the writing.
 var onLocalOwner = func() {}
-
-// localOwner is the backend in this process, for the settings alone.
-func localOwner() *backend.Backend { return theOwner().Local("settings", "") }
 
 // remoteRecorder records the second PC through its owner: the service's
 // API when it runs, else the in-process backend.

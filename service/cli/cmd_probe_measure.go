@@ -19,6 +19,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/measure"
+	"github.com/strata-companion/companion/internal/owner"
 	"github.com/strata-companion/companion/internal/probe"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
@@ -180,9 +181,9 @@ func progressPrinter(w io.Writer, p settings.Placement, asJSON bool) func(measur
 // strataRunning says whether Strata's server runs now, as the service sees
 // it (a server the service did not start counts too).
 func strataRunning(ctx context.Context) bool {
-	c := runningService(ctx)
-	if c == nil {
-		return false
+	c := openOwner(ctx)
+	if !owner.IsService(c) {
+		return false // no service: it runs no Strata
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

@@ -173,11 +173,10 @@ func (s *Service) takeConfig(ctx context.Context, root, cfg string) error {
 	}
 	s.tookRoot, s.tookCfg = st.Config.StrataRoot, st.Config.Path
 	_, err = c.SwitchConfig(ctx, controlapi.ConfigRequest{StrataRoot: root, Config: cfg, IfRunning: st.Config.Path, Confirm: true, NoCarry: true, NoStart: true})
-	var se *controlapi.StatusError
-	if errors.As(err, &se) {
-		return fmt.Errorf("the service could not take %s: %s", cfg, se.Message)
+	if err != nil {
+		return fmt.Errorf("the service could not take %s: %w", cfg, controlapi.Words(err))
 	}
-	return err
+	return nil
 }
 
 // ensureRunning starts the OS service when its control API does not
