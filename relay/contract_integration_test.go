@@ -84,7 +84,7 @@ func TestSecondPCContractThroughTheGateIntegration(t *testing.T) {
 		t.Errorf("the second PC's encoder environment lacks CUDA_VISIBLE_DEVICES=1 in PCI bus order: %q", slices.DeleteFunc(env, func(s string) bool { return !strings.HasPrefix(s, "CUDA") }))
 	}
 	ready := g.svc.waitFor(t, events.EncoderReady, 1, 10*time.Second)
-	if ready.Details["device"] != "gpu" || ready.Details["gpu"] != "NVIDIA GeForce RTX 4090" {
+	if r := events.Get[events.EncoderReadyDetails](ready); r.Device != "gpu" || r.GPU != "NVIDIA GeForce RTX 4090" {
 		t.Errorf("vision.ready %v: want the second GPU (RTX 4090) by name", ready.Details)
 	}
 	if l, data, got, _ := g.picture(); !strings.HasPrefix(l, "OK ") {

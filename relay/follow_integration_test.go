@@ -257,10 +257,9 @@ func (g *rig) where(n int) string {
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		c := 0
 		for _, e := range g.svc.all() {
-			if e.Kind == events.PictureEncoded && e.Details["ok"] == true {
+			if p := events.Get[events.PictureEncodedDetails](e); e.Kind == events.PictureEncoded && isTrue(p.OK) {
 				if c++; c == n {
-					w, _ := e.Details["where"].(string)
-					return w
+					return p.Where
 				}
 			}
 		}
@@ -858,7 +857,7 @@ func TestSecondPCReadsOnItsGPUIntegration(t *testing.T) {
 		t.Errorf("the second PC's encoder runs as %q, want --gpu and no --threads", encArgs)
 	}
 	ready := g.svc.waitFor(t, events.EncoderReady, 1, 10*time.Second)
-	if ready.Details["device"] != "gpu" || ready.Details["gpu"] != "NVIDIA GeForce RTX 3060 Laptop GPU" || ready.Details["vram_mib"] != float64(fakeencoder.GPUVRAMMiB) {
+	if r := events.Get[events.EncoderReadyDetails](ready); r.Device != "gpu" || r.GPU != "NVIDIA GeForce RTX 3060 Laptop GPU" || r.VRAMMiB == nil || *r.VRAMMiB != fakeencoder.GPUVRAMMiB {
 		t.Errorf("vision.ready %v: want the GPU by name and the %d MiB it took", ready.Details, fakeencoder.GPUVRAMMiB)
 	}
 	if n := g.svc.count(events.EncoderDegraded); n != 0 {
@@ -884,7 +883,7 @@ func TestSecondPCReadsOnItsGPUIntegration(t *testing.T) {
 	}
 	restart()
 	ready = g.svc.waitFor(t, events.EncoderReady, 2, 10*time.Second)
-	if ready.Details["device"] != "cpu" || ready.Details["expected_device"] != "gpu" {
+	if r := events.Get[events.EncoderReadyDetails](ready); r.Device != "cpu" || r.ExpectedDevice != "gpu" {
 		t.Errorf("vision.ready without the GPU: %v, want cpu where gpu was expected", ready.Details)
 	}
 	deg := g.svc.waitFor(t, events.EncoderDegraded, 1, 10*time.Second)
@@ -935,7 +934,7 @@ func TestThisPCsCPUAtStrataSettingsIntegration(t *testing.T) {
 		t.Errorf("the local encoder runs with %q, want %q", args, want)
 	}
 	ready := g.svc.waitFor(t, events.EncoderReady, 1, 10*time.Second)
-	if ready.Details["device"] != "cpu" || ready.Details["threads"] != float64(3) || ready.Details["where"] != events.WhereLocalCPU {
+	if r := events.Get[events.EncoderReadyDetails](ready); r.Device != "cpu" || r.Threads != 3 || r.Where != events.WhereLocalCPU {
 		t.Errorf("vision.ready %v", ready.Details)
 	}
 	g.st.Vision = settings.PlacementRemote
@@ -983,7 +982,7 @@ func TestHungAgentGivenUpWithinSecondsIntegration(t *testing.T) {
 	}
 	t.Logf("ERR %v after the agent was stopped: %s", d, l)
 	fail := g.svc.waitFor(t, events.PictureEncoded, 1, 10*time.Second)
-	if fail.Details["ok"] != false || !strings.Contains(fail.Message, "stopped answering") {
+	if !isFalse(events.Get[events.PictureEncodedDetails](fail).OK) || !strings.Contains(fail.Message, "stopped answering") {
 		t.Errorf("the picture's outcome event: %+v", fail)
 	}
 	g.quit()
@@ -1050,7 +1049,7 @@ func TestNewerStrataArgumentsStillServeIntegration(t *testing.T) {
 		g.checkSVE(string(place), got, data)
 	}
 	ready := g.svc.waitFor(t, events.EncoderReady, 2, 10*time.Second)
-	if a, _ := ready.Details["args"].(string); !strings.Contains(a, "--flash-attn on") || strings.Contains(a, "--min-tokens") || strings.Contains(a, "--a-future-flag") {
+	if a := events.Get[events.EncoderReadyDetails](ready).Args; !strings.Contains(a, "--flash-attn on") || strings.Contains(a, "--min-tokens") || strings.Contains(a, "--a-future-flag") {
 		t.Errorf("the local encoder runs with %q: want --flash-attn on, and the arguments it refuses dropped", a)
 	}
 	g.quit()
@@ -1150,3 +1149,8 @@ func (g *rig) standinServer() func(path, body string, to chan<- standinAnswer) {
 	}
 	return post
 }
+
+// isTrue and isFalse read a *bool detail as the wire's true or false: nil
+// (the key absent) is neither.
+func isTrue(b *bool) bool  { return b != nil && *b }
+func isFalse(b *bool) bool { return b != nil && !*b }

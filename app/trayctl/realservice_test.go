@@ -75,12 +75,12 @@ func TestRelayLineFromTheRealService(t *testing.T) {
 
 	running := tray()
 	running.waitFor(t, "connected", func(m traymodel.Menu) bool { return m.Items[traymodel.ItemFallback].Visible })
-	report(events.Event{Kind: events.PictureEncoded, Details: map[string]any{"where": events.WhereRemote, "ms": 2830}})
+	report(events.New("", events.PictureEncodedDetails{Where: events.WhereRemote, MS: 2830}))
 	running.waitFor(t, "the running tray's last-picture line", func(m traymodel.Menu) bool {
 		return strings.Contains(line(m), "on the second PC, 2.8 s")
 	})
 	report(events.Event{Kind: events.VisionFallback, Message: "the second PC is off"},
-		events.Event{Kind: events.PictureEncoded, Details: map[string]any{"where": events.WhereFallbackCPU, "ms": 15270}})
+		events.New("", events.PictureEncodedDetails{Where: events.WhereFallbackCPU, MS: 15270}))
 	running.waitFor(t, "the running tray's fallback line", func(m traymodel.Menu) bool {
 		return strings.Contains(line(m), "on the CPU (fallback), 15 s") && strings.Contains(line(m), "fallbacks: 1")
 	})

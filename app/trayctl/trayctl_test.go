@@ -490,7 +490,11 @@ func TestRelayEventsAndFallbackSwitch(t *testing.T) {
 	}
 	r.api.Change(func(*controlapi.State) {},
 		events.Event{Kind: events.VisionFallback, Message: "second PC off"},
-		events.Event{Kind: events.PictureEncoded, Time: time.Now(), Details: map[string]any{"where": events.WhereFallbackCPU, "ms": 15270}})
+		func() events.Event {
+			e := events.New("", events.PictureEncodedDetails{Where: events.WhereFallbackCPU, MS: 15270})
+			e.Time = time.Now()
+			return e
+		}())
 	r.view.waitFor(t, "last picture line", func(m traymodel.Menu) bool {
 		return strings.Contains(item(m, traymodel.ItemLastPicture), "on the CPU (fallback), 15 s") && strings.Contains(item(m, traymodel.ItemLastPicture), "fallbacks: 1")
 	})

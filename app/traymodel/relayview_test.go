@@ -16,15 +16,15 @@ func TestRelayViewSaysWhereTheLastPictureWent(t *testing.T) {
 		t.Fatal("a line before any report")
 	}
 	pic := func(where string, ms int) events.Event {
-		return events.Event{Kind: events.PictureEncoded, Time: now.Add(-time.Minute), Details: map[string]any{"where": where, "ms": float64(ms)}}
+		return at(events.New("", events.PictureEncodedDetails{Where: where, MS: int64(ms)}), now.Add(-time.Minute))
 	}
 	v.Fold([]events.Event{pic(events.WhereRemote, 2830)})
 	if l := v.Line(now); !strings.Contains(l, "on the second PC, 2.8 s") {
 		t.Fatalf("remote: %q", l)
 	}
 	v.Fold([]events.Event{
-		{Kind: events.RemoteWake, Details: map[string]any{"mac": "aa:bb:cc:dd:ee:ff"}},
-		{Kind: events.RemoteWake, Details: map[string]any{"ok": false}},
+		events.New("", events.RemoteWakeDetails{MAC: "aa:bb:cc:dd:ee:ff"}),
+		events.New("", events.RemoteWakeDetails{OK: new(false)}),
 		{Kind: events.VisionFallback},
 		pic(events.WhereFallbackCPU, 15270),
 	})
@@ -34,7 +34,7 @@ func TestRelayViewSaysWhereTheLastPictureWent(t *testing.T) {
 			t.Errorf("line %q lacks %q", l, want)
 		}
 	}
-	v.Fold([]events.Event{{Kind: events.RemoteWake, Details: map[string]any{"ok": true, "woke_ms": float64(4200)}}, pic(events.WhereLocalCPU, 900)})
+	v.Fold([]events.Event{events.New("", events.RemoteWakeDetails{OK: new(true), WokeMS: 4200}), pic(events.WhereLocalCPU, 900)})
 	if l := v.Line(now); !strings.Contains(l, "woke in 4.2 s") || !strings.Contains(l, "on the CPU, 0.9 s") {
 		t.Fatalf("%q", l)
 	}
@@ -90,7 +90,7 @@ func TestRelayViewSeededFromTheServiceState(t *testing.T) {
 		}
 	}
 	// Events seen since win over the snapshot.
-	v.Fold([]events.Event{{Kind: events.PictureEncoded, Time: now, Details: map[string]any{"where": events.WhereRemote, "ms": float64(2830)}}})
+	v.Fold([]events.Event{at(events.New("", events.PictureEncodedDetails{Where: events.WhereRemote, MS: 2830}), now)})
 	v.Seed(&controlapi.State{Vision: controlapi.VisionState{LastWhere: events.WhereLocalCPU}})
 	if l := v.Line(now); !strings.Contains(l, "on the second PC") {
 		t.Fatalf("%q", l)
@@ -105,17 +105,17 @@ func TestRelayLineSaysTheDeviceAndFailures(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	var v RelayView
 	v.Fold([]events.Event{
-		{Kind: events.EncoderReady, Details: map[string]any{"where": events.WhereRemote, "device": "gpu", "gpu": "NVIDIA GeForce RTX 3060 Laptop GPU"}},
-		{Kind: events.PictureEncoded, Time: now, Details: map[string]any{"where": events.WhereRemote, "ms": float64(1600), "ok": true}},
+		events.New("", events.EncoderReadyDetails{Where: events.WhereRemote, Device: "gpu", GPU: "NVIDIA GeForce RTX 3060 Laptop GPU"}),
+		at(events.New("", events.PictureEncodedDetails{Where: events.WhereRemote, MS: 1600, OK: new(true)}), now),
 	})
 	if l := v.Line(now); !strings.Contains(l, "on the second PC (NVIDIA GeForce RTX 3060 Laptop GPU), 1.6 s") {
 		t.Errorf("line %q", l)
 	}
-	v.Fold([]events.Event{{Kind: events.PictureEncoded, Message: "second PC pc2 gave no result within 30s", Time: now, Details: map[string]any{"where": events.WhereRemote, "ok": false}}})
+	v.Fold([]events.Event{at(events.New("second PC pc2 gave no result within 30s", events.PictureEncodedDetails{Where: events.WhereRemote, OK: new(false)}), now)})
 	if l := v.Line(now); !strings.Contains(l, "failed: second PC pc2 gave no result") {
 		t.Errorf("after a failure: %q", l)
 	}
-	v.Fold([]events.Event{{Kind: events.PictureEncoded, Time: now, Details: map[string]any{"where": events.WhereRemote, "ms": float64(1500), "ok": true}}})
+	v.Fold([]events.Event{at(events.New("", events.PictureEncodedDetails{Where: events.WhereRemote, MS: 1500, OK: new(true)}), now)})
 	if l := v.Line(now); strings.Contains(l, "failed") {
 		t.Errorf("a success did not clear the failure: %q", l)
 	}
@@ -123,4 +123,10 @@ func TestRelayLineSaysTheDeviceAndFailures(t *testing.T) {
 	if len(n) != 1 || n[0].Topic != TopicDegraded || !strings.Contains(n[0].Body, "not its GPU") {
 		t.Errorf("notices %+v", n)
 	}
+}
+
+// at is e at time t.
+func at(e events.Event, t time.Time) events.Event {
+	e.Time = t
+	return e
 }

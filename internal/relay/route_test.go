@@ -153,7 +153,7 @@ func TestKnownDownAnswersWithoutDialingAgain(t *testing.T) {
 		switch {
 		case e.Kind == events.RemoteUnreachable:
 			unreachable++
-		case e.Kind == events.PictureEncoded && e.Details["ok"] == false && e.Details["where"] == events.WhereRemote:
+		case e.Kind == events.PictureEncoded && isFalse(events.Get[events.PictureEncodedDetails](e).OK) && events.Get[events.PictureEncodedDetails](e).Where == events.WhereRemote:
 			failed++
 		default:
 			t.Errorf("unexpected event %v", e)
@@ -344,7 +344,11 @@ func TestEveryPictureHasOneOutcomeEvent(t *testing.T) {
 				outcomes = append(outcomes, e)
 			}
 		}
-		if len(outcomes) != 1 || outcomes[0].Details["ok"] != false || outcomes[0].Details["where"] != c.where ||
+		var out events.PictureEncodedDetails
+		if len(outcomes) == 1 {
+			out = events.Get[events.PictureEncodedDetails](outcomes[0])
+		}
+		if len(outcomes) != 1 || !isFalse(out.OK) || out.Where != c.where ||
 			!strings.Contains(outcomes[0].Message, c.reason) || "ERR "+outcomes[0].Message != lines[1] {
 			t.Errorf("%s: reply %q, outcome events %+v", c.name, lines[1:], outcomes)
 		}
@@ -373,3 +377,8 @@ func driveOne(t *testing.T, opt Options, request string) []string {
 	}
 	return []string{strings.TrimSpace(ready), strings.TrimSpace(reply)}
 }
+
+// isTrue and isFalse read a *bool detail as the wire's true or false: nil
+// (the key absent) is neither.
+func isTrue(b *bool) bool  { return b != nil && *b }
+func isFalse(b *bool) bool { return b != nil && !*b }

@@ -291,7 +291,7 @@ func TestPicturesThroughARealSSHDAreByteIdenticalIntegration(t *testing.T) {
 	okPictures := 0
 	for _, e := range pc.stderr.events() {
 		kinds[e.Kind]++
-		if e.Kind == events.PictureEncoded && e.Details["ok"] == true {
+		if e.Kind == events.PictureEncoded && isTrue(events.Get[events.PictureEncodedDetails](e).OK) {
 			okPictures++
 		}
 	}

@@ -123,7 +123,7 @@ func TestRunAgainstTheStandIn(t *testing.T) {
 	syscall.Kill(st.Server.PID, syscall.SIGKILL)
 	seen := follow(t, c, &since, events.ServerExited, events.ServerRestarting, events.ServerReady)
 	for _, e := range seen {
-		if e.Kind == events.ServerExited && e.Details["expected"] != false {
+		if e.Kind == events.ServerExited && events.Get[events.ServerExitedDetails](e).Expected {
 			t.Errorf("the kill was reported as expected: %+v", e)
 		}
 	}

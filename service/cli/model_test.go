@@ -127,8 +127,8 @@ func TestModelListAndSwitch(t *testing.T) {
 	}
 	seen := follow(t, c, &since, events.ConfigSwitched, events.ServerStarting, events.ServerReady)
 	for _, e := range seen {
-		if e.Kind == events.ServerStarting && e.Details["config"] != coder {
-			t.Errorf("Strata started with %v, want %s", e.Details["config"], coder)
+		if got := events.Get[events.ServerStartingDetails](e).Config; e.Kind == events.ServerStarting && got != coder {
+			t.Errorf("Strata started with %v, want %s", got, coder)
 		}
 	}
 	st, _ := c.State(ctx)

@@ -194,7 +194,7 @@ func TestOnlyTheOwnerChangesThroughARootService(t *testing.T) {
 		if err := bc.Server(ctx, "restart"); !errors.As(err, &se) || se.Code != 403 {
 			t.Errorf("B's restart: %v", err)
 		}
-		forged := controlapi.RelayReport{Events: []events.Event{{Kind: events.RemoteConnected, Details: map[string]any{"host": "pc2\nforged line"}}}}
+		forged := controlapi.RelayReport{Events: []events.Event{events.New("", events.RemoteConnectedDetails{Host: "pc2\nforged line"})}}
 		if err := bc.ReportRelay(ctx, forged); !errors.As(err, &se) || se.Code != 403 {
 			t.Errorf("B's relay report: %v", err)
 		}

@@ -142,7 +142,7 @@ func TestRemotePicturesWhenStrataRunsAsTheOwnerIntegration(t *testing.T) {
 			pic = e
 		}
 	}
-	if w, _ := pic.Details["where"].(string); w != "remote" {
+	if w := events.Get[events.PictureEncodedDetails](pic).Where; w != "remote" {
 		t.Fatalf("the picture was read %q, want remote (%+v)\n%s", w, pic, out)
 	}
 	// The key: the owner's to read now, nobody else's.

@@ -222,7 +222,7 @@ func TestVisionFollowsTheSettingsThroughTheServiceIntegration(t *testing.T) {
 			}
 			// Its outcome event: where off, not OK.
 			for _, e := range follow(t, c, &since, events.PictureEncoded) {
-				if e.Kind == events.PictureEncoded && (e.Details["ok"] != false || e.Details["where"] != "off") {
+				if p := events.Get[events.PictureEncodedDetails](e); e.Kind == events.PictureEncoded && (!isFalse(p.OK) || p.Where != "off") {
 					t.Fatalf("picture %d with pictures off: outcome %+v", n, e)
 				}
 			}
@@ -233,11 +233,11 @@ func TestVisionFollowsTheSettingsThroughTheServiceIntegration(t *testing.T) {
 		}
 		var pic events.Event
 		for _, e := range follow(t, c, &since, events.PictureEncoded) {
-			if e.Kind == events.PictureEncoded && e.Details["ok"] != false {
+			if e.Kind == events.PictureEncoded && !isFalse(events.Get[events.PictureEncodedDetails](e).OK) {
 				pic = e
 			}
 		}
-		if w, _ := pic.Details["where"].(string); w != wantWhere {
+		if w := events.Get[events.PictureEncodedDetails](pic).Where; w != wantWhere {
 			t.Fatalf("picture %d was read %q, want %q (event %+v)", n, w, wantWhere, pic)
 		}
 		return d
@@ -364,9 +364,8 @@ func TestVisionFollowsTheSettingsThroughTheServiceIntegration(t *testing.T) {
 		}
 		since = res.Next
 		for _, e := range res.Events {
-			if e.Kind == events.PictureEncoded && e.Seq > markSince && e.Details["ok"] != false {
-				w, _ := e.Details["where"].(string)
-				where = append(where, w)
+			if p := events.Get[events.PictureEncodedDetails](e); e.Kind == events.PictureEncoded && e.Seq > markSince && !isFalse(p.OK) {
+				where = append(where, p.Where)
 			}
 		}
 		if time.Now().After(deadline) {
@@ -489,3 +488,7 @@ func TestVisionFollowsTheSettingsThroughTheServiceIntegration(t *testing.T) {
 		}
 	}
 }
+
+// isFalse reads a *bool detail as the wire's false: nil (the key absent)
+// is not false.
+func isFalse(b *bool) bool { return b != nil && !*b }

@@ -38,12 +38,9 @@ func TestRelayReportsFoldIntoTheServiceState(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ev := func(k events.Kind, msg string, d map[string]any) events.Event {
-		return events.Event{Kind: k, Message: msg, Details: d}
-	}
 	send(2560,
-		ev(events.RemoteConnected, "", map[string]any{"host": "pc2.lan", "connect_ms": 40, "rtt_ms": 0.4}),
-		ev(events.PictureEncoded, "", map[string]any{"where": "remote", "ms": 2830, "tokens": 1024}))
+		events.New("", events.RemoteConnectedDetails{Host: "pc2.lan", ConnectMS: 40, RTTms: 0.4}),
+		events.New("", events.PictureEncodedDetails{Where: "remote", MS: 2830, Tokens: 1024}))
 	st, err := c.State(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -56,11 +53,11 @@ func TestRelayReportsFoldIntoTheServiceState(t *testing.T) {
 	}
 
 	send(0,
-		ev(events.RemoteUnreachable, "second PC pc2.lan did not answer within 5s", map[string]any{"host": "pc2.lan", "reason": "timed out"}),
-		ev(events.RemoteWake, "waking pc2.lan", map[string]any{"host": "pc2.lan", "mac": "aa:bb:cc:dd:ee:ff"}),
-		ev(events.RemoteWake, "pc2.lan did not answer within 60 s of the wake", map[string]any{"host": "pc2.lan", "ok": false, "wait_s": 60}),
-		ev(events.VisionFallback, "pictures are read on this PC's CPU until the second PC answers", map[string]any{"host": "pc2.lan"}),
-		ev(events.PictureEncoded, "", map[string]any{"where": "fallback_cpu", "ms": 15270}))
+		events.New("second PC pc2.lan did not answer within 5s", events.RemoteUnreachableDetails{Host: "pc2.lan", Reason: "timed out"}),
+		events.New("waking pc2.lan", events.RemoteWakeDetails{Host: "pc2.lan", MAC: "aa:bb:cc:dd:ee:ff"}),
+		events.New("pc2.lan did not answer within 60 s of the wake", events.RemoteWakeDetails{Host: "pc2.lan", OK: new(false), WaitS: 60}),
+		events.New("pictures are read on this PC's CPU until the second PC answers", events.VisionFallbackDetails{Host: "pc2.lan"}),
+		events.New("", events.PictureEncodedDetails{Where: "fallback_cpu", MS: 15270}))
 	seen := follow(t, c, &since, events.RemoteUnreachable, events.RemoteWake, events.RemoteWake, events.VisionFallback, events.PictureEncoded)
 	if len(seen) == 0 {
 		t.Fatal("no events")
@@ -75,9 +72,9 @@ func TestRelayReportsFoldIntoTheServiceState(t *testing.T) {
 	}
 
 	send(0,
-		ev(events.RemoteWake, "pc2.lan woke", map[string]any{"host": "pc2.lan", "ok": true, "woke_ms": 4200}),
-		ev(events.RemoteReachable, "pc2.lan answers again", map[string]any{"host": "pc2.lan"}),
-		ev(events.PictureEncoded, "", map[string]any{"where": "remote", "ms": 2900}))
+		events.New("pc2.lan woke", events.RemoteWakeDetails{Host: "pc2.lan", OK: new(true), WokeMS: 4200}),
+		events.New("pc2.lan answers again", events.RemoteReachableDetails{Host: "pc2.lan"}),
+		events.New("", events.PictureEncodedDetails{Where: "remote", MS: 2900}))
 	st, _ = c.State(ctx)
 	if st.Vision.LastWhere != "remote" || st.Vision.LastWake != "woke" || st.Vision.LastWokeMS != 4200 || !st.Remote.Reachable || st.Vision.Fallbacks != 1 {
 		t.Fatalf("back: vision %+v remote %+v", st.Vision, st.Remote)

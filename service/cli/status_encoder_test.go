@@ -21,9 +21,10 @@ func TestStatusAfterUnload(t *testing.T) {
 		Vision: controlapi.VisionState{Placement: "gpu", Encoder: controlapi.EncoderUnknown}}
 	now := time.Now()
 	for _, e := range []events.Event{
-		{Kind: events.EncoderReady, Time: now, Details: map[string]any{"relay": 4242.0, "device": "gpu", "gpu": "RTX 5080", "vram_mib": 1383.0}},
-		{Kind: events.PictureEncoded, Time: now, Details: map[string]any{"relay": 4242.0, "ok": true, "where": "local_cpu", "ms": 1600.0}},
+		events.New("", events.EncoderReadyDetails{RelayMark: events.RelayMark{Relay: 4242}, Device: "gpu", GPU: "RTX 5080", VRAMMiB: new(1383)}),
+		events.New("", events.PictureEncodedDetails{RelayMark: events.RelayMark{Relay: 4242}, OK: new(true), Where: "local_cpu", MS: 1600}),
 	} {
+		e.Time = now
 		state.Fold(&st, e)
 	}
 	print := func() string {
@@ -52,7 +53,9 @@ func TestStatusAfterUnload(t *testing.T) {
 	if !strings.Contains(print(), "Pictures:   this PC: its CPU") {
 		t.Fatalf("with pictures on the CPU:\n%s", print())
 	}
-	state.Fold(&st, events.Event{Kind: events.ConfigChanged, Time: now, Details: map[string]any{"placement": "off"}})
+	changed := events.New("", events.ConfigChangedDetails{Placement: "off"})
+	changed.Time = now
+	state.Fold(&st, changed)
 	if out := print(); strings.Contains(out, "Pictures:") || !strings.Contains(out, "Encoder:    off") {
 		t.Errorf("after vision off:\n%s", out)
 	}

@@ -25,7 +25,7 @@ func TestOnlyTheServicesRelayReports(t *testing.T) {
 	s, c := serve(t, b)
 	relay := *c
 	relay.Token = s.RelayToken()
-	rep := controlapi.RelayReport{Events: []events.Event{{Kind: events.PictureEncoded, Message: "ok", Details: map[string]any{"ok": true, "relay": 4242}}}}
+	rep := controlapi.RelayReport{Events: []events.Event{events.New("ok", events.PictureEncodedDetails{OK: new(true), RelayMark: events.RelayMark{Relay: 4242}})}}
 	var se *controlapi.StatusError
 	for _, secret := range []string{"", "another-start"} {
 		relay.RelaySecret = secret

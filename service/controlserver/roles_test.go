@@ -174,8 +174,8 @@ func TestRelayReportsAreBounded(t *testing.T) {
 	ctx := context.Background()
 	big := strings.Repeat("x", 100<<10)
 	refused := []controlapi.RelayReport{
-		{Events: []events.Event{{Kind: events.ServerReady, Details: map[string]any{"url": "http://evil.example/v1"}}}},
-		{Events: []events.Event{{Kind: events.ConfigChanged, Details: map[string]any{"placement": "gpu"}}}},
+		{Events: []events.Event{events.New("", events.ServerReadyDetails{URL: "http://evil.example/v1"})}},
+		{Events: []events.Event{events.New("", events.ConfigChangedDetails{Placement: "gpu"})}},
 		{Events: []events.Event{{Kind: events.PictureEncoded, Details: map[string]any{"nested": map[string]any{"a": 1}}}}},
 		{Events: []events.Event{{Kind: events.PictureEncoded, Details: map[string]any{strings.Repeat("k", 100): 1}}}},
 		{Events: []events.Event{{Kind: events.PictureEncoded, Details: manyDetails(events.MaxRelayDetails + 1)}}},
@@ -200,13 +200,17 @@ func TestRelayReportsAreBounded(t *testing.T) {
 		t.Fatalf("refused reports published %d events: %+v", len(evs), evs[0])
 	}
 	// Long texts (an error from the second PC) are cut, not refused.
-	if err := relay.ReportRelay(ctx, controlapi.RelayReport{Events: []events.Event{{Kind: events.PictureEncoded, Message: big,
-		Details: map[string]any{"error": strings.Repeat("é", 5000), "ms": 12}}}}); err != nil {
+	if err := relay.ReportRelay(ctx, controlapi.RelayReport{Events: []events.Event{events.New(big,
+		events.PictureEncodedDetails{Error: strings.Repeat("é", 5000), MS: 12})}}); err != nil {
 		t.Fatal(err)
 	}
 	evs, _ := bus.Since(0)
-	if len(evs) != 1 || len(evs[0].Message) > events.MaxRelayMessage || len(evs[0].Details["error"].(string)) > events.MaxRelayString ||
-		!utf8.ValidString(evs[0].Details["error"].(string)) || evs[0].Details["ms"] != float64(12) {
+	var cut events.PictureEncodedDetails
+	if len(evs) == 1 {
+		cut = events.Get[events.PictureEncodedDetails](evs[0])
+	}
+	if len(evs) != 1 || len(evs[0].Message) > events.MaxRelayMessage || cut.Error == "" || len(cut.Error) > events.MaxRelayString ||
+		!utf8.ValidString(cut.Error) || cut.MS != 12 {
 		t.Fatalf("the cut event: %d events, message %d bytes, details %v", len(evs), len(evs[0].Message), evs[0].Details)
 	}
 	first := bus.Last()
@@ -295,7 +299,7 @@ func TestEventsQuoteTheLogOnlyToOperators(t *testing.T) {
 	bus := events.NewBus(10)
 	rec := &recorder{}
 	s, c := serve(t, rec.backend(bus))
-	bus.Publish(events.Event{Kind: events.ServerExited, Message: "exited", Details: map[string]any{"code": 3, "last_lines": []string{"Traceback: secret"}}})
+	bus.Publish(events.New("exited", events.ServerExitedDetails{Code: 3, LastLines: []string{"Traceback: secret"}}))
 	ctx := context.Background()
 	for _, who := range []struct {
 		tok  string
@@ -307,13 +311,14 @@ func TestEventsQuoteTheLogOnlyToOperators(t *testing.T) {
 		if err != nil || len(r.Events) != 1 {
 			t.Fatalf("events: %v %+v", err, r)
 		}
-		_, has := r.Events[0].Details["last_lines"]
-		if has != who.want || r.Events[0].Details["code"] == nil {
+		got := events.Get[events.ServerExitedDetails](r.Events[0])
+		has := len(got.LastLines) > 0
+		if has != who.want || got.Code == 0 {
 			t.Errorf("token %s...: last_lines %v, details %v", who.tok[:6], has, r.Events[0].Details)
 		}
 	}
 	evs, _ := bus.Since(0)
-	if _, ok := evs[0].Details["last_lines"]; !ok {
+	if len(events.Get[events.ServerExitedDetails](evs[0]).LastLines) == 0 {
 		t.Fatal("the bus's own event lost its lines")
 	}
 }

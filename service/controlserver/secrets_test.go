@@ -23,8 +23,8 @@ func TestReadersSeeNoSecretsInEvents(t *testing.T) {
 	rec := &recorder{}
 	s, c := serve(t, rec.backend(bus))
 	diff := `+  "env": {"NGROK_AUTHTOKEN": "2abcNGROKsecret", "DATABASE_URL": "postgres://u:pgSECRET@db/x"}`
-	bus.Publish(events.Event{Kind: events.ConfigSwitched, Message: "switched", Details: map[string]any{
-		"previous": "/s/strata-a.json", "running": "/s/strata-b.json", "diff": diff}})
+	bus.Publish(events.New("switched", events.ConfigSwitchedDetails{
+		Previous: "/s/strata-a.json", Running: "/s/strata-b.json", Diff: diff}))
 	bus.Publish(events.Event{Kind: events.ConfigChanged, Message: "changed", Details: map[string]any{
 		"path": "/s/strata-b.json", "api_key": "sk-APIKEYsecret", "env": map[string]string{"HF_TOKEN": "hfSECRET"}}})
 	ctx := context.Background()
@@ -45,7 +45,7 @@ func TestReadersSeeNoSecretsInEvents(t *testing.T) {
 				t.Errorf("token %s... (operator %v): %s shown %v:\n%s", who.tok[:6], who.operator, secret, !who.operator, text)
 			}
 		}
-		if r.Events[0].Details["running"] != "/s/strata-b.json" {
+		if events.Get[events.ConfigSwitchedDetails](r.Events[0]).Running != "/s/strata-b.json" {
 			t.Errorf("token %s...: the switch's paths are gone: %v", who.tok[:6], r.Events[0].Details)
 		}
 	}

@@ -35,7 +35,7 @@ func TestHTTPErrorCodes(t *testing.T) {
 // The relay's events carry details, often no message: the service's log
 // still says something.
 func TestEventWordsForDetailOnlyEvents(t *testing.T) {
-	e := events.Event{Kind: events.PictureEncoded, Details: map[string]any{"where": "remote", "ms": 2830.0}}
+	e := events.New("", events.PictureEncodedDetails{Where: "remote", MS: 2830})
 	if got := eventWords(e); got != "ms=2830 where=remote" {
 		t.Errorf("got %q", got)
 	}

@@ -12,7 +12,7 @@ import (
 func TestEventWordsAreOneLine(t *testing.T) {
 	forged := "pc2\n2026/12/01 20:00:00 server.ready: http://evil.example/v1"
 	for _, e := range []events.Event{
-		{Kind: events.RemoteConnected, Details: map[string]any{"host": forged, "rtt_ms": 3}},
+		events.New("", events.RemoteConnectedDetails{Host: forged, RTTms: 3}),
 		{Kind: events.RemoteUnreachable, Message: "no answer from " + forged + "\r\x1b[2K"},
 	} {
 		w := eventWords(e)

@@ -109,7 +109,7 @@ func TestSnapshotSeqMatchesTheBus(t *testing.T) {
 
 func BenchmarkPublishAndFold(b *testing.B) {
 	tr := New(events.NewBus(1000), controlapi.State{})
-	e := events.Event{Kind: events.ExpertCache, Details: map[string]any{"experts": 3112, "gib": 5.96}}
+	e := events.New("", events.ExpertCacheDetails{Experts: 3112, GiB: 5.96})
 	for i := 0; i < b.N; i++ {
 		tr.Publish(e)
 	}

@@ -103,7 +103,7 @@ func (h *harness) waitEngineLogCache() {
 	fromLog := func() bool {
 		evs, _ := h.bus.Since(0)
 		for _, e := range evs {
-			if e.Kind == events.ExpertCache && e.Details["source"] == "engine-log" {
+			if e.Kind == events.ExpertCache && events.Get[events.ExpertCacheDetails](e).Source.Source == "engine-log" {
 				return true
 			}
 		}
@@ -154,9 +154,10 @@ func (h *harness) count(kind events.Kind) int {
 	return n
 }
 
+// pidOf is the pid a ServerReady event names.
 func pidOf(t *testing.T, e events.Event) int {
 	t.Helper()
-	p := detailInt(e, "pid")
+	p := events.Get[events.ServerReadyDetails](e).PID
 	if p <= 0 {
 		t.Fatalf("event %s has no pid: %v", e.Kind, e.Details)
 	}
@@ -171,7 +172,7 @@ func TestStartsAsStrataSaysAndStops(t *testing.T) {
 	h.waitFor(events.ServerStarting)
 	ready := h.waitFor(events.ServerReady)
 	pid := pidOf(t, ready)
-	if ready.Details["model"] != "strata-test" || ready.Details["url"] != fmt.Sprintf("http://127.0.0.1:%d/v1", h.root.Port) {
+	if r := events.Get[events.ServerReadyDetails](ready); r.Model != "strata-test" || r.URL != fmt.Sprintf("http://127.0.0.1:%d/v1", h.root.Port) {
 		t.Errorf("ready details %v", ready.Details)
 	}
 	// Exactly docs/strata.md's command line, in the Strata root.
@@ -237,7 +238,7 @@ func TestCrashRestartsWithBackoff(t *testing.T) {
 	first := pidOf(t, h.waitFor(events.ServerReady))
 	syscall.Kill(first, syscall.SIGKILL)
 	ex := h.waitFor(events.ServerExited)
-	if ex.Details["expected"] != false {
+	if events.Get[events.ServerExitedDetails](ex).Expected {
 		t.Errorf("a kill was taken as expected: %v", ex.Details)
 	}
 	rs := h.waitFor(events.ServerRestarting)
@@ -361,7 +362,7 @@ func TestRestartCommand(t *testing.T) {
 	h := newHarness(t, fakestrata.RootOptions{}, nil)
 	first := pidOf(t, h.waitFor(events.ServerReady))
 	h.sup.Restart(context.Background())
-	if ex := h.waitFor(events.ServerExited); ex.Details["expected"] != true {
+	if ex := h.waitFor(events.ServerExited); !events.Get[events.ServerExitedDetails](ex).Expected {
 		t.Errorf("exit %v", ex.Details)
 	}
 	if second := pidOf(t, h.waitFor(events.ServerReady)); second == first {
@@ -428,7 +429,7 @@ func TestMissingInstallFailsWithAReason(t *testing.T) {
 func TestReadyFromHealthAlone(t *testing.T) {
 	h := newHarness(t, fakestrata.RootOptions{Mode: "no-ready-line"}, nil)
 	r := h.waitFor(events.ServerReady)
-	if r.Details["source"] != "health" || r.Details["model"] != "strata-test" {
+	if d := events.Get[events.ServerReadyDetails](r); d.Source.Source != "health" || d.Model != "strata-test" {
 		t.Errorf("ready %v", r.Details)
 	}
 }
@@ -531,13 +532,4 @@ func TestRestartRemovesThePreviousRunsImageFolder(t *testing.T) {
 	if _, ok := now["strata-vision-other123"]; !ok || len(now) != 2 {
 		t.Errorf("after the restart: %v; want the new run's and the other one", now)
 	}
-}
-
-// detailInt reads a number detail of e, whether it was made in process or
-// came through JSON.
-func detailInt(e events.Event, key string) int {
-	b, _ := json.Marshal(e.Details[key])
-	var n int
-	json.Unmarshal(b, &n)
-	return n
 }

@@ -96,7 +96,7 @@ func TestUnloadOnRequestSeenOnHealth(t *testing.T) {
 	if code := post(t, base+"/v1/unload", "k", ""); code != 200 {
 		t.Fatalf("unload: %d", code)
 	}
-	if e := h.waitFor(events.ModelUnloaded); e.Details["source"] != "health" {
+	if e := h.waitFor(events.ModelUnloaded); events.Get[events.ModelUnloadedDetails](e).Source.Source != "health" {
 		t.Fatalf("unload event: %+v", e)
 	}
 	if st := h.fold("gpu"); st.Vision.Encoder != controlapi.EncoderUnloaded {
