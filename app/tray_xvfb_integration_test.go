@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"image"
 	"image/png"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/testenv"
 )
 
@@ -50,7 +50,11 @@ func TestRealTrayUnderXvfb(t *testing.T) {
 	// The stand-in service, in a realistic state, and the files a running
 	// service leaves for its clients.
 	now := time.Now()
-	api := testenv.NewService(t, realistic(now))
+	// The paired second PC comes in the state's settings, as the service
+	// sends them (the tray reads no settings file).
+	st := realistic(now)
+	st.Settings = controlapi.ViewOf(&settings.Settings{Vision: settings.PlacementRemote, Remote: &settings.Remote{Host: "gpu-laptop", User: "strata"}})
+	api := testenv.NewService(t, st)
 	api.SetConfigs(controlapi.ConfigList{StrataRoot: "/opt/strata", Running: "/opt/strata/strata-iq2_xs.json", Configs: []controlapi.ConfigEntry{
 		{Path: "/opt/strata/strata-coder-iq1_m.json", Tag: "coder-iq1_m", ModelName: "Qwen3-Coder IQ1_M", Ready: true},
 		{Path: "/opt/strata/strata-iq2_xs.json", Tag: "iq2_xs", ModelName: "Qwen3.6-35B-A3B IQ2_XS", Ready: true, Running: true},
@@ -58,10 +62,6 @@ func TestRealTrayUnderXvfb(t *testing.T) {
 	}})
 	home := filepath.Join(dir, "home")
 	api.WriteHome(t, home)
-	settingsJSON, _ := json.Marshal(map[string]any{"vision": "remote", "remote": map[string]any{"host": "gpu-laptop", "user": "strata"}})
-	if err := os.WriteFile(filepath.Join(home, "settings.json"), settingsJSON, 0o644); err != nil {
-		t.Fatal(err)
-	}
 
 	// A stand-in zenity that answers "Continue" and records the question
 	// (the real one needs a person to click).
