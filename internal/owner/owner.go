@@ -1,8 +1,9 @@
 // Package owner is the one client path to the owner of Strata's config and
 // the companion's settings (internal/backend) for the CLI and the wizard:
-// the running service through its control API when it answers, and only
-// when none does, the same backend hosted in this process under the same
-// cross-process lock.
+// Open chooses, in one place, the running service through its control API
+// when it answers, and only when none does, Local, the same backend hosted
+// in this process under the same cross-process lock; both are a
+// controlapi.Owner, so the caller's code is the same either way.
 package owner
 
 import (
