@@ -530,6 +530,17 @@ func (c *Controller) click(id traymodel.ItemID) {
 		c.act("Restart Strata", &traymodel.Pending{Action: "restart"},
 			func(context.Context, controlapi.Owner) (traymodel.Decision, error) { return d, nil },
 			func(ctx context.Context, cl controlapi.Owner) error { return controlapi.ServerAction(ctx, cl, action) })
+	case traymodel.ItemUnload:
+		if c.busy || c.in.State == nil {
+			break
+		}
+		d := traymodel.DecideUnload(c.in.State, now)
+		if d.Noop {
+			break // unloaded already
+		}
+		c.act(traymodel.UnloadTitle, &traymodel.Pending{Action: "unload"},
+			func(context.Context, controlapi.Owner) (traymodel.Decision, error) { return d, nil },
+			func(ctx context.Context, cl controlapi.Owner) error { return cl.Unload(ctx) })
 	case traymodel.ItemOpenBrowser:
 		if u := traymodel.BrowserURL(c.in.State); u != "" {
 			c.desktop(func(dk Desktop) error { return dk.Open(u) })

@@ -418,6 +418,30 @@ func TestSwitchWithoutDialog(t *testing.T) {
 	}
 }
 
+// Free the GPU: asked first (the next request waits for the model), then
+// POST /v1/server/unload; the progress line lasts until the state says the
+// model went, and then the item is gone (nothing left to give back).
+func TestFreeTheGPU(t *testing.T) {
+	r := start(t, readyRemote(time.Now().Add(-time.Hour)), true)
+	m := r.view.waitFor(t, "ready", func(m traymodel.Menu) bool { return m.Icon == assets.TrayReady })
+	if it := m.Items[traymodel.ItemUnload]; !it.Visible || !it.Enabled || it.Title != traymodel.UnloadTitle {
+		t.Fatalf("the item on a ready server: %+v", it)
+	}
+	r.ctl.Click(traymodel.ItemUnload)
+	r.view.waitFor(t, "the item gone once the model is", func(m traymodel.Menu) bool {
+		return !m.Items[traymodel.ItemUnload].Visible && item(m, traymodel.ItemProgress) == ""
+	})
+	if p := r.api.Posts(); len(p) != 1 || p[0].Path != "/v1/server/unload" {
+		t.Errorf("posts %+v", p)
+	}
+	r.desk.mu.Lock()
+	asked := append([]string(nil), r.desk.asked...)
+	r.desk.mu.Unlock()
+	if len(asked) != 1 || !strings.Contains(asked[0], "next request waits") {
+		t.Errorf("asked %q", asked)
+	}
+}
+
 // BenchmarkEventToMenu measures how long a change in the service takes to
 // reach the tray's menu: event published, long-poll answered, state re-read,
 // menu computed and shown.

@@ -87,6 +87,30 @@ func DecideRestart(st *controlapi.State, now time.Time) Decision {
 	return confirmRestart(st, "Strata stops", "Restarting Strata", now)
 }
 
+// UnloadTitle is the tray's item that has Strata unload its model.
+const UnloadTitle = "Free the GPU (unload the model)"
+
+// ModelLoaded says whether the running Strata holds its model now (ready,
+// not unloaded, its own): only then is there memory to give back.
+func ModelLoaded(st *controlapi.State) bool {
+	return st != nil && st.Server.Phase == controlapi.PhaseReady && st.Server.Unloaded.IsZero() && st.Server.Foreign == nil
+}
+
+// DecideUnload asks before Strata unloads its model: the GPU's memory is
+// free at once (a game can have it), and the next request waits while the
+// model loads again; requests in progress are cut off.
+func DecideUnload(st *controlapi.State, now time.Time) Decision {
+	if !ModelLoaded(st) {
+		return Decision{Noop: true}
+	}
+	q := "Strata unloads its model and gives the GPU's memory back; the server keeps answering, and the next request waits " +
+		RestartCost(st) + " while the model loads again. Requests in progress are cut off."
+	if lp := st.Vision.LastPicture; !lp.IsZero() && now.Sub(lp) < RecentPicture && now.Sub(lp) >= 0 {
+		q += fmt.Sprintf(" A picture was read %s ago.", Duration(now.Sub(lp)))
+	}
+	return Decision{Confirm: true, Question: q + " Continue?", Explain: q}
+}
+
 // confirmRestart asks when a restart would interrupt a running (or loading)
 // server: requests in progress are cut off and Strata is away for a minute or
 // two. A stopped or failed server has nothing to interrupt.
@@ -127,6 +151,17 @@ func (p *Pending) Resolve(st *controlapi.State, now time.Time) (done bool, failu
 	// The service and the tray share the clock of this PC; a phase that
 	// changed before the click belongs to the old state.
 	changedSince := !st.Server.Since.Before(p.Started.Add(-2 * time.Second))
+	if p.Action == "unload" {
+		// Done when the state says the model went, not when a phase changes
+		// (the server stays ready).
+		if u := st.Server.Unloaded; !u.IsZero() && !u.Before(p.Started.Add(-2*time.Second)) {
+			return true, ""
+		}
+		if now.Sub(p.Started) > 2*time.Minute {
+			return true, ""
+		}
+		return false, ""
+	}
 	switch st.Server.Phase {
 	case controlapi.PhaseReady:
 		if (changedSince || p.NoRestart) && (p.Action != "vision" || st.Vision.Placement == p.Placement) {

@@ -98,3 +98,48 @@ func TestPendingResolve(t *testing.T) {
 		t.Error("a failure line must go away after a while")
 	}
 }
+
+// The Free-the-GPU item is there only while the model is loaded by the
+// service's own server; its pending line waits for the state's unload
+// time, not for a phase (the server stays ready).
+func TestUnloadItemAndItsProgress(t *testing.T) {
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	ready := &controlapi.State{Server: controlapi.ServerState{Phase: controlapi.PhaseReady, Since: now.Add(-time.Hour), LastStartS: 42}}
+	in := Input{State: ready, Reach: Connected, Now: now}
+	if it := Build(in).Items[ItemUnload]; !it.Visible || !it.Enabled {
+		t.Fatalf("ready and loaded: %+v", it)
+	}
+	d := DecideUnload(ready, now)
+	if !d.Confirm || !strings.Contains(d.Question, "for about 42 s") || !strings.Contains(d.Question, "gives the GPU's memory back") {
+		t.Errorf("question %q", d.Question)
+	}
+	for name, st := range map[string]*controlapi.State{
+		"unloaded": {Server: controlapi.ServerState{Phase: controlapi.PhaseReady, Unloaded: now.Add(-time.Minute)}},
+		"stopped":  {Server: controlapi.ServerState{Phase: controlapi.PhaseStopped}},
+		"starting": {Server: controlapi.ServerState{Phase: controlapi.PhaseStarting}},
+		"foreign":  {Server: controlapi.ServerState{Phase: controlapi.PhaseReady, Foreign: &controlapi.ForeignServer{Port: 8080}}},
+	} {
+		if Build(Input{State: st, Reach: Connected, Now: now}).Items[ItemUnload].Visible {
+			t.Errorf("%s: the item shows", name)
+		}
+		if !DecideUnload(st, now).Noop {
+			t.Errorf("%s: not a no-op", name)
+		}
+	}
+	p := &Pending{Action: "unload", Started: now}
+	in.Pending = p
+	if got := Build(in).Items[ItemProgress].Title; got != "Giving the GPU's memory back..." {
+		t.Errorf("progress %q", got)
+	}
+	if it := Build(in).Items[ItemUnload]; it.Enabled {
+		t.Error("the item is enabled while its own unload runs")
+	}
+	if done, _ := p.Resolve(ready, now.Add(time.Second)); done {
+		t.Error("done before the model went")
+	}
+	gone := *ready
+	gone.Server.Unloaded = now.Add(time.Second)
+	if done, fail := p.Resolve(&gone, now.Add(2*time.Second)); !done || fail != "" {
+		t.Errorf("after the unload: done %v, %q", done, fail)
+	}
+}

@@ -45,6 +45,7 @@ const (
 	ItemModel7
 	ItemRepair      // put the companion's placement back into a config Strata's setup rewrote (hidden unless it did)
 	ItemRestart     // Restart Strata
+	ItemUnload      // Free the GPU: Strata unloads its model (shown while the model is loaded)
 	ItemUpdate      // Update Strata...
 	ItemOpenBrowser // Open Strata in the browser
 	ItemViewLogs    // View logs
@@ -177,7 +178,7 @@ func NoInstall(st *controlapi.State) bool {
 
 // Pending is an action in progress, shown until the server is ready again.
 type Pending struct {
-	Action    string // "vision", "restart", "model", "update" or "repair"
+	Action    string // "vision", "restart", "unload", "model", "update" or "repair"
 	Placement string // for "vision"; the config's tag for "model"
 	Started   time.Time
 	// Err is set when the request failed: shown once in the progress line.
@@ -268,6 +269,8 @@ func Build(in Input) Menu {
 	m.Items[ItemFallback] = Item{Title: FallbackTitle, Visible: in.RemoteName != "", Enabled: connected, Checked: in.FallbackCPU}
 	buildModels(&m, in, connected, why)
 	m.Items[ItemRestart] = Item{Title: "Restart Strata", Visible: true, Enabled: connected && !NoInstall(st) && (in.Pending == nil || in.Pending.Err != "")}
+	m.Items[ItemUnload] = Item{Title: UnloadTitle, Visible: ModelLoaded(st) && connected,
+		Enabled: in.Pending == nil || in.Pending.Err != ""}
 	m.Items[ItemUpdate] = Item{Title: "Update Strata...", Visible: connected && st.Config.StrataRoot != "", Enabled: why == "" && in.UpdateLine == ""}
 	if in.UpdateLine != "" {
 		m.Items[ItemUpdate].Title = "Update Strata (updating)"
@@ -650,6 +653,8 @@ func progressLine(in Input) string {
 		what = "Starting the updated Strata"
 	case "repair":
 		what = "Putting back what Strata's setup changed"
+	case "unload":
+		what = "Giving the GPU's memory back"
 	}
 	if p.Err != "" {
 		return clipWords(what+" failed: "+p.Err, 100)

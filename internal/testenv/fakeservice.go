@@ -86,6 +86,7 @@ func (s *Service) Start() {
 			StartF:         rec("/v1/server/start"),
 			StopF:          rec("/v1/server/stop"),
 			RestartF:       rec("/v1/server/restart"),
+			UnloadF:        s.unload,
 			SetVisionF:     s.vision,
 			PatchSettingsF: s.settings,
 			ConfigsF:       s.listConfigs,
@@ -308,6 +309,15 @@ func (s *Service) vision(_ context.Context, req controlapi.VisionRequest) (*cont
 	}
 	return &controlapi.VisionResponse{Diff: "-  \"vision\": ...\n+  \"vision\": ...", Written: !req.DryRun && restart,
 		Restarted: !req.DryRun && restart, RestartNeeded: restart, SettingsChanged: !req.DryRun && !restart, Placement: req.Placement}, nil
+}
+
+// unload records POST /v1/server/unload and, as Strata does, the model
+// goes: the state says when, and model.unloaded is published.
+func (s *Service) unload(context.Context) error {
+	s.record(ServicePost{Path: "/v1/server/unload"})
+	s.Change(func(st *controlapi.State) { st.Server.Unloaded = time.Now() },
+		events.New("the model is not loaded (Strata's /health says so)", events.ModelUnloadedDetails{Source: events.Source{Source: "health"}}))
+	return nil
 }
 
 // settings records the patch and, as the service does, its switches show
