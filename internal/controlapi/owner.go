@@ -243,7 +243,7 @@ func (c *Client) Unload(ctx context.Context) error {
 }
 
 // ServerAction runs one of the server's actions by its name on o: "start",
-// "stop" or "restart" (the tray's and the CLI's words for them).
+// "stop", "restart" or "unload" (the tray's and the CLI's words for them).
 func ServerAction(ctx context.Context, o Owner, action string) error {
 	switch action {
 	case "start":
@@ -252,15 +252,17 @@ func ServerAction(ctx context.Context, o Owner, action string) error {
 		return o.Stop(ctx)
 	case "restart":
 		return o.Restart(ctx)
+	case "unload":
+		return o.Unload(ctx)
 	}
-	return BadRequest(fmt.Errorf("unknown action %q: use start, stop or restart", action))
+	return BadRequest(fmt.Errorf("unknown action %q: use start, stop, restart or unload", action))
 }
 
 // Server posts POST /v1/server/{action} by the action's name (another
 // name is the service's to refuse: 404).
 func (c *Client) Server(ctx context.Context, action string) error {
 	switch action {
-	case "start", "stop", "restart":
+	case "start", "stop", "restart", "unload":
 		return ServerAction(ctx, c, action)
 	}
 	return c.do(ctx, http.MethodPost, "/v1/server/"+url.PathEscape(action), nil, nil)

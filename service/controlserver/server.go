@@ -215,7 +215,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/events", s.events)
 	mux.HandleFunc("POST /v1/relay", s.relay)
 	mux.HandleFunc("POST /v1/server/{action}", func(w http.ResponseWriter, r *http.Request) {
-		fail(w, http.StatusNotFound, fmt.Sprintf("unknown action %q: use start, stop or restart", r.PathValue("action")))
+		fail(w, http.StatusNotFound, fmt.Sprintf("unknown action %q: use start, stop, restart or unload", r.PathValue("action")))
 	})
 	return s.guard(mux)
 }
