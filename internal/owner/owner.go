@@ -170,7 +170,7 @@ func (l *Local) PatchSettings(ctx context.Context, p controlapi.SettingsPatch) (
 	if _, err := l.backend("settings").PatchSettings(ctx, p); err != nil {
 		return nil, controlapi.StatusOf(err)
 	}
-	return &controlapi.State{}, nil
+	return l.State(ctx) // the state after it, as the service answers
 }
 
 func (l *Local) Remote(ctx context.Context) (*settings.Remote, error) {
