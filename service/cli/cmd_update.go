@@ -53,7 +53,10 @@ It asks first on a terminal; elsewhere --yes is needed. Needs the service.`,
 			if err != nil {
 				return ownerError(err) // the in-process owner: no service runs the update
 			}
-			c := ow.(*controlapi.Client) // only the service updates
+			c, ok := ow.(*controlapi.Client) // only the service updates
+			if !ok {
+				return &exitCode{code: 1, err: errors.New("the update goes through the Strata Companion service: start it (strata-service start)")}
+			}
 			fmt.Fprintln(env.stdout, r.Message)
 			if dryRun && r.Available && !check {
 				fmt.Fprintln(env.stdout, "The update would stop Strata (text stops for a few minutes), pull its files and run its setup's update, then start it again; a failed one puts the old engine back.")
