@@ -451,7 +451,7 @@ func (c *Controller) click(id traymodel.ItemID) {
 				// The service's dry run: a request in flight, a text-only model.
 				if r, err := cl.SwitchConfig(ctx, controlapi.ConfigRequest{Config: e.Path, IfRunning: running, DryRun: true}); err == nil {
 					d = traymodel.WithBusy(d, r.Busy)
-					if d.Confirm && strings.Contains(r.Message, "Pictures are off for") {
+					if d.Confirm && r.TextOnly {
 						const off = " Pictures are off for that model: it has no image projector of its own."
 						d.Explain += off
 						d.Question = strings.TrimSuffix(d.Question, " Continue?") + off + " Continue?"

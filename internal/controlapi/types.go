@@ -396,6 +396,9 @@ type ConfigResponse struct {
 	Diff    string `json:"diff,omitempty"`
 	Message string `json:"message"`
 	Busy    bool   `json:"busy,omitempty"`
+	// TextOnly: the new config has no projector of its own, so it starts
+	// without pictures (Message says so in words).
+	TextOnly bool `json:"text_only,omitempty"`
 }
 
 // UpdateRequest is POST /v1/strata/update: check for, or run, Strata's own update.

@@ -117,6 +117,7 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 			name = e.ModelName
 		}
 		textOnly = fmt.Sprintf("Pictures are off for %s: it has no image projector of its own, so it starts for text only.", name)
+		resp.TextOnly = true
 	}
 	if cur.in != nil && !req.NoCarry && textOnly == "" {
 		if c, err := strataconfig.Read(prev); err == nil {
