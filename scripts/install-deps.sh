@@ -18,6 +18,8 @@
 set -euo pipefail
 
 run_pkgs=(
+  # the Makefile itself (a fresh Debian has no make; .ci/run calls this script first)
+  make
   # cgo builds: fyne (GL, X11) and getlantern/systray (GTK3, ayatana appindicator)
   pkg-config gcc libgl1-mesa-dev xorg-dev libgtk-3-dev libayatana-appindicator3-dev
 )
@@ -28,6 +30,9 @@ test_pkgs=(
   xvfb xauth xdotool openbox dbus-x11 libglib2.0-bin trayer imagemagick fonts-dejavu-core
   # xwininfo: where a window is inside wine's desktop (the Windows GUI test)
   x11-utils
+  # git: the tests of Strata's own update (a git checkout of an origin), and
+  # the installer's build lists the sources with it
+  git
   # a real OpenSSH server and client for the second-PC and relay tests
   openssh-server openssh-client
   # network namespaces and rate limits (ip, tc) for the slow-link tests

@@ -209,9 +209,10 @@ func (c *Controller) loadLocal() {
 }
 
 // takeSettings shows the settings as the last state carries them (none
-// yet, or a service older than the tray: the defaults).
+// yet, or a service older than the tray: the defaults, as the service
+// shows empty settings).
 func (c *Controller) takeSettings() {
-	v := &controlapi.SettingsView{Notifications: true}
+	v := controlapi.ViewOf(&settings.Settings{})
 	if c.in.State != nil && c.in.State.Settings != nil {
 		v = c.in.State.Settings
 	}

@@ -735,16 +735,21 @@ func (s *server) visionEnv() []string {
 	return env
 }
 
-// buildVersion is the version the engine's BUILD.json says ("" when none).
-func (s *server) buildVersion() string {
+// engineExe is the config's engine, relative paths from the config's folder.
+func (s *server) engineExe() string {
 	exe := s.cfg.Exe
 	if exe != "" && !filepath.IsAbs(exe) {
 		exe = filepath.Join(s.baseDir(), exe)
 	}
+	return exe
+}
+
+// buildVersion is the version the engine's BUILD.json says ("" when none).
+func (s *server) buildVersion() string {
 	var meta struct {
 		Version string `json:"version"`
 	}
-	if b, err := os.ReadFile(filepath.Join(filepath.Dir(exe), "BUILD.json")); err == nil {
+	if b, err := os.ReadFile(filepath.Join(filepath.Dir(s.engineExe()), "BUILD.json")); err == nil {
 		_ = json.Unmarshal(b, &meta)
 	}
 	return meta.Version
@@ -756,18 +761,10 @@ func (s *server) startEngine(mode Mode) error {
 		return err
 	}
 	// The engine's BUILD.json says its version (read once, at start).
-	exe := s.cfg.Exe
-	if exe != "" && !filepath.IsAbs(exe) {
-		exe = filepath.Join(s.baseDir(), exe)
+	if v := s.buildVersion(); v != "" {
+		s.version = v
 	}
-	if b, err := os.ReadFile(filepath.Join(filepath.Dir(exe), "BUILD.json")); err == nil {
-		var meta struct {
-			Version string `json:"version"`
-		}
-		if json.Unmarshal(b, &meta) == nil {
-			s.version = meta.Version
-		}
-	}
+	exe := s.engineExe()
 	// An install whose engine/strata is a copy of the stand-in runs its
 	// engine from there, as Strata runs engine/strata: while it runs, the
 	// file cannot be opened for writing (what Strata's setup checks before

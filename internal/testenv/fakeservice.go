@@ -13,6 +13,7 @@ import (
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/controlapi/ownertest"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/service/controlserver"
 )
 
@@ -325,7 +326,7 @@ func (s *Service) unload(context.Context) error {
 func (s *Service) settings(_ context.Context, p controlapi.SettingsPatch) (*controlapi.State, error) {
 	s.record(ServicePost{Path: "/v1/settings", Settings: &p})
 	s.mu.Lock()
-	v := controlapi.SettingsView{Notifications: true}
+	v := *controlapi.ViewOf(&settings.Settings{}) // the defaults, as the service shows empty settings
 	if s.state.Settings != nil {
 		v = *s.state.Settings
 	}

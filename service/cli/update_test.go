@@ -14,6 +14,7 @@ import (
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/testenv"
 	"github.com/strata-companion/companion/service/daemon"
 )
 
@@ -44,9 +45,7 @@ func release(t *testing.T, work, bin, v string) {
 // checkout of an origin (a bare repository) with 0.1.44 released on it.
 func updatableInstall(t *testing.T) (r *fakestrata.Root, work, bin string) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
+	testenv.LookPath(t, "git")
 	r = fakestrata.NewRoot(t, fakestrata.RootOptions{})
 	if err := r.Updatable("0.1.43"); err != nil {
 		t.Fatal(err)

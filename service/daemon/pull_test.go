@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 func gitT(t *testing.T, dir string, args ...string) string {
@@ -25,9 +27,7 @@ func gitT(t *testing.T, dir string, args ...string) string {
 // make another pre-cleanup-backup branch. One backup branch per state of
 // the checkout.
 func TestOneBackupBranchPerCheckoutState(t *testing.T) {
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("no git")
-	}
+	testenv.LookPath(t, "git")
 	base := t.TempDir()
 	work := filepath.Join(base, "work")
 	os.MkdirAll(work, 0o755)

@@ -13,9 +13,6 @@ func TestHomeOverridesEverything(t *testing.T) {
 	if d := StateDirs(); len(d) != 1 || d[0] != filepath.Join(h, "state") {
 		t.Errorf("StateDirs = %q", d)
 	}
-	if f := SettingsFiles(); len(f) != 1 || f[0] != filepath.Join(h, "settings.json") {
-		t.Errorf("SettingsFiles = %q", f)
-	}
 }
 
 func TestOwnFoldersFirst(t *testing.T) {
@@ -25,7 +22,7 @@ func TestOwnFoldersFirst(t *testing.T) {
 		t.Fatalf("StateDirs = %q", d)
 	}
 	seen := map[string]bool{}
-	for _, p := range append(d, SettingsFiles()...) {
+	for _, p := range d {
 		if seen[p] {
 			t.Errorf("%s twice", p)
 		}

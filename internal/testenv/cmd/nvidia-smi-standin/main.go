@@ -77,6 +77,36 @@ func addClaims(dir string, gs []gpu) {
 	}
 }
 
+// field is one --query-gpu field of GPU i, as nvidia-smi prints it with
+// --format=csv,noheader,nounits; false for a field it does not know.
+func field(i int, g gpu, f string) (string, bool) {
+	switch f {
+	case "index":
+		return strconv.Itoa(i), true
+	case "name":
+		return g.name, true
+	case "memory.total":
+		return strconv.Itoa(g.total), true
+	case "memory.used":
+		return strconv.Itoa(g.used), true
+	case "memory.free":
+		return strconv.Itoa(max(0, g.total-g.used-reservedMiB)), true
+	case "driver_version":
+		return "581.57", true
+	case "compute_cap":
+		return "8.6", true
+	case "display_active":
+		return "Disabled", true
+	case "mig.mode.current":
+		// A card that cannot be split says [N/A], as laptop GPUs do.
+		if g.mig {
+			return "Enabled", true
+		}
+		return "[N/A]", true
+	}
+	return "", false
+}
+
 func main() {
 	dir := "."
 	if exe, err := os.Executable(); err == nil {
@@ -89,16 +119,20 @@ func main() {
 				fmt.Println("No devices were found")
 				os.Exit(6)
 			}
-			if a == "--query-gpu=index,mig.mode.current" {
-				// A card that cannot be split says [N/A], as laptop GPUs do.
-				for i, g := range gs {
-					fmt.Printf("%d, %s\n", i, map[bool]string{true: "Enabled", false: "[N/A]"}[g.mig])
-				}
-				return
-			}
+			// The fields asked for, in their order, as the real one answers.
+			fields := strings.Split(strings.TrimPrefix(a, "--query-gpu="), ",")
 			addClaims(dir, gs)
 			for i, g := range gs {
-				fmt.Printf("%d, %s, %d, %d, %d, 581.57, 8.6, Disabled\n", i, g.name, g.total, g.used, max(0, g.total-g.used-reservedMiB))
+				vals := make([]string, len(fields))
+				for j, f := range fields {
+					v, ok := field(i, g, f)
+					if !ok {
+						fmt.Printf("Field \"%s\" is not a valid field to query.\n\n", f)
+						os.Exit(2)
+					}
+					vals[j] = v
+				}
+				fmt.Println(strings.Join(vals, ", "))
 			}
 			return
 		}
