@@ -72,16 +72,6 @@ func EnsureDir(k Kind) (string, error) {
 // on Linux differ from the user's.
 func ServiceStateDirs() []string { return servicePaths(StateDir) }
 
-// ServiceSettingsFiles lists the settings files a client may read, best first
-// (see ServiceStateDirs).
-func ServiceSettingsFiles() []string {
-	var out []string
-	for _, d := range servicePaths(ConfigDir) {
-		out = append(out, filepath.Join(d, "settings.json"))
-	}
-	return out
-}
-
 // SettingsFile is the companion's own settings (see internal/settings).
 func SettingsFile() string { return filepath.Join(Path(ConfigDir), "settings.json") }
 
