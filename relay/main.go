@@ -156,7 +156,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	for _, u := range sa.Unknown {
 		say(stderr, "Strata passed %s, which this relay does not know; it is passed on to the encoder (an encoder that refuses it is started without it)", u)
 	}
-	mmproj, model := &sa.Mmproj, &sa.Model
 
 	settingsPath := os.Getenv(EnvSettings)
 	if settingsPath == "" {
@@ -175,14 +174,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if st.Remote != nil {
 		r = *st.Remote
 	}
-	nEmbd, err := gguf.NEmbd(*mmproj)
+	nEmbd, err := gguf.NEmbd(sa.Mmproj)
 	if err != nil {
 		nEmbd = r.NEmbd
 		if nEmbd == 0 {
 			// Strata must still get READY or it does not start at all (text
 			// included): READY 0, and the real problem said here.
 			say(stderr, "cannot read the vision projector %s (%v) and no second PC has reported its size yet; "+
-				"Strata is told READY 0 so text keeps working, but pictures need a readable mmproj: check the path in Strata's config (vision.mmproj) and that this account can read it", *mmproj, err)
+				"Strata is told READY 0 so text keeps working, but pictures need a readable mmproj: check the path in Strata's config (vision.mmproj) and that this account can read it", sa.Mmproj, err)
 		}
 	}
 	// The second PC's device, image tokens and threads come from what
@@ -191,7 +190,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// are the config's, which says gpu false so that Strata does not count
 	// the relay as a GPU encoder.
 	target := func(r settings.Remote) relay.Target {
-		a := relay.AgentArgsFor(r, *mmproj, *model, sa.Extra)
+		a := relay.AgentArgsFor(r, sa.Mmproj, sa.Model, sa.Extra)
 		cmd, err := a.Command()
 		return relay.Target{Host: r.Host, Dial: relay.SSHDialer(r), AgentCommand: cmd, IdleStopS: r.IdleStopS, Device: relay.RemoteDevice(r), Err: err, OS: a.OS}
 	}
@@ -202,8 +201,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		NEmbd:       nEmbd,
 		Settings:    sf.Get,
 		Target:      target,
-		LocalMmproj: *mmproj,
-		LocalModel:  *model,
+		LocalMmproj: sa.Mmproj,
+		LocalModel:  sa.Model,
 		ExtraArgs:   sa.Extra,
 		Notes:       func(line string) { say(stderr, "%s", line) },
 		ArgsProblem: errString(argsErr),

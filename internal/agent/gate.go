@@ -135,13 +135,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-func baseAny(p string) string {
-	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
-		return p[i+1:]
-	}
-	return p
-}
-
 func clipCmd(s string) string {
 	if len(s) > 200 {
 		return s[:200] + "..."

@@ -411,7 +411,7 @@ const (
 	GPUFree  = "free_mib"
 )
 
-// MemWords says the card's memory: "4727 MiB of 6144 MiB free", with
+// MemWords says the card's memory: "4727 MiB free of 6144 MiB", with
 // "not known" for a figure nvidia-smi did not give, and a MIG note.
 func (g GPU) MemWords() string {
 	fig := func(name string, v int) string {

@@ -76,10 +76,7 @@ func (rt *router) encodeRemote(ctx context.Context, img, out string) string {
 	// once, whatever the bound.
 	phase := framing.PhaseEncoding
 	sawEncoding := false
-	bound := rt.times.bound(picSize, rt.opt.RequestTimeout)
-	if sess.info.BeatMS > 0 && rt.times.count() < minSamples {
-		bound = rt.firstBound()
-	}
+	bound := rt.pictureBound(phase, picSize, sess.info.BeatMS > 0)
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	// The agent's silence (an agent that sends Beats) and the link's (any
@@ -123,12 +120,7 @@ func (rt *router) encodeRemote(ctx context.Context, img, out string) string {
 			}
 			if b.Phase != phase {
 				phase = b.Phase
-				bound = rt.times.bound(picSize, rt.opt.RequestTimeout)
-				if phase == framing.PhaseStarting {
-					bound = rt.startBound()
-				} else if rt.times.count() < minSamples {
-					bound = rt.firstBound()
-				}
+				bound = rt.pictureBound(phase, picSize, true)
 				timer.Reset(bound)
 			}
 		case <-timer.C:
@@ -193,6 +185,20 @@ func (rt *router) reportPicture(sess *agentSession, okLine string) {
 		rt.out.emit("", events.EncoderWokeDetails{RelayMark: relayMark, StartMS: w.StartMS, EncodeMS: int64(encMS), Where: events.WhereRemote, Host: rt.link.host()})
 		rt.out.logf("the encoder on %s woke: start %d ms, encode %d ms", rt.link.host(), w.StartMS, encMS)
 	}
+}
+
+// pictureBound is how long a picture of size bytes may take in phase (the
+// agent's last Beat's; framing.PhaseEncoding before one): a start
+// startBound; else, until minSamples pictures were timed, firstBound for an
+// agent that beats; else what the last pictures took.
+func (rt *router) pictureBound(phase string, size int, beats bool) time.Duration {
+	if phase == framing.PhaseStarting {
+		return rt.startBound()
+	}
+	if beats && rt.times.count() < minSamples {
+		return rt.firstBound()
+	}
+	return rt.times.bound(size, rt.opt.RequestTimeout)
 }
 
 // firstBound bounds a picture before minSamples were timed: a GPU reads one
