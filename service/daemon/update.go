@@ -458,6 +458,10 @@ func (d *Daemon) runSetup(ctx context.Context, a *account.Account, in *stratains
 			lines = append(lines, l)
 			say(l)
 		}
+		// A line longer than the scanner holds stops it: the rest is
+		// drained, else the setup blocks on its full pipe and Wait never
+		// returns.
+		io.Copy(io.Discard, pr)
 	}()
 	err := cmd.Wait()
 	pw.Close()
