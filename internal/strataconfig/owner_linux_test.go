@@ -110,3 +110,16 @@ func TestReadRefusesAFIFOAndAHugeConfig(t *testing.T) {
 		t.Errorf("a FIFO in root's folder: %v", err)
 	}
 }
+
+// The repair's PlanKeys reads the config as its folder's owner, as
+// PlanVision does: a config that is a link to a root-only file is refused,
+// and nothing of that file comes into the plan.
+func TestPlanKeysRefusesALinkedConfig(t *testing.T) {
+	dir, _, secret := ownedInstall(t)
+	link := filepath.Join(dir, "strata-evil.json")
+	os.Symlink(secret, link)
+	ch, err := PlanKeys(link, map[string]string{"port": "9090"}, []string{"port"}, "a backup")
+	if err == nil || !errors.Is(err, asowner.ErrRefused) || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("planning keys in a linked config as root: %+v %v, want a refusal", ch, err)
+	}
+}

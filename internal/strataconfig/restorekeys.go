@@ -9,7 +9,6 @@ package strataconfig
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 )
@@ -40,10 +39,12 @@ func PlanKeys(configPath string, want map[string]string, keys []string, from str
 	if err != nil {
 		return nil, err
 	}
-	old, err := os.ReadFile(abs)
+	old, err := ReadFile(abs) // as the folder's owner, as PlanVision reads it
 	if err != nil {
 		return nil, fmt.Errorf("reading the Strata config: %w", err)
 	}
+	// Edit the file itself, not a link to it (as PlanVision).
+	abs = RealPath(abs)
 	keys = append([]string(nil), keys...)
 	sort.Strings(keys)
 	src := old

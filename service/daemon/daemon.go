@@ -245,7 +245,7 @@ func (p supPublisher) Publish(e events.Event) events.Event {
 		p.d.mu.Lock()
 		op := p.d.op
 		p.d.mu.Unlock()
-		if op != nil && strings.Contains(e.Message, "because the service is stopping") {
+		if op != nil && e.Message == supervisor.StoppedWithService {
 			e.Message = "the Strata server was stopped for " + op.what
 		}
 	}

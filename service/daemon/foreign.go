@@ -63,6 +63,10 @@ func (d *Daemon) foreignOnPort(in *stratainstall.Install) *controlapi.ForeignSer
 	return f
 }
 
+// foreignPromise is the foreign-port notice's promise, which a switch that
+// brings the previous model back instead leaves out of its answer.
+const foreignPromise = "; the service starts its own Strata once that one ends"
+
 // isStrata says whether the server on port answers as Strata does (/health
 // with its model and context).
 func isStrata(port int) bool {
@@ -110,7 +114,7 @@ func (d *Daemon) watchForeign(r *running) {
 	if f.PID > 0 {
 		who = fmt.Sprintf(" (process %d: %s)", f.PID, f.Cmdline)
 	}
-	d.publish(events.New(fmt.Sprintf("port %d is held by %s%s; the service starts its own Strata once that one ends: close it, or end process %d", f.Port, what, who, f.PID),
+	d.publish(events.New(fmt.Sprintf("port %d is held by %s%s%s: close it, or end process %d", f.Port, what, who, foreignPromise, f.PID),
 		events.ServerForeignDetails{Port: f.Port, PID: f.PID, Cmdline: f.Cmdline}))
 	t := time.NewTicker(d.o.ForeignEvery)
 	defer t.Stop()

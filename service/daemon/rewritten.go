@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -61,7 +60,7 @@ func (r *running) ownWrite(backup string) {
 	if old == nil || !old.known || backup == "" {
 		return
 	}
-	braw, err := os.ReadFile(backup)
+	braw, err := strataconfig.ReadFile(backup) // as the folder's owner (no link followed)
 	if err != nil {
 		return
 	}
@@ -300,7 +299,7 @@ func repairSource(r *running, c *strataconfig.Config, s *settings.Settings) (key
 		return nil, nil, ""
 	}
 	for _, b := range backups {
-		raw, err := os.ReadFile(b)
+		raw, err := strataconfig.ReadFile(b) // as the folder's owner (no link followed)
 		if err != nil {
 			continue
 		}

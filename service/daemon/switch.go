@@ -210,7 +210,7 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 	_, ready, why := d.waitStart(runCtx, seq, bound)
 	// The foreign-port notice's promise to start once the port is free is
 	// not kept here: the previous model comes back instead.
-	why, _, _ = strings.Cut(why, "; the service starts its own Strata once")
+	why, _, _ = strings.Cut(why, foreignPromise)
 	if ready {
 		resp.Message = fmt.Sprintf("The service stopped Strata and started it with %s; it is ready.", target)
 		if carry != "" {

@@ -290,7 +290,7 @@ func (d *Daemon) UpdateStrata(ctx context.Context, req controlapi.UpdateRequest)
 	after := ReadBuild(root).Version
 	// The engine these files need, against the one installed now: a setup
 	// that refused the download still says "Strata is updated" and exits 0.
-	sp, _ := os.ReadFile(filepath.Join(root, "setup.py"))
+	sp, _ := asowner.ReadFile(filepath.Join(root, "setup.py"), asowner.SmallLimit, acct) // as check reads it
 	need := minEngineOf(string(sp))
 	if failed == "" && need != "" && older(after, need) {
 		failed = fmt.Sprintf("Strata's engine was not updated: it stays %s, and these files need %s", after, need)
@@ -458,6 +458,10 @@ func (d *Daemon) runSetup(ctx context.Context, a *account.Account, in *stratains
 			lines = append(lines, l)
 			say(l)
 		}
+		// A line longer than the scanner holds stops it: the rest is
+		// drained, else the setup blocks on its full pipe and Wait never
+		// returns.
+		io.Copy(io.Discard, pr)
 	}()
 	err := cmd.Wait()
 	pw.Close()

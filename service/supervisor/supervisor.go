@@ -277,6 +277,10 @@ func (s *Supervisor) send(ctx context.Context, action string) error {
 	}
 }
 
+// StoppedWithService is the server.stopped message when the supervisor
+// ends with its context (the daemon names the operation that ended it).
+const StoppedWithService = "the Strata server was stopped because the service is stopping"
+
 // LastLines is the tail of the server's output kept in memory.
 func (s *Supervisor) LastLines() []string {
 	s.outMu.Lock()
@@ -395,7 +399,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 				s.terminate(proc)
 				<-proc.exited
 				s.finish(proc)
-				s.pub("the Strata server was stopped because the service is stopping", events.ServerStoppedDetails{})
+				s.pub(StoppedWithService, events.ServerStoppedDetails{})
 			}
 			stopProgress()
 			if healthStop != nil {
