@@ -178,18 +178,8 @@ func (o *Options) defaults() error {
 	if !o.agentOnly() && (o.Encoder != "" || len(o.AllowInstall) > 0) {
 		return errors.New("an encoder to allow goes with an agent-only key, not with a shell key or a forced command")
 	}
-	if o.Encoder != "" {
-		if err := remotecmd.CheckPath("encoder", o.Encoder); err != nil {
-			return err
-		}
-		if !remotecmd.IsAbs("linux", o.Encoder) && !remotecmd.IsAbs("windows", o.Encoder) {
-			return fmt.Errorf("the encoder on the second PC %q must be an absolute path there (one in the agent's folder needs no pin)", o.Encoder)
-		}
-	}
-	for _, sum := range o.AllowInstall {
-		if len(sum) != 64 || strings.Trim(strings.ToLower(sum), "0123456789abcdef") != "" {
-			return fmt.Errorf("%q is not a sha256 sum", sum)
-		}
+	if err := CheckGatePins(o.AllowInstall, o.Encoder); err != nil {
+		return err
 	}
 	if strings.Trim(o.From, "0123456789abcdefABCDEF.:/,*?") != "" {
 		return fmt.Errorf("from %q is not a list of addresses", o.From)
@@ -297,6 +287,34 @@ func Pair(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Remote = r
 	return res, nil
+}
+
+// CheckGatePins checks what an agent-only key's gate pins: sha256 sums of
+// the encoder builds prepare may install, and an absolute encoder path.
+func CheckGatePins(allow []string, encoder string) error {
+	if encoder != "" {
+		if err := remotecmd.CheckPath("encoder", encoder); err != nil {
+			return err
+		}
+		if !remotecmd.IsAbs("linux", encoder) && !remotecmd.IsAbs("windows", encoder) {
+			return fmt.Errorf("the encoder on the second PC %q must be an absolute path there (one in the agent's folder needs no pin)", encoder)
+		}
+	}
+	for _, sum := range allow {
+		if len(sum) != 64 || strings.Trim(strings.ToLower(sum), "0123456789abcdef") != "" {
+			return fmt.Errorf("%q is not a sha256 sum", sum)
+		}
+	}
+	return nil
+}
+
+// SafeComment: comment may name our authorized_keys lines.
+func SafeComment(comment string) bool { return comment != "" && !safeComment.MatchString(comment) }
+
+// AuthorizedLine is authorizedLine for the lender, which installs the line
+// itself.
+func AuthorizedLine(pub ssh.PublicKey, comment, forced, from string) string {
+	return authorizedLine(pub, comment, forced, from)
 }
 
 // authorizedLine is our authorized_keys line: "restrict" turns off port,
