@@ -81,3 +81,6 @@ func (c Code) String() string {
 	}
 	return string(c[:4]) + "-" + string(c[4:])
 }
+
+// DefaultPairPort is the lender's TCP port for the pairing exchange.
+const DefaultPairPort = 7390

@@ -88,7 +88,7 @@ func newRootCmd(env *cliEnv) *ffcli.Command {
 	var cmds []*ffcli.Command
 	cmds = append(cmds, runCmd(env))
 	cmds = append(cmds, serviceCmds(env)...)
-	cmds = append(cmds, statusCmd(env), modelCmd(env), unloadCmd(env), updateCmd(env), visionCmd(env), settingsCmd(env), probeCmd(env), setupCmd(env), remoteCmd(env))
+	cmds = append(cmds, statusCmd(env), modelCmd(env), unloadCmd(env), updateCmd(env), visionCmd(env), settingsCmd(env), probeCmd(env), setupCmd(env), remoteCmd(env), lendCmd(env))
 	root := &ffcli.Command{
 		Name:        "strata-service",
 		ShortUsage:  "strata-service <command> [flags]",
