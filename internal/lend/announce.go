@@ -455,11 +455,6 @@ func truncateUTF8(s string, n int) string {
 // s and at growing intervals. A record whose TXT ParseTXT refuses, or that
 // carries no usable address, is skipped.
 func Watch(ctx context.Context, found func(Announcement)) error {
-	entries := make(chan *zeroconf.ServiceEntry, 16)
-	errc := make(chan error, 1)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() { errc <- browse(ctx, entries) }()
 	local := localNets()
 	seen := map[string]bool{}
 	take := func(e *zeroconf.ServiceEntry) {
@@ -474,43 +469,46 @@ func Watch(ctx context.Context, found func(Announcement)) error {
 		seen[k] = true
 		found(a)
 	}
+	// IPv4 and IPv6, or the one of them this PC has when joining the
+	// other's group fails.
+	var err error
+	for _, ip := range []zeroconf.IPType{zeroconf.IPv4AndIPv6, zeroconf.IPv4, zeroconf.IPv6} {
+		var ran bool
+		if ran, err = watch(ctx, ip, take); ran || ctx.Err() != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("lend: looking for lenders on the network: %v", err)
+}
+
+// watch runs one zeroconf browse; ran is false when it could not start (it
+// then never closes its channel; once it has run, it closes it before it
+// returns).
+func watch(ctx context.Context, ip zeroconf.IPType, take func(*zeroconf.ServiceEntry)) (ran bool, err error) {
+	entries := make(chan *zeroconf.ServiceEntry, 16)
+	errc := make(chan error, 1)
+	go func() { errc <- zeroconf.Browse(ctx, ServiceType, "local.", entries, zeroconf.SelectIPTraffic(ip)) }()
 	for {
 		select {
 		case e, ok := <-entries:
 			if !ok {
-				return <-errc
+				return true, <-errc
 			}
 			take(e)
 		case err := <-errc:
-			// Browse returned: it closed entries first if it ran at all.
 			for {
 				select {
 				case e, ok := <-entries:
 					if !ok {
-						return err
+						return true, err
 					}
 					take(e)
 				default:
-					return err
+					return false, err
 				}
 			}
 		}
 	}
-}
-
-// browse runs zeroconf's Browse over IPv4 and IPv6, or over the one of
-// them this PC has when joining the other fails.
-func browse(ctx context.Context, entries chan *zeroconf.ServiceEntry) error {
-	var err error
-	for _, ip := range []zeroconf.IPType{zeroconf.IPv4AndIPv6, zeroconf.IPv4, zeroconf.IPv6} {
-		if err = zeroconf.Browse(ctx, ServiceType, "local.", entries, zeroconf.SelectIPTraffic(ip)); err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-	}
-	return fmt.Errorf("lend: looking for lenders on the network: %v", err)
 }
 
 // Browse lists the lenders that answer within wait, one entry per PC name

@@ -3,10 +3,8 @@
 package lend
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -21,103 +19,34 @@ import (
 )
 
 // Announce and Browse send multicast, so these tests never call them: they
-// run in cmd/lend-probe, started with `ip netns exec` inside a
-// testenv.LAN host, and the probe itself refuses to run in this process's
-// own network namespace. Nothing reaches this machine's own interfaces.
-
-const probePkg = "github.com/strata-companion/companion/internal/testenv/cmd/lend-probe"
-
-// probe is a running lend-probe in one LAN host.
-type probe struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan string
-	stderr *testenv.Buffer
-}
-
-func startProbe(t *testing.T, h *testenv.LANHost, args ...string) *probe {
-	t.Helper()
-	bin := testenv.Program(t, probePkg)
-	root, err := os.Readlink("/proc/self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &probe{t: t, lines: make(chan string, 64), stderr: &testenv.Buffer{}}
-	p.cmd = h.Command(bin, append([]string{"-root-netns", root}, args...)...)
-	p.cmd.Stderr = p.stderr
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		s := bufio.NewScanner(out)
-		s.Buffer(nil, 1<<20)
-		for s.Scan() {
-			p.lines <- s.Text()
-		}
-		close(p.lines)
-	}()
-	t.Cleanup(func() {
-		p.stdin.Close()
-		p.cmd.Process.Kill()
-		p.cmd.Wait()
-	})
-	return p
-}
-
-// expect waits for the next line starting with prefix and returns the rest.
-func (p *probe) expect(prefix string, within time.Duration) string {
-	p.t.Helper()
-	deadline := time.After(within)
-	for {
-		select {
-		case l, ok := <-p.lines:
-			if !ok {
-				p.t.Fatalf("lend-probe ended before %q: %s", prefix, p.stderr)
-			}
-			if rest, ok := strings.CutPrefix(l, prefix+" "); ok {
-				return rest
-			}
-			if l == prefix {
-				return ""
-			}
-		case <-deadline:
-			p.t.Fatalf("waited %s for %q from lend-probe; stderr: %s", within, prefix, p.stderr)
-		}
-	}
-}
+// run in cmd/lend-probe (testenv.StartLendProbe), started with `ip netns
+// exec` inside a testenv.LAN host, and the probe itself refuses to run in
+// this process's own network namespace. Nothing reaches this machine's own
+// interfaces.
 
 // announce starts a lender in h and waits until Announce has returned.
-func announce(t *testing.T, h *testenv.LANHost, a Announcement) *probe {
+func announce(t *testing.T, h *testenv.LANHost, a Announcement) *testenv.LendProbe {
 	t.Helper()
 	b, _ := json.Marshal(a)
-	p := startProbe(t, h, "announce", string(b))
-	p.expect("ANNOUNCED", 30*time.Second)
+	p := testenv.StartLendProbe(t, h, "announce", string(b))
+	p.Expect("ANNOUNCED", 30*time.Second)
 	return p
 }
 
 // withdraw ends p's announcement and returns how long withdraw took.
-func (p *probe) withdraw() time.Duration {
-	p.t.Helper()
-	p.stdin.Close()
+func withdraw(p *testenv.LendProbe) time.Duration {
+	p.CloseInput()
 	var ns int64
-	fmt.Sscan(p.expect("WITHDRAWN", 10*time.Second), &ns)
+	fmt.Sscan(p.Expect("WITHDRAWN", 10*time.Second), &ns)
 	return time.Duration(ns)
 }
 
 // browseIn runs Browse(wait) in h.
 func browseIn(t *testing.T, h *testenv.LANHost, wait time.Duration) []Announcement {
 	t.Helper()
-	p := startProbe(t, h, "browse", wait.String())
+	p := testenv.StartLendProbe(t, h, "browse", wait.String())
 	var list []Announcement
-	if err := json.Unmarshal([]byte(p.expect("LIST", wait+30*time.Second)), &list); err != nil {
+	if err := json.Unmarshal([]byte(p.Expect("LIST", wait+30*time.Second)), &list); err != nil {
 		t.Fatal(err)
 	}
 	return list
@@ -140,8 +69,8 @@ func TestAnnounceBrowseIntegration(t *testing.T) {
 		OS:           "windows",
 	}
 	const wait = 3 * time.Second
-	goodbyes := startProbe(t, me, "goodbyes")
-	goodbyes.expect("LISTENING", 30*time.Second)
+	goodbyes := testenv.StartLendProbe(t, me, "goodbyes")
+	goodbyes.Expect("LISTENING", 30*time.Second)
 	lenderProbe := announce(t, lender, real)
 
 	got := browseIn(t, me, wait)
@@ -190,9 +119,9 @@ func TestAnnounceBrowseIntegration(t *testing.T) {
 	}
 
 	// Withdraw: the goodbye goes out, and the lender is no longer listed.
-	took := lenderProbe.withdraw()
+	took := withdraw(lenderProbe)
 	t.Logf("withdraw took %s", took)
-	if g := goodbyes.expect("GOODBYE", 10*time.Second); g != instanceLabel(real) {
+	if g := goodbyes.Expect("GOODBYE", 10*time.Second); g != instanceLabel(real) {
 		t.Errorf("goodbye for %q, want %q", g, instanceLabel(real))
 	}
 	got = browseIn(t, me, wait)
@@ -239,13 +168,14 @@ func TestProbeRefusesThisMachinesOwnNamespace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds lend-probe")
 	}
-	bin := testenv.Program(t, probePkg)
-	root, err := os.Readlink("/proc/self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := testenv.Program(t, "github.com/strata-companion/companion/internal/testenv/cmd/lend-probe")
 	// A mode that sends nothing even if the refusal were broken.
-	for _, args := range [][]string{{"-root-netns", root, "no-such-mode"}, {"no-such-mode"}} {
+	runs := [][]string{{"-root-netns", testenv.RootNetns, "no-such-mode"}, {"no-such-mode"}}
+	if pid1, _ := os.Readlink("/proc/1/ns/net"); pid1 == testenv.RootNetns {
+		// Process 1's namespace is refused even when -root-netns names another.
+		runs = append(runs, []string{"-root-netns", "net:[1]", "no-such-mode"})
+	}
+	for _, args := range runs {
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "refusing") {
 			t.Errorf("lend-probe %q here: %v, %s", args, err, out)

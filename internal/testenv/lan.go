@@ -198,27 +198,46 @@ func dialInNetns(ns, network, addr string, timeout time.Duration) (net.Conn, err
 // inNetns runs f on an OS thread moved into the namespace ns; a socket f
 // makes belongs to ns for good. f must make its sockets itself (a dial of
 // an IP literal, a listen), not in goroutines it starts: those run on other
-// threads, in this process's own namespace. The thread is never unlocked,
-// so the runtime ends it with the goroutine instead of reusing it.
+// threads, in this process's own namespace. The thread goes back to this
+// process's namespace afterwards; if it cannot, it stays locked, and the
+// runtime ends it with the goroutine instead of reusing it.
 func inNetns(ns string, f func() error) error {
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
+		back, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- fmt.Errorf("open this thread's namespace: %v", err)
+			return
+		}
+		defer unix.Close(back)
 		fd, err := unix.Open("/var/run/netns/"+ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
+			runtime.UnlockOSThread()
 			done <- fmt.Errorf("open namespace %s: %v", ns, err)
 			return
 		}
 		err = unix.Setns(fd, unix.CLONE_NEWNET)
 		unix.Close(fd)
 		if err != nil {
+			runtime.UnlockOSThread()
 			done <- fmt.Errorf("enter namespace %s: %v", ns, err)
 			return
 		}
-		done <- f()
+		err = f()
+		if unix.Setns(back, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		done <- err
 	}()
 	return <-done
 }
+
+// RootNetns is this process's own network namespace ("net:[N]", as
+// /proc/self/ns/net reads), taken when the package loads, before any thread
+// of it has entered another.
+var RootNetns, _ = os.Readlink("/proc/self/ns/net")
 
 // freeLANSubnet picks x for 10.214.x.0/24 used by no test LAN (their
 // namespaces carry x in their names) and no interface here.

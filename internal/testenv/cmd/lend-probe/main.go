@@ -4,7 +4,8 @@
 // and the bench, inside a testenv.LAN host's network namespace (`ip netns
 // exec`), so that no multicast is ever sent on this machine's own network:
 // it refuses to run in the namespace named by -root-netns (the test
-// process's /proc/self/ns/net), and without that flag.
+// process's own, testenv.RootNetns), in that of process 1 (where it may read
+// it), and without the flag.
 //
 //	lend-probe -root-netns NS announce JSON   Announce(JSON); "ANNOUNCED <start ns> <end ns>";
 //	                                          at EOF on stdin, withdraw: "WITHDRAWN <ns it took>"
@@ -36,9 +37,12 @@ import (
 func main() {
 	root := flag.String("root-netns", "", "the network namespace this must not run in (readlink /proc/self/ns/net of the test)")
 	flag.Parse()
-	here, err := os.Readlink("/proc/self/ns/net")
-	if err != nil || *root == "" || here == *root {
-		fmt.Fprintf(os.Stderr, "lend-probe: refusing to run outside a test namespace (here %q, -root-netns %q, %v)\n", here, *root, err)
+	// The test's namespace, and the one of process 1 (this machine's own)
+	// where this machine lets it be read.
+	here, err := os.Readlink("/proc/thread-self/ns/net")
+	pid1, _ := os.Readlink("/proc/1/ns/net")
+	if err != nil || *root == "" || here == *root || here == pid1 {
+		fmt.Fprintf(os.Stderr, "lend-probe: refusing to run outside a test namespace (here %q, -root-netns %q, process 1's %q; %v)\n", here, *root, pid1, err)
 		os.Exit(2)
 	}
 	args := flag.Args()
