@@ -51,15 +51,15 @@ type GPU struct {
 // a secret: anyone on the LAN reads it, and anyone can send one, so none of
 // it is trusted until pairing has proved the host key (HostKey is a claim).
 type Announcement struct {
-	Name         string   // instance name: the lender PC's name (host name by default)
-	Host         string   // the address to reach it (IPv4 first); filled by Browse from the record
-	Addrs        []string // every address the record carried, Host first (Browse; a PC on Wi-Fi and Ethernet has several)
-	Port         int      // its ssh server's port
-	PairPort     int      // the TCP port of its pairing exchange
-	GPUs         []GPU
-	AgentVersion string // the lender's strata-vision-relay version
-	HostKey      string // the SHA256 fingerprint ("SHA256:...") of its ssh host key
-	OS           string // "windows" / "linux"
+	Name         string   `json:"name"`            // instance name: the lender PC's name (host name by default)
+	Host         string   `json:"host"`            // the address to reach it (IPv4 first); filled by Browse from the record
+	Addrs        []string `json:"addrs,omitempty"` // every address the record carried, Host first (Browse; a PC on Wi-Fi and Ethernet has several)
+	Port         int      `json:"port"`            // its ssh server's port
+	PairPort     int      `json:"pair_port"`       // the TCP port of its pairing exchange
+	GPUs         []GPU    `json:"gpus"`
+	AgentVersion string   `json:"agent_version"` // the lender's strata-vision-relay version
+	HostKey      string   `json:"host_key"`      // the SHA256 fingerprint ("SHA256:...") of its ssh host key
+	OS           string   `json:"os"`            // "windows" / "linux"
 }
 
 // TXT keys. Port, Host and Addrs travel in the SRV and A/AAAA records.

@@ -35,12 +35,15 @@ func lendCmd(env *cliEnv) *ffcli.Command {
 	addCommon := func(fs *flag.FlagSet) {
 		fs.StringVar(&o.User, "user", "", "the account whose agent reads the pictures (default: the one that runs this; under sudo, yours)")
 	}
-	root := env.flagSet("lend", func(fs *flag.FlagSet) {
+	addCode := func(fs *flag.FlagSet) {
 		addCommon(fs)
-		fs.StringVar(&o.Name, "name", "", "this PC's name on the network (default: its host name)")
 		fs.DurationVar(&o.Valid, "code-valid", lend.DefaultValid, "how long the pairing code works")
-		fs.BoolVar(&dryRun, "dry-run", false, "list every step for this PC's system and change nothing")
 		fs.BoolVar(&asJSON, "json", false, `print the code as one JSON line ({"code","name","expires",...})`)
+	}
+	root := env.flagSet("lend", func(fs *flag.FlagSet) {
+		addCode(fs)
+		fs.StringVar(&o.Name, "name", "", "this PC's name on the network (default: its host name)")
+		fs.BoolVar(&dryRun, "dry-run", false, "list every step for this PC's system and change nothing")
 		fs.BoolVar(&foreground, "foreground", false, "stay and lend until ended (Ctrl-C, SIGTERM): what the lender service runs")
 		fs.IntVar(&o.SSHPort, "ssh-port", 22, "the ssh server's port on this PC")
 		fs.IntVar(&o.PairPort, "pair-port", lend.DefaultPairPort, "the TCP port of the pairing exchange")
@@ -49,8 +52,12 @@ func lendCmd(env *cliEnv) *ffcli.Command {
 	o.Progress = func(s string) { fmt.Fprintln(env.stderr, "... "+s) }
 	o.Version = version.Version
 	sub := func(name, short string, exec func(ctx context.Context) error) *ffcli.Command {
+		flags := addCommon
+		if name == "code" {
+			flags = addCode
+		}
 		return &ffcli.Command{Name: name, ShortHelp: short, ShortUsage: "strata-service lend " + name + " [flags]",
-			FlagSet: env.flagSet("lend "+name, addCommon),
+			FlagSet: env.flagSet("lend "+name, flags),
 			Exec: func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
 					return usageError{fmt.Errorf("lend %s takes no arguments", name)}
@@ -226,7 +233,7 @@ func remoteFindCmd(env *cliEnv) *ffcli.Command {
 }
 
 // pairWithCode is `remote pair --code CODE NAME|HOST[:PORT]`.
-func pairWithCode(ctx context.Context, env *cliEnv, typed, target string, wait, timeout time.Duration) error {
+func pairWithCode(ctx context.Context, env *cliEnv, typed, target string, wait, timeout time.Duration, allowEncoder string) error {
 	code, err := lend.ParseCode(typed)
 	if err != nil {
 		return &exitCode{code: 2, err: fmt.Errorf("--code: %v", err)}
@@ -238,6 +245,13 @@ func pairWithCode(ctx context.Context, env *cliEnv, typed, target string, wait, 
 	var allow []string
 	if enc := localEncoderOf(ctx, env); enc != "" {
 		allow, _ = prepare.InstallSums(enc)
+	}
+	if allowEncoder != "" {
+		more, err := prepare.InstallSums(allowEncoder)
+		if err != nil {
+			return fmt.Errorf("--allow-encoder: %w", err)
+		}
+		allow = append(allow, more...)
 	}
 	res, err := pairing.PairWithCode(ctx, pairing.CodeOptions{Code: code, Targets: targets, Recorder: remoteRecorder(ctx), Allow: allow,
 		Timeout: timeout, Progress: func(s string) { fmt.Fprintln(env.stderr, "... "+s) }})

@@ -214,7 +214,7 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 				return &exitCode{code: 2, err: errors.New("usage: strata-service remote pair --code CODE NAME|HOST[:PORT], or remote pair [user@]host[:port]")}
 			}
 			if pairCode != "" {
-				return pairWithCode(ctx, env, pairCode, args[0], findWait, login.timeout)
+				return pairWithCode(ctx, env, pairCode, args[0], findWait, login.timeout, allowEncoder)
 			}
 			l, err := login.login(env, args[0])
 			if err != nil {
