@@ -131,6 +131,7 @@ func Stop(ctx context.Context, o Options) (*StopReport, error) {
 		return rep, errors.Join(append(errs, errors.New("nothing else was undone; fix that and run lend stop again"))...)
 	}
 	rep.Ended = endAgents(ctx, o, acct, r.AgentDir)
+	removeShown(ctx, acct)
 	if r.AgentDir != "" && filepath.Base(r.AgentDir) == "strata-companion" {
 		if runtime.GOOS == "windows" {
 			err = os.RemoveAll(r.AgentDir)

@@ -113,7 +113,16 @@ func Update(ctx context.Context, edit func(r *Record) error) error {
 	if err := edit(r); err != nil {
 		return err
 	}
-	return save(r)
+	if err := save(r); err != nil {
+		return err
+	}
+	if r.User != "" {
+		// The lending account's own view: the code while it is valid.
+		if err := writeShown(ctx, r); err != nil {
+			return fmt.Errorf("showing the code to %s: %w", r.User, err)
+		}
+	}
+	return nil
 }
 
 // NewCode mints a fresh code valid for valid (the old one dies), and

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/strata-companion/companion/internal/fakeencoder"
+	"github.com/strata-companion/companion/internal/lender"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/testenv"
@@ -168,6 +169,15 @@ func TestLendAndPairWithACodeIntegration(t *testing.T) {
 	lendr := startLender(t, laptop, svc, "--user", owner.Name, "--name", "gaming-laptop", "--ssh-port", sshPort(sshd), "--agent-binary", relayBin)
 	startLender(t, impostor, svc, "--user", other.Name, "--name", "gaming-laptop", "--ssh-port", sshPort(fakeSSHD), "--agent-binary", relayBin)
 	realFP := ssh.FingerprintSHA256(sshd.HostSigner.PublicKey())
+
+	// The owner (and only they) can read the code, for their tray.
+	shown := lender.ShownFile(owner.Home)
+	if b, err := os.ReadFile(shown); err != nil || !strings.Contains(string(b), lendr.code) {
+		t.Errorf("the owner's view %s: %v\n%s", shown, err, b)
+	}
+	if fi, err := os.Stat(shown); err != nil || fi.Mode().Perm() != 0o600 || fi.Sys().(*syscall.Stat_t).Uid != accountUID(t, owner.Name) {
+		t.Errorf("the owner's view: %v %v", fi, err)
+	}
 
 	// Found within the wait: both announce the name, with their own host keys.
 	var list []found
@@ -340,8 +350,10 @@ func TestLendAndPairWithACodeIntegration(t *testing.T) {
 	if _, err := os.Stat(agentDir); !os.IsNotExist(err) {
 		t.Errorf("the agent folder is still there: %v", err)
 	}
-	if _, err := os.Stat(rec); !os.IsNotExist(err) {
-		t.Errorf("the lending record is still there: %v", err)
+	for _, f := range []string{rec, shown} {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after lend stop: %v", f, err)
+		}
 	}
 	if !dialable(laptop.h, sshd.Port) {
 		t.Error("the ssh server that ran before lend no longer answers")
