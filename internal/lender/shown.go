@@ -11,48 +11,19 @@ import (
 
 	"github.com/strata-companion/companion/internal/account"
 	"github.com/strata-companion/companion/internal/asowner"
+	"github.com/strata-companion/companion/internal/lendshown"
 )
 
-// Shown is what the lending account may see of lending: the code to show
-// (its tray, its setup window) while one is valid. It is written as that
-// account, readable by it alone (and the administrators): the account that
-// lends is the one person meant to read the code.
-type Shown struct {
-	Name    string    `json:"name"`
-	Code    string    `json:"code,omitempty"`
-	Expires time.Time `json:"expires,omitempty"`
-	// Paired names the PCs paired so far.
-	Paired []string `json:"paired,omitempty"`
-}
+// Shown is the lending account's view of lending (internal/lendshown, where
+// its readers find it without linking the lender).
+type Shown = lendshown.Shown
 
-// ShownFile is the lending account's view of lending, in its own folder.
-func ShownFile(home string) string {
-	if runtime.GOOS == "windows" {
-		return filepath.Join(home, "AppData", "Local", "StrataCompanion", "lending.json")
-	}
-	return filepath.Join(home, ".config", "strata-companion", "lending.json")
-}
+// ShownFile is the lending account's view, in its own folder.
+func ShownFile(home string) string { return lendshown.File(home) }
 
 // ReadShown reads this account's view (the tray). os.ErrNotExist: this PC
 // does not lend for this account.
-func ReadShown() (*Shown, error) {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return nil, err
-	}
-	b, err := os.ReadFile(ShownFile(home))
-	if err != nil {
-		return nil, err
-	}
-	var s Shown
-	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, err
-	}
-	if s.Code != "" && !time.Now().Before(s.Expires) {
-		s.Code = ""
-	}
-	return &s, nil
-}
+func ReadShown() (*Shown, error) { return lendshown.Read() }
 
 // writeShown writes the record's view for its account, as that account.
 func writeShown(ctx context.Context, r *Record) error {
