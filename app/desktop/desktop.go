@@ -7,12 +7,12 @@ package desktop
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 )
 
 // Desktop implements trayctl.Desktop for this platform.
@@ -39,8 +39,12 @@ func (Desktop) OpenSetup(page string) error {
 
 // SetupPath finds strata-setup: beside the running tray first (the installer
 // puts them together), then on PATH.
-func SetupPath() (string, error) {
-	name := "strata-setup"
+func SetupPath() (string, error) { return findProgram("strata-setup") }
+
+// ServicePath finds strata-service the same way (lending's commands).
+func ServicePath() (string, error) { return findProgram("strata-service") }
+
+func findProgram(name string) (string, error) {
 	if runtime.GOOS == "windows" {
 		name += ".exe"
 	}
@@ -53,7 +57,36 @@ func SetupPath() (string, error) {
 	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	return "", errors.New("strata-setup was not found next to strata-tray or on PATH; reinstall Strata Companion")
+	return "", fmt.Errorf("%s was not found next to strata-tray or on PATH; reinstall Strata Companion", name)
+}
+
+// RunElevated runs strata-service with args with administrator rights and
+// waits for it (trayctl.Desktop): Windows asks with the UAC prompt, Linux
+// with pkexec (polkit's prompt); where neither can ask, the error says what
+// to run by hand.
+func (Desktop) RunElevated(ctx context.Context, args ...string) error {
+	exe, err := ServicePath()
+	if err != nil {
+		return err
+	}
+	return runElevated(ctx, exe, args)
+}
+
+// serviceError is what strata-service said went wrong, from its output:
+// its last "strata-service ...: why" and what follows, without the prefix
+// ("" when it said nothing).
+func serviceError(out []byte) string {
+	lines := strings.Split(strings.TrimSpace(strings.ReplaceAll(string(out), "\r\n", "\n")), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.HasPrefix(lines[i], "strata-service") {
+			msg := strings.Join(lines[i:], " ")
+			if j := strings.Index(msg, ": "); j >= 0 {
+				msg = msg[j+2:]
+			}
+			return strings.TrimSpace(msg)
+		}
+	}
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // Confirm asks a yes/no question with the platform's dialog.
