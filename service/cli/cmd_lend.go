@@ -19,6 +19,7 @@ import (
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
+	"github.com/strata-companion/companion/internal/account"
 	"github.com/strata-companion/companion/internal/lend"
 	"github.com/strata-companion/companion/internal/lender"
 	"github.com/strata-companion/companion/internal/nvsmi"
@@ -71,7 +72,13 @@ func lendCmd(env *cliEnv) *ffcli.Command {
 		ShortUsage: "strata-service lend [--name NAME] [--user ACCOUNT] [--code-valid DURATION] [--dry-run] [--json] [--foreground]",
 		FlagSet:    root,
 		Subcommands: []*ffcli.Command{
-			sub("stop", "stop lending: the paired PCs' keys out, the agent gone, the ssh server as it was", func(ctx context.Context) error {
+			sub("stop", "stop lending: the lender service gone, the paired PCs' keys out, the agent gone, the ssh server as it was", func(ctx context.Context) error {
+				if !account.Privileged() {
+					return lender.ErrStopNeedsAdmin
+				}
+				// First the service that pairs and announces, so that it
+				// does neither while the rest is undone.
+				stopLenderService(o.Progress)
 				rep, err := lender.Stop(ctx, o)
 				if rep != nil {
 					fmt.Fprintf(env.stdout, "Stopped lending this PC's GPU.\n")
@@ -97,6 +104,7 @@ func lendCmd(env *cliEnv) *ffcli.Command {
 					return err
 				}
 				fmt.Fprint(env.stdout, lender.Describe(r, time.Now()))
+				fmt.Fprintln(env.stdout, lenderServiceWords())
 				return nil
 			}),
 			sub("code", "show a new pairing code (the old one stops working)", func(ctx context.Context) error {
@@ -129,20 +137,39 @@ func lendCmd(env *cliEnv) *ffcli.Command {
 				}
 				return nil
 			}
-			o.GPUs = localGPUs(ctx)
-			r, err := lender.Setup(ctx, o)
-			if err != nil {
-				return err
+			setup := func(ctx context.Context) (*lender.Record, error) {
+				o.GPUs = localGPUs(ctx)
+				return lender.Setup(ctx, o)
 			}
-			printCode(env, asJSON, r.Code.Code, r.Code.Expires, r)
 			if !foreground {
-				fmt.Fprintln(env.stderr, "Now keep lending: run `strata-service lend --foreground` (or the lender service) so the other PC can pair; `lend stop` undoes everything.")
+				// Set up here (its steps and errors on this console), then
+				// have the lender service keep lending.
+				r, err := setup(ctx)
+				if err != nil {
+					return err
+				}
+				r, service, why := keepLending(ctx, o, r, o.Progress)
+				printCode(env, asJSON, r.Code.Code, r.Code.Expires, r)
+				sayKeepLending(env.stderr, asJSON, service, why)
 				return nil
 			}
-			o.Announce = lend.Announce
+			// What the lender service runs: set up, show the code, then
+			// pair and announce until stopped.
+			serve := func(ctx context.Context) error {
+				r, err := setup(ctx)
+				if err != nil {
+					return err
+				}
+				printCode(env, asJSON, r.Code.Code, r.Code.Expires, r)
+				o.Announce = lend.Announce
+				return lender.Serve(ctx, o, nil)
+			}
+			if handled, err := runLenderUnderServiceManager(env, serve); handled {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return lender.Serve(ctx, o, nil)
+			return serve(ctx)
 		},
 	}
 }
