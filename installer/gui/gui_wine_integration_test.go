@@ -628,6 +628,9 @@ func TestWindowsGUIUnderWine(t *testing.T) {
 	g.key("Return") // Next
 	_, img = g.installerPage("the licence page", img)
 	g.key("Return") // I Agree
+	_, img = g.installerPage("the role page", img)
+	g.keepShot("installer-role")
+	g.key("Return") // Next: Run Strata on this PC (the default)
 	_, img = g.installerPage("the install folder page", img)
 	g.key("Return") // Next
 	_, img = g.installerPage("the Strata folder page", img)
@@ -640,6 +643,9 @@ func TestWindowsGUIUnderWine(t *testing.T) {
 	g.keepShot("installer-finish")
 	if v := g.regValue(regKey, "StrataRoot"); v != "" {
 		t.Errorf("the installer remembered a Strata folder (%q) though none was chosen", v)
+	}
+	if v := g.regValue(regKey, "Role"); v != "strata" {
+		t.Errorf("the installer remembered the role %q, want strata (Run Strata on this PC)", v)
 	}
 	if v := g.regValue(runKeyHKLM, "StrataCompanionTray"); !strings.Contains(v, "strata-tray.exe") {
 		t.Errorf("the installer's sign-in entry for the tray: %q", v)
@@ -814,6 +820,8 @@ func TestWindowsGUIUnderWine(t *testing.T) {
 	_, img = g.installerPage("the installer's Welcome page (again)", nil)
 	g.key("Return")
 	_, img = g.installerPage("the licence page (again)", img)
+	g.key("Return")
+	_, img = g.installerPage("the role page (again)", img)
 	g.key("Return")
 	_, img = g.installerPage("the install folder page (again)", img)
 	g.key("Return")

@@ -80,6 +80,11 @@ func lendCmd(env *cliEnv) *ffcli.Command {
 				// does neither while the rest is undone.
 				stopLenderService(o.Progress)
 				rep, err := lender.Stop(ctx, o)
+				if errors.Is(err, lender.ErrNotLending) {
+					// Stopped already (the tray, an earlier stop): done.
+					fmt.Fprintln(env.stdout, "This PC is not lending its GPU: nothing to stop.")
+					return nil
+				}
 				if rep != nil {
 					fmt.Fprintf(env.stdout, "Stopped lending this PC's GPU.\n")
 					for _, p := range rep.KeysRemoved {
