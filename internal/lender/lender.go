@@ -97,7 +97,10 @@ func Setup(ctx context.Context, o Options) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if acct.Privileged {
+	// Root never lends (its key would reach everything); on Windows the
+	// account that lends is usually an administrator, and its key is still
+	// forced to the agent's gate (docs/security.md).
+	if acct.Privileged && runtime.GOOS != "windows" {
 		return nil, fmt.Errorf("the account %s is an administrator (or root): lend for a normal account (--user NAME), so the paired PC can run only that account's agent", acct.Name)
 	}
 	bin := o.AgentBinary

@@ -427,3 +427,71 @@ func (p *relayProc) enc(t *testing.T, img, out string) string {
 	fmt.Fprintf(p.in, "ENC %s %s\n", img, out)
 	return testenv.Receive(t, p.lines, 90*time.Second, "the relay's answer\n"+p.stderr.String())
 }
+
+// lend --dry-run lists every step for Linux and changes nothing.
+func TestLendDryRunChangesNothingIntegration(t *testing.T) {
+	home := isolate(t)
+	out, errOut, code := remoteCLI(t, "", "lend", "--dry-run", "--user", "gamer")
+	if code != 0 || !strings.Contains(out, "systemctl enable --now ssh.service") || !strings.Contains(out, "left exactly as it is") ||
+		!strings.Contains(out, "never the code") || !strings.Contains(out, "gamer") {
+		t.Fatalf("lend --dry-run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if m, _ := filepath.Glob(filepath.Join(home, "companion", "*")); len(m) != 0 {
+		t.Errorf("the dry run wrote %v", m)
+	}
+	// Not lending: status says so, code and stop refuse in words.
+	if out, _, code := remoteCLI(t, "", "lend", "status"); code != 0 || !strings.Contains(out, "not lending") {
+		t.Errorf("lend status: exit %d %s", code, out)
+	}
+	if _, e, code := remoteCLI(t, "", "lend", "code"); code != 1 || !strings.Contains(e, "run strata-service lend first") {
+		t.Errorf("lend code while not lending: exit %d %s", code, e)
+	}
+}
+
+// Without root, lend says how to run it, and changes nothing.
+func TestLendAsANormalAccountIntegration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("adds an account")
+	}
+	u := testenv.NewUser(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	os.Chmod(home, 0o777)
+	cmd := exec.Command("setpriv", "--reuid", u.Name, "--regid", u.Name, "--init-groups", self, "lend", "--agent-binary", self)
+	cmd.Env = []string{envChildCLI + "=1", "HOME=" + u.Home, locations.EnvHome + "=" + home, "PATH=/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "sudo strata-service lend") {
+		t.Fatalf("lend as %s: %v\n%s", u.Name, err, out)
+	}
+	if m, _ := filepath.Glob(filepath.Join(home, "*")); len(m) != 0 {
+		t.Errorf("lend without rights wrote %v", m)
+	}
+}
+
+// The Windows steps under wine: the dry run lists them (the firewall rule
+// for the Private profile and the local subnet only), and a real run where
+// Windows cannot add OpenSSH Server (wine has no PowerShell) says what to
+// do and records nothing.
+func TestLendOnWindowsUnderWineIntegration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sets up a wine prefix")
+	}
+	w := newWine(t)
+	svc := filepath.Join(w.dir, "strata-service.exe")
+	buildWindows(t, svc, "..")
+	out, ok := w.run(svc, "lend", "--dry-run")
+	if !ok || !strings.Contains(out, "Add-WindowsCapability -Online -Name OpenSSH.Server~~~~0.0.1.0") || !strings.Contains(out, "sc.exe config sshd start= auto") ||
+		!strings.Contains(out, "profile=private remoteip=localsubnet") || strings.Contains(strings.ToLower(out), "profile=public") || !strings.Contains(out, `%USERPROFILE%\strata-companion`) {
+		t.Fatalf("lend --dry-run under wine:\n%s", out)
+	}
+	out, ok = w.run(svc, "lend", "--agent-binary", `C:\strata-service.exe`)
+	if ok || !strings.Contains(out, "Windows could not install OpenSSH Server") || !strings.Contains(out, "Optional features") {
+		t.Fatalf("lend under wine without OpenSSH Server:\n%s", out)
+	}
+	if out, ok := w.run(svc, "lend", "status"); !ok || !strings.Contains(out, "not lending") {
+		t.Errorf("lend status after the refused lend:\n%s", out)
+	}
+}
