@@ -166,7 +166,13 @@ func TestLendAndPairWithACodeIntegration(t *testing.T) {
 	fakeSSHD := testenv.StartSSHD(t, sshdOpts(impostor.h))
 	sshPort := func(s *testenv.SSHD) string { return fmt.Sprint(s.Port) }
 
+	// The user's path is timed (bench/lend/first-picture.sh reads these
+	// lines); the refusals the test adds between its steps are not.
+	timed := map[string]time.Duration{}
+	clock := func(step string, since time.Time) { timed[step] = time.Since(since) }
+	t0 := time.Now()
 	lendr := startLender(t, laptop, svc, "--user", owner.Name, "--name", "gaming-laptop", "--ssh-port", sshPort(sshd), "--agent-binary", relayBin)
+	clock("lend (code shown, pairing port open)", t0)
 	startLender(t, impostor, svc, "--user", other.Name, "--name", "gaming-laptop", "--ssh-port", sshPort(fakeSSHD), "--agent-binary", relayBin)
 	realFP := ssh.FingerprintSHA256(sshd.HostSigner.PublicKey())
 
@@ -181,7 +187,9 @@ func TestLendAndPairWithACodeIntegration(t *testing.T) {
 
 	// Found within the wait: both announce the name, with their own host keys.
 	var list []found
+	t0 = time.Now()
 	testenv.WaitFor(t, 30*time.Second, "both lenders listed", func() bool { list = find(t, me, svc); return len(list) == 2 })
+	clock("remote find (3 s wait)", t0)
 	for _, f := range list {
 		if f.Name != "gaming-laptop" || len(f.GPUs) != 1 || f.GPUs[0].TotalMiB <= 0 || f.Paired {
 			t.Errorf("listed %+v", f)
@@ -220,7 +228,9 @@ func TestLendAndPairWithACodeIntegration(t *testing.T) {
 	nothingPaired("after the impostor")
 
 	// By name, with the code alone: the impostor (same name) is told apart.
+	t0 = time.Now()
 	out, e, code := pair(lendr.code, "gaming-laptop")
+	clock("remote pair --code NAME", t0)
 	if code != 0 || !strings.Contains(out, "Paired with "+owner.Name+"@"+laptop.h.Addr) {
 		t.Fatalf("pair by name: exit %d\n%s\n%s", code, out, e)
 	}
@@ -294,14 +304,17 @@ func TestLendAndPairWithACodeIntegration(t *testing.T) {
 	mm, model := filepath.Join(local, "mmproj.gguf"), filepath.Join(local, "m-00001-of-00002.gguf")
 	fakeencoder.WriteMmproj(mm, 48)
 	fakeencoder.WriteModel(model, 30)
+	t0 = time.Now()
 	if out, e, code := me.run(t, svc, "remote", "prepare", "--mmproj", mm, "--model", model, "--local-encoder", filepath.Join(bins, "standin"), "--max-tokens", "4"); code != 0 || !strings.Contains(out, "answered READY 48") {
 		t.Fatalf("prepare: exit %d\n%s\n%s", code, out, e)
 	}
+	clock("remote prepare", t0)
 	st, _ = settings.Load(settingsFile)
 	st.Vision = settings.PlacementRemote
 	if err := st.Save(settingsFile); err != nil {
 		t.Fatal(err)
 	}
+	t0 = time.Now()
 	r := startRelayIn(t, me, relayBin, mm, model)
 	img := filepath.Join(local, "a.img")
 	picture := func(shade uint8) {
@@ -317,6 +330,13 @@ func TestLendAndPairWithACodeIntegration(t *testing.T) {
 	if l := r.enc(t, img, filepath.Join(local, "a.sve")); !strings.HasPrefix(l, "OK ") {
 		t.Fatalf("the first picture: %q\n%s", l, r.stderr.String())
 	}
+	clock("relay start and first picture", t0)
+	var total time.Duration
+	for _, step := range []string{"lend (code shown, pairing port open)", "remote find (3 s wait)", "remote pair --code NAME", "remote prepare", "relay start and first picture"} {
+		t.Logf("bench: %-40s %8.0f ms", step, float64(timed[step].Microseconds())/1000)
+		total += timed[step]
+	}
+	t.Logf("bench: %-40s %8.0f ms", "lend to first picture (sum)", float64(total.Microseconds())/1000)
 
 	// The lender ended: unlisted within the wait, and pictures go on.
 	lendr.cmd.Process.Signal(syscall.SIGTERM)
