@@ -104,7 +104,7 @@ func lendCmd(env *cliEnv) *ffcli.Command {
 				c, exp, err := lender.NewCode(ctx, o.Valid)
 				if err != nil {
 					if errors.Is(err, lender.ErrNotLending) {
-						return errors.New("this PC is not lending its GPU: run strata-service lend first")
+						return errors.New("this PC is not lending its GPU (strata-service lend starts lending)")
 					}
 					return err
 				}

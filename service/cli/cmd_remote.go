@@ -194,7 +194,7 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 	cmds = append(cmds, &ffcli.Command{
 		Name:       "pair",
 		ShortHelp:  "give the companion its own key on the second PC: with the code it shows (lend), or your credentials once",
-		ShortUsage: "strata-service remote pair --code CODE NAME|HOST[:PORT]  |  strata-service remote pair [user@]host[:port] [flags]",
+		ShortUsage: "strata-service remote pair [user@]host[:port] [flags], or with a lender's code: strata-service remote pair --code CODE NAME|HOST[:PORT]",
 		FlagSet: env.flagSet("remote pair", func(fs *flag.FlagSet) {
 			fs.StringVar(&pairCode, "code", "", "the pairing code the other PC shows (strata-service lend there): nothing else is asked; NAME is as remote find lists it, PORT the lender's pairing port (default 7390)")
 			fs.DurationVar(&findWait, "wait", 3*time.Second, "with --code and a NAME: how long to look for it on the network")

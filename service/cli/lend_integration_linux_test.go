@@ -463,7 +463,7 @@ func TestLendDryRunChangesNothingIntegration(t *testing.T) {
 	if out, _, code := remoteCLI(t, "", "lend", "status"); code != 0 || !strings.Contains(out, "not lending") {
 		t.Errorf("lend status: exit %d %s", code, out)
 	}
-	if _, e, code := remoteCLI(t, "", "lend", "code"); code != 1 || !strings.Contains(e, "run strata-service lend first") {
+	if _, e, code := remoteCLI(t, "", "lend", "code"); code != 1 || !strings.Contains(e, "strata-service lend starts lending") {
 		t.Errorf("lend code while not lending: exit %d %s", code, e)
 	}
 }
