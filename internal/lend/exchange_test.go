@@ -222,7 +222,10 @@ type recorder struct {
 	sent []byte
 }
 
-func (r *recorder) Write(p []byte) (int, error) { r.sent = append(r.sent, p...); return r.Conn.Write(p) }
+func (r *recorder) Write(p []byte) (int, error) {
+	r.sent = append(r.sent, p...)
+	return r.Conn.Write(p)
+}
 
 // An eavesdropper that saw a whole pairing cannot pair later from it: its
 // replay of this PC's messages, on a lender holding the very same code

@@ -247,6 +247,16 @@ func TestLendAndPairWithACodeIntegration(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(owner.Home, ".ssh", "authorized_keys")); err != nil || fi.Mode().Perm() != 0o600 || fi.Sys().(*syscall.Stat_t).Uid != accountUID(t, owner.Name) {
 		t.Errorf("authorized_keys mode/owner: %v %v", fi.Mode(), err)
 	}
+	// Listed as paired now; lend status says what lending changed and who is paired.
+	for _, f := range find(t, me, svc) {
+		if f.Paired != (f.Host == laptop.h.Addr) {
+			t.Errorf("after pairing, listed %+v", f)
+		}
+	}
+	if out, e, code := laptop.run(t, svc, "lend", "status"); code != 0 || !strings.Contains(out, "left exactly as it was") ||
+		!strings.Contains(out, "paired: ") || !strings.Contains(out, agentDir) || strings.Contains(out, lendr.code) {
+		t.Errorf("lend status: exit %d\n%s\n%s", code, out, e)
+	}
 	// Reused: the code paired once; it pairs nothing again.
 	if _, e, code := pair(lendr.code, laptop.h.Addr); code != 1 || !strings.Contains(e, "used already") {
 		t.Fatalf("reused code: exit %d\n%s", code, e)
