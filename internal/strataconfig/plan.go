@@ -207,6 +207,9 @@ func (p *planner) plan(src []byte) ([]byte, error) {
 		}
 		set("exe", st.jsonString(relay))
 		set("remote", "true")
+		if !isRelay(v.Exe) || !v.Remote {
+			p.note(`"remote": true with strata-vision-relay as "exe": Strata hands each picture to the relay, which reads it where the companion's settings say (this PC's CPU, the second PC, or nowhere), so a later move among those needs no restart`)
+		}
 		// The relay routes each picture by the settings (second PC, this
 		// PC's CPU, off) and runs no GPU encoder here: Strata must not
 		// count it as one (it then also hides the GPU from the relay's
