@@ -36,7 +36,7 @@ func remoteCmd(env *cliEnv) *ffcli.Command {
 	subs = append(subs, remotePrepareCmd(env), remoteIdleStopCmd(env))
 	return &ffcli.Command{
 		Name:        "remote",
-		ShortHelp:   "pair, unpair or prepare the second PC that reads pictures",
+		ShortHelp:   "pair, unpair or prepare the second PC that reads pictures, or set when its encoder stops (idle-stop)",
 		ShortUsage:  "strata-service remote <subcommand> [arguments] [flags]",
 		FlagSet:     env.flagSet("remote", nil),
 		Subcommands: subs,
