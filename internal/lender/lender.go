@@ -327,14 +327,8 @@ func hostKey(ctx context.Context, addr string) (ssh.PublicKey, error) {
 // grant is the lender's work for a request the code proved: the key
 // authorized for the agent's gate only, and what the PC must pin.
 func grant(ctx context.Context, r *Record, local net.Addr, req lend.Request) (*lend.Grant, error) {
-	pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(req.PublicKey))
+	pub, err := checkRequest(req)
 	if err != nil {
-		return nil, fmt.Errorf("the other PC's key is unreadable: %v", err)
-	}
-	if !pairing.SafeComment(req.Comment) {
-		return nil, fmt.Errorf("the key's name %q may hold only letters, digits and @ . _ -", req.Comment)
-	}
-	if err := pairing.CheckGatePins(req.Allow, req.Encoder); err != nil {
 		return nil, err
 	}
 	acct, err := account.Lookup(r.User)
@@ -378,6 +372,27 @@ func grant(ctx context.Context, r *Record, local net.Addr, req lend.Request) (*l
 	}
 	return &lend.Grant{Name: r.Name, HostKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(hk))), User: r.User, Port: r.SSHPort,
 		OS: goos, Arch: runtime.GOARCH, AgentDir: r.AgentDir, KeysFile: r.KeysFile, MAC: macOf(ip)}, nil
+}
+
+// checkRequest is what a request proved by the code may ask for: one
+// public key, a line name of the companion's own (so it can replace or
+// remove no line of the account's: `authorized-keys add` replaces the
+// lines of that name), and gate pins of the usual form.
+func checkRequest(req lend.Request) (ssh.PublicKey, error) {
+	pub, _, opts, rest, err := ssh.ParseAuthorizedKey([]byte(req.PublicKey))
+	if err != nil || len(rest) > 0 || len(opts) > 0 {
+		return nil, fmt.Errorf("the other PC's key is unreadable (%v)", err)
+	}
+	if !pairing.SafeComment(req.Comment) || !strings.HasPrefix(req.Comment, pairing.CommentPrefix) {
+		return nil, fmt.Errorf("the key's name %q must start with %s and hold only letters, digits and @ . _ -", req.Comment, pairing.CommentPrefix)
+	}
+	if err := pairing.CheckGatePins(req.Allow, req.Encoder); err != nil {
+		return nil, err
+	}
+	if len(req.From) > 255 || strings.ContainsAny(req.From, "\r\n") {
+		return nil, errors.New("the other PC's name is not one line of at most 255 bytes")
+	}
+	return pub, nil
 }
 
 // macOf is the hardware address of the card holding ip (for Wake-on-LAN).

@@ -133,13 +133,17 @@ func GateCommand(goos, agentDir string, allow []string, encoder, keys string) []
 		Gate: agentcmd.Gate{Allow: allow, Encoder: encoder, Keys: keys}}.Argv(goos)
 }
 
+// CommentPrefix starts the name of every authorized_keys line the
+// companion writes.
+const CommentPrefix = "strata-companion@"
+
 // DefaultComment names the companion's authorized_keys lines.
 func DefaultComment() string {
 	h, err := os.Hostname()
 	if err != nil || h == "" {
 		h = "this-pc"
 	}
-	return "strata-companion@" + safeComment.ReplaceAllString(h, "-")
+	return CommentPrefix + safeComment.ReplaceAllString(h, "-")
 }
 
 var safeComment = regexp.MustCompile(`[^A-Za-z0-9@._-]`)
