@@ -226,9 +226,19 @@ func openSSH(ctx context.Context, o Options, r *Record) error {
 
 func openWindowsSSH(ctx context.Context, o Options, r *Record) error {
 	steps := windowsSSHSteps(o.SSHPort, o.PairPort)
-	if _, err := o.Run(ctx, []string{"sc.exe", "query", "sshd"}); err != nil {
+	// An installed service answers with its state (wine's sc.exe exits 0
+	// for any name, so the words decide, not the exit code alone).
+	installed := func() bool {
+		out, err := o.Run(ctx, []string{"sc.exe", "query", "sshd"})
+		return err == nil && strings.Contains(string(out), "STATE")
+	}
+	if !installed() {
 		o.Progress(steps[0].Say)
-		if out, err := o.Run(ctx, steps[0].Argv); err != nil {
+		out, err := o.Run(ctx, steps[0].Argv)
+		if err == nil && !installed() {
+			err = errors.New("the sshd service is still missing afterwards")
+		}
+		if err != nil {
 			return capabilityError(out, err)
 		}
 		r.Installed = true
@@ -236,7 +246,9 @@ func openWindowsSSH(ctx context.Context, o Options, r *Record) error {
 	for _, s := range steps[1:] {
 		o.Progress(s.Say)
 		if out, err := o.Run(ctx, s.Argv); err != nil {
-			return fmt.Errorf("%s: %v: %s", strings.Join(s.Argv, " "), err, bytes.TrimSpace(out))
+			return fmt.Errorf("Windows refused to %s (%s: %v %s); nothing after it was done: do it by hand (Services: OpenSSH SSH Server; "+
+				"Windows Defender Firewall: allow TCP ports %d and %d on Private networks), then lend again",
+				s.Say, strings.Join(s.Argv, " "), err, bytes.TrimSpace(out), o.SSHPort, o.PairPort)
 		}
 	}
 	r.SSHServer, r.SSHEnabled, r.FirewallRule = "sshd", true, FirewallRuleName

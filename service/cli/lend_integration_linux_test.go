@@ -517,7 +517,8 @@ func TestLendOnWindowsUnderWineIntegration(t *testing.T) {
 		!strings.Contains(out, "profile=private remoteip=localsubnet") || strings.Contains(strings.ToLower(out), "profile=public") || !strings.Contains(out, `%USERPROFILE%\strata-companion`) {
 		t.Fatalf("lend --dry-run under wine:\n%s", out)
 	}
-	out, ok = w.run(svc, "lend", "--agent-binary", `C:\strata-service.exe`)
+	testenv.Copy(t, svc, w.drive("strata-vision-relay.exe"), 0o755) // any file: the refusal comes first
+	out, ok = w.run(svc, "lend", "--agent-binary", `C:\strata-vision-relay.exe`)
 	if ok || !strings.Contains(out, "Windows could not install OpenSSH Server") || !strings.Contains(out, "Optional features") {
 		t.Fatalf("lend under wine without OpenSSH Server:\n%s", out)
 	}
