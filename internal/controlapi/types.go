@@ -321,7 +321,7 @@ type RemoteRecord struct {
 	Unpair bool `json:"unpair,omitempty"`
 }
 
-// RemotePrepared is relay.PrepareResult on the wire.
+// RemotePrepared is prepare.Result on the wire.
 type RemotePrepared struct {
 	OS          string `json:"os,omitempty"`
 	Arch        string `json:"arch,omitempty"`

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/strata-companion/companion/internal/locations"
-	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/prepare"
 	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/secondpc"
 	"github.com/strata-companion/companion/internal/settings"
@@ -230,7 +230,7 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 			keyAgentOnly := !shellKey && forced == ""
 			var allow []string
 			if allowEncoder != "" {
-				if allow, err = relay.InstallSums(allowEncoder); err != nil {
+				if allow, err = prepare.InstallSums(allowEncoder); err != nil {
 					return fmt.Errorf("--allow-encoder: %w", err)
 				}
 			}
