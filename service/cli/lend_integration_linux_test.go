@@ -385,6 +385,14 @@ func TestLendAndPairWithACodeIntegration(t *testing.T) {
 			t.Errorf("%s is still there after lend stop: %v", f, err)
 		}
 	}
+	// The agent's temp folder over ssh is /tmp (sshd sets no TMPDIR).
+	if left, _ := filepath.Glob("/tmp/strata-vision-relay-*"); len(left) > 0 {
+		for _, d := range left {
+			if fi, err := os.Stat(d); err == nil && fi.Sys().(*syscall.Stat_t).Uid == accountUID(t, owner.Name) {
+				t.Errorf("lend stop left the ended agent's scratch folder %s", d)
+			}
+		}
+	}
 	if !dialable(laptop.h, sshd.Port) {
 		t.Error("the ssh server that ran before lend no longer answers")
 	}
