@@ -449,7 +449,28 @@ func (f *Flow) Machine() *Machine {
 func (f *Flow) Recommendation() Recommendation {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.rec
+	rec := f.rec
+	trials := f.trialsLocked()
+	if mp, ok := f.d.Prober.(MeasuredProber); ok && f.machine != nil && len(trials) > 0 {
+		// The reason quotes the measured figures; the choice stays the
+		// probe's (MeasuredAdvice says what the figures alone suggest).
+		ms := &settings.Settings{}
+		for p, t := range trials {
+			ms.SetMeasured(p, t.Measurement)
+		}
+		rec = mp.RecommendMeasured(f.machine, f.report, ms.Measured)
+		rec.Best, rec.BestDevice = f.rec.Best, f.rec.BestDevice
+	}
+	rec.Options = append([]Option(nil), rec.Options...)
+	for i, o := range rec.Options {
+		// A spare GPU picked by its index has no trial of its own: the
+		// GPU trial reads on the GPU Strata would use.
+		if t := trials[o.Placement]; t != nil && o.Device == nil && o.Available {
+			m := t.Measurement
+			rec.Options[i].Measured = &m
+		}
+	}
+	return rec
 }
 
 // ---- Placement ----
@@ -776,13 +797,15 @@ func (f *Flow) summaryLocked() string {
 			o.PictureSeconds = f.report.PictureSeconds
 		}
 	}
-	// A trial of this run on the chosen place says more than an estimate
-	// (a spare GPU picked by its index has none: the GPU trial reads on
-	// the GPU Strata would use).
-	if t := f.trials[f.choice.Placement]; t != nil && f.choice.Device == nil {
-		s += fmt.Sprintf(", %s per picture as measured here", settings.Secs(t.PictureS))
-	} else if o.PictureSeconds > 0 {
-		s += fmt.Sprintf(", about %s per picture", FormatSeconds(o.PictureSeconds))
+	// A trial on the chosen place replaces the estimate (a spare GPU
+	// picked by its index has none: the GPU trial reads on the GPU Strata
+	// would use).
+	var m *settings.Measurement
+	if t := f.trialsLocked()[f.choice.Placement]; t != nil && f.choice.Device == nil {
+		m = &t.Measurement
+	}
+	if w := settings.ShownPicture(o.PictureSeconds, m).Words(); w != "" {
+		s += ", " + w
 	}
 	if p.SecondPC() {
 		s += f.pcOpts.describe()
@@ -1236,15 +1259,9 @@ func (f *Flow) Cancel() CancelResult {
 	return res
 }
 
-// FormatSeconds writes a picture time for people: "1.6 s", "15 s", "0.8 s".
-// The probe's reasons round the same way (probe.Seconds): one figure, one
-// way of writing it, in the reason and in the option under it.
-func FormatSeconds(s float64) string {
-	if s >= 9.95 { // 9.96 is "10 s", not "10.0 s"
-		return fmt.Sprintf("%.0f s", s)
-	}
-	return fmt.Sprintf("%.1f s", s)
-}
+// FormatSeconds writes an estimated picture time for people: "1.6 s",
+// "15 s", "0.8 s" (settings.RoughSecs, as the probe's reasons write it).
+func FormatSeconds(s float64) string { return settings.RoughSecs(s) }
 
 func orNop(p func(Progress)) func(Progress) {
 	if p == nil {

@@ -97,16 +97,8 @@ func (f *Flow) Measure(ctx context.Context, p settings.Placement, progress func(
 func (f *Flow) Trials() (map[settings.Placement]*Trial, map[settings.Placement]error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := map[settings.Placement]*Trial{}
-	for _, p := range settings.Measurable() {
-		if m := f.prev.LastMeasured(p); m != nil {
-			out[p] = &Trial{Measurement: *m}
-		}
-	}
+	out := f.trialsLocked()
 	errs := map[settings.Placement]error{}
-	for p, t := range f.trials {
-		out[p] = t
-	}
 	for p, e := range f.trialErrs {
 		if p == settings.PlacementRemote && f.remote != nil && f.prepared {
 			if k := measure.KindOf(e); k == measure.KindNotPaired || k == measure.KindNotPrepared {
@@ -118,14 +110,32 @@ func (f *Flow) Trials() (map[settings.Placement]*Trial, map[settings.Placement]e
 	return out, errs
 }
 
-// MeasuredAdvice is the recommendation from this run's measured figures:
+// trialsLocked are this run's trials and, for places not measured now, the
+// last ones kept in the settings.
+func (f *Flow) trialsLocked() map[settings.Placement]*Trial {
+	out := map[settings.Placement]*Trial{}
+	for _, p := range settings.Measurable() {
+		m := f.prev.LastMeasured(p)
+		if m == nil || p == settings.PlacementRemote && f.remote != nil && m.Host != "" && m.Host != f.remote.Host {
+			continue // none, or another second PC's
+		}
+		out[p] = &Trial{Measurement: *m}
+	}
+	for p, t := range f.trials {
+		out[p] = t
+	}
+	return out
+}
+
+// MeasuredAdvice is the recommendation from the measured figures (this
+// run's, and the ones kept in the settings for places not measured now):
 // where, why ("" when nothing was measured), and whether it differs from
 // the estimate's.
 func (f *Flow) MeasuredAdvice() (settings.Placement, string, bool) {
 	f.mu.Lock()
 	base := f.rec.Best
 	var outs []measure.Outcome
-	for p, t := range f.trials {
+	for p, t := range f.trialsLocked() {
 		outs = append(outs, measure.Outcome{Placement: p, Result: &measure.Result{Placement: p, PictureSeconds: t.PictureS}})
 	}
 	for p, e := range f.trialErrs {

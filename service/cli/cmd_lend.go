@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -116,7 +117,7 @@ func lendCmd(env *cliEnv) *ffcli.Command {
 				c, exp, err := lender.NewCode(ctx, o.Valid)
 				if err != nil {
 					if errors.Is(err, lender.ErrNotLending) {
-						return errors.New("this PC is not lending its GPU: run strata-service lend first")
+						return errors.New("this PC is not lending its GPU (strata-service lend starts lending)")
 					}
 					return err
 				}
@@ -296,6 +297,10 @@ func pairWithCode(ctx context.Context, env *cliEnv, typed, target string, wait, 
 	return nil
 }
 
+// namesakeGrace is how long pairing by name listens for other PCs of the
+// same name after the first answer.
+const namesakeGrace = 500 * time.Millisecond
+
 // codeTargets are the lenders target names: those announcing that name
 // (each with the host key it announced), else the address typed.
 func codeTargets(ctx context.Context, target string, wait time.Duration) ([]pairing.CodeTarget, error) {
@@ -308,13 +313,26 @@ func codeTargets(ctx context.Context, target string, wait time.Duration) ([]pair
 		host, port = h, n
 	}
 	if port == 0 && net.ParseIP(host) == nil {
-		found, _ := lend.Browse(ctx, wait)
+		// Every PC answering to that name within the wait, but no longer
+		// than namesakeGrace after the first: a lender answers at once, and
+		// another PC of the same name (an impostor) answers as fast.
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
 		var ts []pairing.CodeTarget
-		for _, a := range found {
-			if strings.EqualFold(a.Name, host) || a.Host == host {
-				ts = append(ts, pairing.CodeTarget{Name: a.Name, Host: a.Host, PairPort: a.PairPort, SSHPort: a.Port, HostKey: a.HostKey})
+		var mu sync.Mutex
+		lend.Watch(wctx, func(a lend.Announcement) {
+			if !strings.EqualFold(a.Name, host) && a.Host != host {
+				return
 			}
-		}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(ts) == 0 {
+				time.AfterFunc(namesakeGrace, cancel)
+			}
+			ts = append(ts, pairing.CodeTarget{Name: a.Name, Host: a.Host, PairPort: a.PairPort, SSHPort: a.Port, HostKey: a.HostKey})
+		})
+		mu.Lock()
+		defer mu.Unlock()
 		if len(ts) > 0 {
 			return ts, nil
 		}
