@@ -14,24 +14,13 @@ import (
 	"github.com/strata-companion/companion/internal/lendshown"
 )
 
-// Shown is the lending account's view of lending (internal/lendshown, where
-// its readers find it without linking the lender).
-type Shown = lendshown.Shown
-
-// ShownFile is the lending account's view, in its own folder.
-func ShownFile(home string) string { return lendshown.File(home) }
-
-// ReadShown reads this account's view (the tray). os.ErrNotExist: this PC
-// does not lend for this account.
-func ReadShown() (*Shown, error) { return lendshown.Read() }
-
 // writeShown writes the record's view for its account, as that account.
 func writeShown(ctx context.Context, r *Record) error {
 	a, err := account.Lookup(r.User)
 	if err != nil {
 		return err
 	}
-	s := Shown{Name: r.Name}
+	s := lendshown.Shown{Name: r.Name}
 	if c, err := r.Code.Valid(time.Now()); err == nil {
 		s.Code, s.Expires = c.String(), r.Code.Expires
 	}
@@ -39,7 +28,7 @@ func writeShown(ctx context.Context, r *Record) error {
 		s.Paired = append(s.Paired, p.From)
 	}
 	b, _ := json.MarshalIndent(s, "", "  ")
-	path := ShownFile(a.Home)
+	path := lendshown.File(a.Home)
 	if runtime.GOOS == "windows" {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return err
@@ -52,7 +41,7 @@ func writeShown(ctx context.Context, r *Record) error {
 
 // removeShown takes the account's view away (lend stop).
 func removeShown(ctx context.Context, a *account.Account) {
-	path := ShownFile(a.Home)
+	path := lendshown.File(a.Home)
 	if runtime.GOOS == "windows" {
 		os.Remove(path)
 		return

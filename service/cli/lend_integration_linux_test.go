@@ -21,7 +21,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/strata-companion/companion/internal/fakeencoder"
-	"github.com/strata-companion/companion/internal/lender"
+	"github.com/strata-companion/companion/internal/lendshown"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/testenv"
@@ -177,7 +177,7 @@ func TestLendAndPairWithACodeIntegration(t *testing.T) {
 	realFP := ssh.FingerprintSHA256(sshd.HostSigner.PublicKey())
 
 	// The owner (and only they) can read the code, for their tray.
-	shown := lender.ShownFile(owner.Home)
+	shown := lendshown.File(owner.Home)
 	if b, err := os.ReadFile(shown); err != nil || !strings.Contains(string(b), lendr.code) {
 		t.Errorf("the owner's view %s: %v\n%s", shown, err, b)
 	}
