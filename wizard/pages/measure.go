@@ -52,10 +52,10 @@ func measuredWords(t *setupflow.Trial) string {
 // and Cancel.
 func (u *UI) trialRow(o setupflow.Option, ts *trialState, rebuild func()) fyne.CanvasObject {
 	box := container.NewVBox()
-	if !u.Flow.CanMeasure() || !o.Available || !o.Placement.ReadsPictures() || o.Device != nil {
+	if !u.Flow.Measure.Available() || !o.Available || !o.Placement.ReadsPictures() || o.Device != nil {
 		return box
 	}
-	trials, errs := u.Flow.Trials()
+	trials, errs := u.Flow.Measure.Trials()
 	if t := trials[o.Placement]; t != nil {
 		l := widget.NewLabelWithStyle(measuredWords(t), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
 		l.Importance = widget.SuccessImportance
@@ -113,7 +113,7 @@ func (u *UI) startTrial(p settings.Placement, ts *trialState, rebuild func()) {
 	rebuild()
 	u.goAsync(func() {
 		defer cancel()
-		_, err := u.Flow.Measure(ctx, p, func(pr setupflow.TrialProgress) {
+		_, err := u.Flow.Measure.Run(ctx, p, func(pr setupflow.TrialProgress) {
 			u.do(func() {
 				if ts.running != p || ts.text == nil {
 					return
@@ -160,7 +160,7 @@ type chartRow struct {
 // timesChart is a small bar chart of the time per picture of each place:
 // the measured figure where there is one, else the estimate (paler).
 func (u *UI) timesChart(rec setupflow.Recommendation) fyne.CanvasObject {
-	trials, _ := u.Flow.Trials()
+	trials, _ := u.Flow.Measure.Trials()
 	var rows []chartRow
 	for _, o := range rec.Options {
 		if !o.Available || !o.Placement.ReadsPictures() || o.Device != nil {
