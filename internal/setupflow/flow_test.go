@@ -18,7 +18,8 @@ import (
 var ctx = context.Background()
 
 func yes(context.Context, setupflow.HostKey) bool { return true }
-func no(context.Context, setupflow.HostKey) bool  { return false }
+
+func no(context.Context, setupflow.HostKey) bool { return false }
 
 func newFlow(t *testing.T, w *demo.World, opts setupflow.Options) *setupflow.Flow {
 	t.Helper()
@@ -200,25 +201,6 @@ func TestPlacementsReachDone(t *testing.T) {
 	}
 }
 
-func TestGPUChoiceUnchangedConfigIsNotWritten(t *testing.T) {
-	w := demo.NewWorld("/opt/strata") // the canned config already has GPU vision
-	f := newFlow(t, w, setupflow.Options{})
-	driveTo(t, f, setupflow.PageReview, settings.PlacementGPU)
-	rv := must(f.Apply.PlanReview(ctx)).ok(t)
-	if rv.Diff != "" {
-		t.Errorf("diff for no change:\n%s", rv.Diff)
-	}
-	next(t, f, setupflow.PageApply)
-	if err := f.Apply.Run(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range w.Calls() {
-		if strings.HasPrefix(c, "write") {
-			t.Errorf("an unchanged config was written: %v", w.Calls())
-		}
-	}
-}
-
 // snapshot is everything a cancel must leave as it was.
 type snapshot struct {
 	config         string
@@ -335,87 +317,6 @@ func TestCancelDuringLongOperations(t *testing.T) {
 	}
 }
 
-func TestApplyFailuresRollBack(t *testing.T) {
-	cases := []struct {
-		fail        string
-		running     bool // the service ran before
-		installed   bool
-		wantBack    []string // substrings of the rolled-back list
-		wantNoWrite bool
-	}{
-		{fail: "install", wantNoWrite: true},
-		{fail: "write", wantBack: []string{"service installed a moment ago was removed"}},
-		{fail: "settings", wantBack: []string{"Strata config", "service installed"}},
-		{fail: "start", wantBack: []string{"Strata config", "companion settings", "service installed"}},
-		{fail: "follow", wantBack: []string{"Strata config", "companion settings", "service installed"}},
-		{fail: "follow", installed: true, running: true, wantBack: []string{"Strata config", "companion settings", "restarted with the old config"}},
-	}
-	for _, c := range cases {
-		t.Run(c.fail, func(t *testing.T) {
-			w := demo.NewWorld("/opt/strata")
-			w.Installed, w.Running = c.installed, c.running
-			before := snap(w)
-			f := newFlow(t, w, setupflow.Options{})
-			driveTo(t, f, setupflow.PageApply, settings.PlacementCPU)
-			w.Fail[c.fail] = errors.New("boom: " + c.fail)
-			err := f.Apply.Run(ctx, nil)
-			var ae *setupflow.ApplyError
-			if !errors.As(err, &ae) {
-				t.Fatalf("Apply: %v", err)
-			}
-			if ae.RollbackErr != nil {
-				t.Errorf("rollback failed: %v", ae.RollbackErr)
-			}
-			msg := err.Error()
-			if !strings.Contains(msg, "boom: "+c.fail) {
-				t.Errorf("the error hides the cause: %s", msg)
-			}
-			for _, s := range c.wantBack {
-				if !strings.Contains(strings.Join(ae.RolledBack, "; "), s) {
-					t.Errorf("rolled back %q, want one saying %q", ae.RolledBack, s)
-				}
-			}
-			if c.wantNoWrite && !strings.Contains(msg, "Nothing was changed") {
-				t.Errorf("message: %s", msg)
-			}
-			after := snap(w)
-			after.run = after.run && c.running // a restart with the old config is "as before"
-			if after != before {
-				t.Errorf("after the rollback: %+v, before %+v", after, before)
-			}
-			if _, err := f.Next(); err == nil {
-				t.Error("Next to Done after a failed Apply")
-			}
-			// Back to Review, fix, apply again: the flow recovers.
-			if p := must(f.Back()).ok(t); p != setupflow.PageReview {
-				t.Fatalf("Back went to %s", p)
-			}
-			delete(w.Fail, c.fail)
-			must(f.Apply.PlanReview(ctx)).ok(t)
-			next(t, f, setupflow.PageApply)
-			if err := f.Apply.Run(ctx, nil); err != nil {
-				t.Fatalf("second Apply: %v", err)
-			}
-			next(t, f, setupflow.PageDone)
-		})
-	}
-}
-
-func TestConfigChangedSinceReviewIsNotWritten(t *testing.T) {
-	w := demo.NewWorld("/opt/strata")
-	f := newFlow(t, w, setupflow.Options{})
-	driveTo(t, f, setupflow.PageApply, settings.PlacementOff)
-	w.ConfigText += " " // someone edited the file meanwhile
-	before := w.ConfigText
-	err := f.Apply.Run(ctx, nil)
-	if err == nil || !strings.Contains(err.Error(), "changed since you reviewed it") {
-		t.Fatalf("Apply: %v", err)
-	}
-	if w.ConfigText != before || w.Installed {
-		t.Error("something was changed")
-	}
-}
-
 func TestGuards(t *testing.T) {
 	w := demo.NewWorld("/opt/strata")
 	f := newFlow(t, w, setupflow.Options{})
@@ -477,63 +378,6 @@ func TestGuards(t *testing.T) {
 	}
 	if f.SecondPC.Target().Password != "" {
 		t.Error("the password was kept after pairing")
-	}
-}
-
-func TestRemoteFailures(t *testing.T) {
-	for _, step := range []string{"remote-probe", "pair", "prepare"} {
-		t.Run(step, func(t *testing.T) {
-			w := demo.NewWorld("/opt/strata")
-			f := newFlow(t, w, setupflow.Options{})
-			driveTo(t, f, setupflow.PageSecondPC, settings.PlacementRemote)
-			f.SecondPC.SetTarget(setupflow.RemoteTarget{Address: "sam@192.168.1.20"})
-			w.Fail[step] = errors.New("no route to host")
-			_, err := f.SecondPC.Probe(ctx, nil)
-			if err == nil {
-				_, err = f.SecondPC.Pair(ctx, nil)
-			}
-			if err == nil {
-				err = f.SecondPC.Prepare(ctx, nil)
-			}
-			if err == nil || !strings.Contains(err.Error(), "no route") {
-				t.Fatalf("err %v", err)
-			}
-			if _, err := f.Next(); err == nil {
-				t.Error("Next after a failure")
-			}
-			// Back to Placement and choose the CPU instead.
-			must(f.Back()).ok(t)
-			f.Choice.Choose(settings.PlacementCPU, nil)
-			next(t, f, setupflow.PageReview)
-		})
-	}
-}
-
-func TestHostKeyRejected(t *testing.T) {
-	w := demo.NewWorld("/opt/strata")
-	f, _ := setupflow.New(ctx, w.Deps(no), setupflow.Options{})
-	driveTo(t, f, setupflow.PageSecondPC, settings.PlacementRemote)
-	f.SecondPC.SetTarget(setupflow.RemoteTarget{Address: "sam@192.168.1.20"})
-	if _, err := f.SecondPC.Probe(ctx, nil); !errors.Is(err, setupflow.ErrHostKeyRejected) {
-		t.Fatalf("err %v", err)
-	}
-}
-
-func TestProbeFailureStillOffersCPU(t *testing.T) {
-	w := demo.NewWorld("/opt/strata")
-	w.Fail["probe"] = errors.New("nvidia-smi: couldn't communicate with the NVIDIA driver")
-	f := newFlow(t, w, setupflow.Options{})
-	driveTo(t, f, setupflow.PageThisPC, "")
-	m, err := f.Choice.Probe(ctx, nil)
-	if err == nil || len(m.Warnings) == 0 {
-		t.Fatalf("probe: %v %+v", err, m)
-	}
-	next(t, f, setupflow.PagePlacement)
-	if err := f.Choice.Choose(settings.PlacementGPU, nil); err == nil {
-		t.Error("GPU chosen with no GPU found")
-	}
-	if f.Choice.Current().Placement != settings.PlacementCPU {
-		t.Errorf("preselected %s", f.Choice.Current().Placement)
 	}
 }
 
@@ -615,84 +459,4 @@ func TestBusyRefusesSecondOperation(t *testing.T) {
 	}
 	f.Cancel()
 	testenv.Receive(t, done, 20*time.Second, "the cancelled probe to end")
-}
-
-func TestTrayAtLogin(t *testing.T) {
-	w := demo.NewWorld("/opt/strata")
-	f := newFlow(t, w, setupflow.Options{})
-	driveTo(t, f, setupflow.PageReview, settings.PlacementGPU)
-	rv := must(f.Apply.PlanReview(ctx)).ok(t)
-	if rv.TrayAtLogin {
-		t.Error("start tray at login is on by default")
-	}
-	f.Apply.SetTrayAtLogin(true)
-	next(t, f, setupflow.PageApply)
-	if err := f.Apply.Run(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	if !w.Login {
-		t.Error("the ticked box was not applied")
-	}
-}
-
-// The second-PC page's idle stop and CPU fallback reach the settings at
-// Apply (and the Review says them); the MAC pairing found shows as the
-// Wake-on-LAN state.
-func TestSecondPCOptionsAreApplied(t *testing.T) {
-	w := demo.NewWorld("/opt/strata")
-	f := newFlow(t, w, setupflow.Options{})
-	if o := f.SecondPC.Options(); o.IdleStopS != setupflow.DefaultIdleStopS || o.FallbackCPU {
-		t.Errorf("a new machine starts with %+v", o)
-	}
-	if wk := f.SecondPC.Wake(); wk.MAC != "" || wk.Paired || !strings.Contains(wk.Describe(), "Not set up yet: pairing records") {
-		t.Errorf("wake before pairing: %+v %q", wk, wk.Describe())
-	}
-	// Paired, but no card found: says so and how to record one.
-	if d := (setupflow.WakeState{Paired: true}).Describe(); !strings.Contains(d, "pairing found no network card") {
-		t.Errorf("paired without a MAC: %q", d)
-	}
-	driveTo(t, f, setupflow.PageReview, settings.PlacementRemote)
-	if wk := f.SecondPC.Wake(); wk.MAC != demo.DemoMAC || wk.Enabled || !strings.Contains(wk.Describe(), demo.DemoMAC) {
-		t.Errorf("wake after pairing: %+v %q", wk, wk.Describe())
-	}
-	if err := f.SecondPC.SetOptions(setupflow.SecondPCOptions{IdleStopS: -1}); err == nil {
-		t.Error("a negative idle stop was taken")
-	}
-	if err := f.SecondPC.SetOptions(setupflow.SecondPCOptions{IdleStopS: 90, FallbackCPU: true}); err != nil {
-		t.Fatal(err)
-	}
-	rv := must(f.Apply.PlanReview(ctx)).ok(t)
-	if !strings.Contains(rv.Summary, "stops after 1m30s") || !strings.Contains(rv.Summary, "this PC's CPU") {
-		t.Errorf("review summary: %q", rv.Summary)
-	}
-	next(t, f, setupflow.PageApply)
-	if err := f.Apply.Run(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	s := w.Settings
-	if s.Remote == nil || s.Remote.IdleStopS != 90 || s.FallbackCPU == nil || !*s.FallbackCPU || s.Remote.MAC != demo.DemoMAC {
-		t.Fatalf("settings saved: %+v remote %+v", s, s.Remote)
-	}
-
-	// The next run starts from what was saved; "keep running" and no
-	// fallback are saved as such.
-	g := newFlow(t, w, setupflow.Options{})
-	if o := g.SecondPC.Options(); o.IdleStopS != 90 || !o.FallbackCPU {
-		t.Errorf("second run starts with %+v", o)
-	}
-	g.SecondPC.SetOptions(setupflow.SecondPCOptions{})
-	must(g.Choice.Probe(ctx, nil)).ok(t)
-	next(t, g, setupflow.PageSecondPC)
-	next(t, g, setupflow.PageReview)
-	rv = must(g.Apply.PlanReview(ctx)).ok(t)
-	if !strings.Contains(rv.Summary, "keeps running") || !strings.Contains(rv.Summary, "fails with the reason") {
-		t.Errorf("review summary: %q", rv.Summary)
-	}
-	next(t, g, setupflow.PageApply)
-	if err := g.Apply.Run(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	if s := w.Settings; s.Remote.IdleStopS != 0 || s.FallbackCPU == nil || *s.FallbackCPU {
-		t.Errorf("settings saved: %+v remote %+v", s, s.Remote)
-	}
 }
