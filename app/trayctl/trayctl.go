@@ -453,7 +453,7 @@ func (c *Controller) click(id traymodel.ItemID) {
 				if r, err := cl.SwitchConfig(ctx, controlapi.ConfigRequest{Config: e.Path, IfRunning: running, DryRun: true}); err == nil {
 					d = traymodel.WithBusy(d, r.Busy)
 					if d.Confirm && r.TextOnly {
-						const off = " Pictures are off for that model: it has no image projector of its own."
+						const off = " Pictures are off for that model: the service found no image projector of its own in the Strata install."
 						d.Explain += off
 						d.Question = strings.TrimSuffix(d.Question, " Continue?") + off + " Continue?"
 					}

@@ -266,3 +266,16 @@ func GrantRead(path, dir string, a *Account) error {
 		}
 	}
 }
+
+// Lookup is the local account named name.
+func Lookup(name string) (*Account, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("there is no account %q on this PC", name)
+	}
+	uid, err := strconv.Atoi(u.Uid)
+	if err != nil {
+		return nil, err
+	}
+	return byUID(uint32(uid))
+}

@@ -253,3 +253,16 @@ func GrantRead(path, dir string, a *Account) error {
 	}
 	return SetACL(path, PrivateSDDL(a.SID))
 }
+
+// Lookup is the local account named name: on Windows only the account
+// running this program (a name of another account is refused).
+func Lookup(name string) (*Account, error) {
+	a, err := Current()
+	if err != nil {
+		return nil, err
+	}
+	if name == "" || strings.EqualFold(name, a.Name) || strings.EqualFold(name, a.Name[strings.LastIndex(a.Name, `\`)+1:]) {
+		return a, nil
+	}
+	return nil, fmt.Errorf("on Windows, lend for the account that runs it: sign in as %s and lend from there", name)
+}

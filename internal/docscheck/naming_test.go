@@ -15,7 +15,7 @@ import (
 var (
 	// startsProgram: a test that starts a real program (sshd, Xvfb, a
 	// network namespace, wine, a program it built).
-	startsProgram = regexp.MustCompile(`testenv\.(StartSSHD|StartDisplay|NewNetns|StartWindowsPC|SharedWine|WineFor|Program)\(`)
+	startsProgram = regexp.MustCompile(`testenv\.(StartSSHD|StartDisplay|NewNetns|NewLAN|StartLendProbe|StartWindowsPC|SharedWine|WineFor|Program)\(`)
 	// goBuild: `go build` run by a test itself.
 	goBuild        = regexp.MustCompile(`exec\.Command(Context)?\((ctx, )?"go"`)
 	integrationRE  = regexp.MustCompile(`_integration(_[a-z0-9]+)?_test\.go$`)

@@ -128,8 +128,8 @@ func (a *ApplyStep) PlanReview(ctx context.Context) (*Review, error) {
 
 // summarize is the Review's one sentence about where pictures are read:
 // the place, the second PC (pc) when it is that, the time per picture
-// (measured in this run when trial is one, else estimated), and the second
-// PC's options.
+// (measured when trial is one: this run's or the one kept, else
+// estimated), and the second PC's options.
 func summarize(c VisionChoice, o Option, pc secondPCWords, trial *Trial) string {
 	p := c.Placement
 	if !p.ReadsPictures() {
@@ -145,13 +145,15 @@ func summarize(c VisionChoice, o Option, pc secondPCWords, trial *Trial) string 
 			o.PictureSeconds = pc.pictureSeconds
 		}
 	}
-	// A trial of this run on the chosen place says more than an estimate
-	// (a spare GPU picked by its index has none: the GPU trial reads on
-	// the GPU Strata would use).
+	// A trial on the chosen place replaces the estimate (a spare GPU
+	// picked by its index has none: the GPU trial reads on the GPU Strata
+	// would use).
+	var m *settings.Measurement
 	if trial != nil && c.Device == nil {
-		s += fmt.Sprintf(", %s per picture as measured here", settings.Secs(trial.PictureS))
-	} else if o.PictureSeconds > 0 {
-		s += fmt.Sprintf(", about %s per picture", FormatSeconds(o.PictureSeconds))
+		m = &trial.Measurement
+	}
+	if w := settings.ShownPicture(o.PictureSeconds, m).Words(); w != "" {
+		s += ", " + w
 	}
 	if p.SecondPC() {
 		s += pc.options

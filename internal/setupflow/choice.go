@@ -17,6 +17,9 @@ type ChoiceStep struct {
 	gate   gate
 	// changed tells the flow the choice changed (the Review is stale).
 	changed func()
+	// trials are the trials shown (MeasureStep.shown; nil: none), whose
+	// figures replace the estimates in Recommendation.
+	trials func() map[settings.Placement]*Trial
 
 	mu      sync.Mutex
 	machine *Machine
@@ -99,16 +102,50 @@ func (s *ChoiceStep) Machine() *Machine {
 	return s.machine
 }
 
-// Recommendation is every placement with its figures.
+// Recommendation is every placement with its figures: once a place was
+// measured (this run, or a trial kept in the settings), its option carries
+// the measured figure (Option.Measured) and the reason quotes it where the
+// prober can (MeasuredProber); the choice stays the estimate's
+// (MeasureStep.Advice says what the figures alone suggest).
 func (s *ChoiceStep) Recommendation() Recommendation {
+	s.mu.Lock()
+	est, machine, remote := s.rec, s.machine, s.remote
+	s.mu.Unlock()
+	var trials map[settings.Placement]*Trial
+	if s.trials != nil {
+		trials = s.trials()
+	}
+	rec := est
+	if mp, ok := s.prober.(MeasuredProber); ok && machine != nil && len(trials) > 0 {
+		ms := &settings.Settings{}
+		for p, t := range trials {
+			ms.SetMeasured(p, t.Measurement)
+		}
+		rec = mp.RecommendMeasured(machine, remote, ms.Measured)
+		rec.Best, rec.BestDevice = est.Best, est.BestDevice
+	}
+	rec.Options = append([]Option(nil), rec.Options...)
+	for i, o := range rec.Options {
+		// A spare GPU picked by its index has no trial of its own: the
+		// GPU trial reads on the GPU Strata would use.
+		if t := trials[o.Placement]; t != nil && o.Device == nil && o.Available {
+			m := t.Measurement
+			rec.Options[i].Measured = &m
+		}
+	}
+	return rec
+}
+
+// estimate is the recommendation from the estimates alone.
+func (s *ChoiceStep) estimate() Recommendation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.rec
 }
 
-// option is the recommendation's option for p (zero when it has none).
+// option is the estimate's option for p (zero when it has none).
 func (s *ChoiceStep) option(p settings.Placement) Option {
-	o, _ := s.Recommendation().Option(p)
+	o, _ := s.estimate().Option(p)
 	return o
 }
 

@@ -120,6 +120,7 @@ func (f *Flow) compose(d Deps, prev *settings.Settings) {
 	f.Choice = newChoiceStep(f, d.Prober, changed)
 	f.SecondPC = newSecondPCStep(f, d.Remote, d.Confirm, f.Find, f.Choice, changed, prev)
 	f.Measure = newMeasureStep(f, d.Measurer, f.Find, f.SecondPC, f.Choice, prev)
+	f.Choice.trials = f.Measure.shown
 	f.Apply.facts = f.facts
 	f.Apply.onApplied = f.SecondPC.keepPairing
 }
@@ -174,7 +175,7 @@ func (f *Flow) facts() setupFacts {
 	in, cfg, _ := f.Find.Selected()
 	c := f.Choice.Current()
 	trials := f.Measure.kept()
-	sum := summarize(c, f.Choice.option(c.Placement), f.SecondPC.summary(), trials[c.Placement])
+	sum := summarize(c, f.Choice.option(c.Placement), f.SecondPC.summary(), f.Measure.shown()[c.Placement])
 	if h := f.SecondPC.host(); c.Placement == settings.PlacementRemote && h != "" {
 		c.Host = h
 	}
@@ -423,15 +424,9 @@ func stoppedApplying(err error) CancelResult {
 	return res
 }
 
-// FormatSeconds writes a picture time for people: "1.6 s", "15 s", "0.8 s".
-// The probe's reasons round the same way (probe.Seconds): one figure, one
-// way of writing it, in the reason and in the option under it.
-func FormatSeconds(s float64) string {
-	if s >= 9.95 { // 9.96 is "10 s", not "10.0 s"
-		return fmt.Sprintf("%.0f s", s)
-	}
-	return fmt.Sprintf("%.1f s", s)
-}
+// FormatSeconds writes an estimated picture time for people: "1.6 s",
+// "15 s", "0.8 s" (settings.RoughSecs, as the probe's reasons write it).
+func FormatSeconds(s float64) string { return settings.RoughSecs(s) }
 
 func orNop(p func(Progress)) func(Progress) {
 	if p == nil {

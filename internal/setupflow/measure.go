@@ -69,7 +69,7 @@ type pairedPC interface {
 
 // recommender is the recommendation from the estimates (ChoiceStep).
 type recommender interface {
-	Recommendation() Recommendation
+	estimate() Recommendation
 }
 
 func newMeasureStep(g gate, m Measurer, install chosenInstall, pc pairedPC, rec recommender, prev *settings.Settings) *MeasureStep {
@@ -124,18 +124,10 @@ func (s *MeasureStep) Run(ctx context.Context, p settings.Placement, progress fu
 // settings, for places not measured now), and the failures of this run.
 func (s *MeasureStep) Trials() (map[settings.Placement]*Trial, map[settings.Placement]error) {
 	_, _, prepared := s.pc.State()
-	out := map[settings.Placement]*Trial{}
-	for _, p := range settings.Measurable() {
-		if m := s.prev.LastMeasured(p); m != nil {
-			out[p] = &Trial{Measurement: *m}
-		}
-	}
+	out := s.shown()
 	errs := map[settings.Placement]error{}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for p, t := range s.trials {
-		out[p] = t
-	}
 	for p, e := range s.errs {
 		if p == settings.PlacementRemote && prepared {
 			if k := measure.KindOf(e); k == measure.KindNotPaired || k == measure.KindNotPrepared {
@@ -147,16 +139,38 @@ func (s *MeasureStep) Trials() (map[settings.Placement]*Trial, map[settings.Plac
 	return out, errs
 }
 
-// Advice is the recommendation from this run's measured figures: where,
-// why ("" when nothing was measured), and whether it differs from the
+// shown are this run's trials and, for places not measured now, the last
+// ones kept in the settings (never another second PC's than the one
+// paired now).
+func (s *MeasureStep) shown() map[settings.Placement]*Trial {
+	r, _, _ := s.pc.State()
+	out := map[settings.Placement]*Trial{}
+	for _, p := range settings.Measurable() {
+		m := s.prev.LastMeasured(p)
+		if m == nil || p == settings.PlacementRemote && r != nil && m.Host != "" && m.Host != r.Host {
+			continue // none, or another second PC's
+		}
+		out[p] = &Trial{Measurement: *m}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p, t := range s.trials {
+		out[p] = t
+	}
+	return out
+}
+
+// Advice is the recommendation from the measured figures (this run's, and
+// the ones kept in the settings for places not measured now): where, why
+// ("" when nothing was measured), and whether it differs from the
 // estimate's.
 func (s *MeasureStep) Advice() (settings.Placement, string, bool) {
-	base := s.rec.Recommendation().Best
-	s.mu.Lock()
+	base := s.rec.estimate().Best
 	var outs []measure.Outcome
-	for p, t := range s.trials {
+	for p, t := range s.shown() {
 		outs = append(outs, measure.Outcome{Placement: p, Result: &measure.Result{Placement: p, PictureSeconds: t.PictureS}})
 	}
+	s.mu.Lock()
 	for p, e := range s.errs {
 		outs = append(outs, measure.Outcome{Placement: p, Err: e})
 	}

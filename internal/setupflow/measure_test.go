@@ -39,7 +39,7 @@ func TestTrialIsShownReviewedAndKept(t *testing.T) {
 		t.Error("a trial from the Review page")
 	}
 	rv := must(f.Apply.PlanReview(ctx)).ok(t)
-	if !strings.Contains(rv.Summary, "per picture as measured here") {
+	if !strings.Contains(rv.Summary, "per picture, measured here") {
 		t.Errorf("summary %q", rv.Summary)
 	}
 	next(t, f, setupflow.PageApply)

@@ -186,9 +186,9 @@ func (s *SSHD) dialRaw() (net.Conn, error) {
 	if s.opts.Netns == "" {
 		return net.DialTimeout("tcp", s.Addr(), time.Second)
 	}
-	// The test process is outside the namespace; a route to it exists by
-	// the namespace's veth, so a plain dial works too.
-	return net.DialTimeout("tcp", s.Addr(), time.Second)
+	// From inside the namespace: a NewNetns one is reachable from here too,
+	// but a NewLAN host has no route from this machine's own namespace.
+	return dialInNetns(s.opts.Netns, "tcp", s.Addr(), time.Second)
 }
 
 // Stop ends the server (and every session it serves).
@@ -215,8 +215,20 @@ func (s *SSHD) HostKeyLine() string {
 
 func freePort(t testing.TB, host, netns string) int {
 	if netns != "" {
-		// Inside a namespace nothing else listens: any high port is free.
-		return 20000 + int(time.Now().UnixNano()%20000)
+		// Listen inside the namespace and take the port the kernel gives
+		// (two servers in one LAN host must not pick the same one).
+		var port int
+		if err := inNetns(netns, func() error {
+			l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+			if err != nil {
+				return err
+			}
+			port = l.Addr().(*net.TCPAddr).Port
+			return l.Close()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return port
 	}
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {

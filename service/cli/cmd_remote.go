@@ -18,7 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/strata-companion/companion/internal/locations"
-	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/prepare"
 	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/secondpc"
 	"github.com/strata-companion/companion/internal/settings"
@@ -33,10 +33,10 @@ import (
 func remoteCmd(env *cliEnv) *ffcli.Command {
 	var subs []*ffcli.Command
 	subs = append(subs, remotePairingCmds(env)...)
-	subs = append(subs, remotePrepareCmd(env), remoteIdleStopCmd(env))
+	subs = append(subs, remotePrepareCmd(env), remoteIdleStopCmd(env), remoteFindCmd(env))
 	return &ffcli.Command{
 		Name:        "remote",
-		ShortHelp:   "pair, unpair or prepare the second PC that reads pictures",
+		ShortHelp:   "find, pair, unpair or prepare the second PC that reads pictures, or set when its encoder stops (idle-stop)",
 		ShortUsage:  "strata-service remote <subcommand> [arguments] [flags]",
 		FlagSet:     env.flagSet("remote", nil),
 		Subcommands: subs,
@@ -162,6 +162,18 @@ func isTerminal(r io.Reader) bool {
 // OS and architecture is found beside this program (docs/second-pc.md).
 const agentBinaryUsage = "the strata-vision-relay build for the second PC (default: found beside this program, in <os>-<arch>/ or bin/<os>-<arch>/)"
 
+// localEncoderOf is this PC's strata-vision build (the one prepare
+// copies), from the install in use; "" when none is found.
+func localEncoderOf(ctx context.Context, env *cliEnv) string {
+	st, _ := settings.LoadDefault()
+	if in, err := stratainstall.ResolveContext(ctx, stratainstall.Options{Root: env.strataRoot, Config: env.configPath, Settings: st}); err == nil {
+		if cfg, err := strataconfig.Read(in.ConfigInUse); err == nil {
+			return secondpc.LocalEncoder(cfg)
+		}
+	}
+	return ""
+}
+
 // remotePairingCmds are "remote pair" and "remote unpair".
 func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 	var cmds []*ffcli.Command
@@ -176,12 +188,16 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 		allowEncoder  string
 		from          string
 		pairDir       string
+		pairCode      string
+		findWait      time.Duration
 	)
 	cmds = append(cmds, &ffcli.Command{
 		Name:       "pair",
-		ShortHelp:  "give the companion its own key on the second PC (asks for your credentials once)",
-		ShortUsage: "strata-service remote pair [user@]host[:port] [flags]",
+		ShortHelp:  "give the companion its own key on the second PC: with the code it shows (lend), or your credentials once",
+		ShortUsage: "strata-service remote pair [user@]host[:port] [flags], or with a lender's code: strata-service remote pair --code CODE NAME|HOST[:PORT]",
 		FlagSet: env.flagSet("remote pair", func(fs *flag.FlagSet) {
+			fs.StringVar(&pairCode, "code", "", "the pairing code the other PC shows (strata-service lend there): nothing else is asked; NAME is as remote find lists it, PORT the lender's pairing port (default 7390)")
+			fs.DurationVar(&findWait, "wait", 3*time.Second, "with --code and a NAME: how long to look for it on the network")
 			login.addFlags(fs)
 			fs.StringVar(&forced, "forced-command", "", "pin the companion's key to this one command on the second PC (see docs/second-pc.md)")
 			fs.StringVar(&authorizedKey, "authorized-keys", "", "install the key in this file on the second PC (when its sshd's AuthorizedKeysFile is not ~/.ssh/authorized_keys)")
@@ -195,7 +211,10 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 		}),
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) != 1 {
-				return &exitCode{code: 2, err: errors.New("usage: strata-service remote pair [user@]host[:port]")}
+				return &exitCode{code: 2, err: errors.New("usage: strata-service remote pair --code CODE NAME|HOST[:PORT], or remote pair [user@]host[:port]")}
+			}
+			if pairCode != "" {
+				return pairWithCode(ctx, env, pairCode, args[0], findWait, login.timeout, allowEncoder)
 			}
 			l, err := login.login(env, args[0])
 			if err != nil {
@@ -211,7 +230,7 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 			keyAgentOnly := !shellKey && forced == ""
 			var allow []string
 			if allowEncoder != "" {
-				if allow, err = relay.InstallSums(allowEncoder); err != nil {
+				if allow, err = prepare.InstallSums(allowEncoder); err != nil {
 					return fmt.Errorf("--allow-encoder: %w", err)
 				}
 			}
@@ -221,12 +240,7 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 				// This PC's build (the one prepare copies) is pinned when
 				// the second PC's OS and architecture match; an encoder
 				// recorded at an absolute path there stays allowed.
-				st, _ := settings.LoadDefault()
-				if in, err := stratainstall.ResolveContext(ctx, stratainstall.Options{Root: env.strataRoot, Config: env.configPath, Settings: st}); err == nil {
-					if cfg, err := strataconfig.Read(in.ConfigInUse); err == nil {
-						localEncoder = secondpc.LocalEncoder(cfg)
-					}
-				}
+				localEncoder = localEncoderOf(ctx, env)
 				if pairEncoder == "" {
 					if old, err := rec.Paired(ctx); err == nil && old != nil && old.Host == ep.Host && old.Port == ep.Port && old.User == ep.User &&
 						old.EncoderPath != "" && remotecmd.IsAbs(old.OS, old.EncoderPath) {

@@ -278,10 +278,9 @@ func (u *UI) placementPage() fyne.CanvasObject {
 			}
 			// Short words here (time, VRAM); the estimate's long
 			// explanation is behind "How this was estimated" below.
-			details := strings.Join(o.Figures(), " · ")
 			under := container.NewVBox()
-			if details != "" {
-				under.Add(widget.NewLabelWithStyle(details, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
+			if l := figuresLabel(o); l != nil {
+				under.Add(l)
 			}
 			if !o.Available {
 				n := para("Not possible here: " + o.Why)
@@ -427,8 +426,12 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 		results.Append("Free VRAM", widget.NewLabel(mib(r.FreeVRAMMiB())))
 		results2.Append("Round trip", widget.NewLabel(fmt.Sprintf("%.1f ms", r.RTTms)))
 		results2.Append("Throughput", widget.NewLabel(fmt.Sprintf("%.0f MB/s up, %.0f down", r.UpMBps, r.DownMBps)))
-		if r.PictureSeconds > 0 {
-			results2.Append("One picture", widget.NewLabelWithStyle("about "+setupflow.FormatSeconds(r.PictureSeconds), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
+		var m *settings.Measurement
+		if t := u.trial(settings.PlacementRemote); t != nil {
+			m = &t.Measurement
+		}
+		if w := settings.ShownPicture(r.PictureSeconds, m).Words(); w != "" {
+			results2.Append("One picture", widget.NewLabelWithStyle(strings.TrimSuffix(w, " per picture"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 		}
 		results2.Refresh()
 		for _, p := range r.Problems {
@@ -449,7 +452,13 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 		trialBox.RemoveAll()
 		if _, paired, prepared := u.Flow.SecondPC.State(); paired && prepared && u.Flow.Measure.Available() {
 			o := setupflow.Option{Placement: settings.PlacementRemote, Available: true, Label: settings.UpperFirst(settings.PlacementRemote.Name(""))}
-			trialBox.Add(section("A trial picture on that PC", u.trialRow(o, trialTS, trialRebuild)))
+			box := container.NewVBox()
+			if t := u.trial(settings.PlacementRemote); t != nil {
+				o.Measured = &t.Measurement
+				box.Add(figuresLabel(o))
+			}
+			box.Add(u.trialRow(o, trialTS, trialRebuild))
+			trialBox.Add(section("A trial picture on that PC", box))
 		}
 		trialBox.Refresh()
 	}

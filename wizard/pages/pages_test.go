@@ -328,7 +328,7 @@ func TestEveryPageSecondPC(t *testing.T) {
 	// A trial picture there, through the PC paired in this run (not yet in the settings).
 	test.Tap(findButton(h.win.Content(), "Measure here"))
 	h.settle()
-	h.must("Measured here: 2.6 s per picture, start 3.4 s", "[Measure again]")
+	h.must("2.6 s per picture, measured here · start 3.4 s", "[Measure again]")
 	h.next(setupflow.PageReview)
 	h.must("[Apply]", "+ ", "strata-vision-relay", "Service: strata-service will be installed", "Start the tray icon when I log in")
 	if w.Login {

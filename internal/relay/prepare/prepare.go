@@ -6,7 +6,7 @@
 // the encoder there as the relay will and waits for its READY. It shares only
 // the second PC's transport and the agent's command line with the relay
 // (internal/relay/remote), never a running relay; its bounds are in
-// internal/relay/bounds. internal/relay re-exports it (relay.Prepare, ...).
+// internal/relay/bounds. internal/relay re-exports it (prepare.Prepare, ...).
 package prepare
 
 import (

@@ -1,0 +1,21 @@
+//go:build !linux
+
+package lender
+
+import (
+	"context"
+
+	"github.com/strata-companion/companion/internal/account"
+)
+
+// endAgents ends the programs running from the agent folder (Windows:
+// through PowerShell, a step only real Windows runs; see docs/security.md).
+func endAgents(ctx context.Context, o Options, _ *account.Account, dir string) int {
+	if dir == "" {
+		return 0
+	}
+	if _, err := o.Run(ctx, endAgentsStep(dir).Argv); err != nil {
+		return 0
+	}
+	return 1
+}
