@@ -5,6 +5,13 @@
 // small interfaces below (restic's pattern: logic behind an interface, the
 // UI implements the printer); internal/setupflow/live adapts them to the
 // companion's libraries.
+//
+// The Flow (flow.go) holds only the pages and the one long operation; it
+// composes one step per part of the wizard, each with its own state and
+// tests: FindStep (find.go), ChoiceStep (choice.go), SecondPCStep
+// (secondpc.go), MeasureStep (measure.go) and ApplyStep (apply.go). A page
+// drives its step (flow.SecondPC.Pair); a step reads what another settled
+// through a small interface handed to it when the flow is built.
 package setupflow
 
 import (
@@ -142,7 +149,7 @@ type Option struct {
 	// Note is the short explanation shown under the option.
 	Note string
 	// Measured is the last trial picture read there (this run's, else the
-	// one kept in the settings; Flow.Recommendation fills it in): its
+	// one kept in the settings; ChoiceStep.Recommendation fills it in): its
 	// figure replaces the estimate wherever the option's time is shown.
 	Measured *settings.Measurement
 }

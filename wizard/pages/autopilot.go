@@ -36,7 +36,7 @@ func (u *UI) Autopilot(shot func(name string)) {
 		}
 		go func() {
 			shot(name)
-			if p == setupflow.PagePlacement && u.Flow.CanMeasure() {
+			if p == setupflow.PagePlacement && u.Flow.Measure.Available() {
 				u.autopilotTrials(shot)
 			}
 			u.do(func() { u.autopilotAct(p, remoteStep) })
@@ -72,7 +72,7 @@ func (u *UI) autopilotTrials(shot func(string)) {
 func (u *UI) autopilotAct(p setupflow.Page, remoteStep int) {
 	switch p {
 	case setupflow.PagePlacement:
-		u.Flow.Choose(settings.PlacementRemote, nil)
+		u.Flow.Choice.Choose(settings.PlacementRemote, nil)
 		u.Next()
 	case setupflow.PageSecondPC:
 		switch remoteStep {

@@ -59,7 +59,7 @@ func figuresLabel(o setupflow.Option) fyne.CanvasObject {
 
 // trial is the trial shown for p (this run's, else the one kept; nil: none).
 func (u *UI) trial(p settings.Placement) *setupflow.Trial {
-	trials, _ := u.Flow.Trials()
+	trials, _ := u.Flow.Measure.Trials()
 	return trials[p]
 }
 
@@ -68,12 +68,12 @@ func (u *UI) trial(p settings.Placement) *setupflow.Trial {
 // and Cancel.
 func (u *UI) trialRow(o setupflow.Option, ts *trialState, rebuild func()) fyne.CanvasObject {
 	box := container.NewVBox()
-	if !u.Flow.CanMeasure() || !o.Available || !o.Placement.ReadsPictures() || o.Device != nil {
+	if !u.Flow.Measure.Available() || !o.Available || !o.Placement.ReadsPictures() || o.Device != nil {
 		return box
 	}
 	// The measured figures themselves are the option's (o.Figures, above
 	// this row): here is where and when they were measured.
-	trials, errs := u.Flow.Trials()
+	trials, errs := u.Flow.Measure.Trials()
 	if t := trials[o.Placement]; t != nil {
 		when := t.Time()
 		sub := "Measured on " + t.Device
@@ -128,7 +128,7 @@ func (u *UI) startTrial(p settings.Placement, ts *trialState, rebuild func()) {
 	rebuild()
 	u.goAsync(func() {
 		defer cancel()
-		_, err := u.Flow.Measure(ctx, p, func(pr setupflow.TrialProgress) {
+		_, err := u.Flow.Measure.Run(ctx, p, func(pr setupflow.TrialProgress) {
 			u.do(func() {
 				if ts.running != p || ts.text == nil {
 					return

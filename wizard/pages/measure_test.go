@@ -138,7 +138,7 @@ func TestPicturesPageTrialFailsAndCancels(t *testing.T) {
 	if !strings.Contains(h.ui.Hint(), "cancelled; the encoder was stopped") {
 		t.Errorf("hint %q", h.ui.Hint())
 	}
-	if trials, errs := h.ui.Flow.Trials(); trials[settings.PlacementCPU] != nil || errs[settings.PlacementCPU] != nil {
+	if trials, errs := h.ui.Flow.Measure.Trials(); trials[settings.PlacementCPU] != nil || errs[settings.PlacementCPU] != nil {
 		t.Errorf("a cancelled trial was kept: %v %v", trials, errs)
 	}
 	h.must("[Measure here]")

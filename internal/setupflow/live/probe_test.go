@@ -33,19 +33,19 @@ func TestSpareGPUFromTheRealProbe(t *testing.T) {
 	ctx := context.Background()
 	f, _ := setupflow.New(ctx, d, setupflow.Options{})
 	f.Next()
-	f.Find(ctx)
+	f.Find.Search(ctx)
 	if _, err := f.Next(); err != nil {
 		t.Fatal(err)
 	}
-	m, err := f.ProbeLocal(ctx, nil)
+	m, err := f.Choice.Probe(ctx, nil)
 	if err != nil || len(m.GPUs) != 2 || m.GPUs[1].FreeMiB != 11978 {
 		t.Fatalf("machine %+v %v", m, err)
 	}
 	if _, err := f.Next(); err != nil {
 		t.Fatal(err)
 	}
-	rec := f.Recommendation()
-	c := f.Choice()
+	rec := f.Choice.Recommendation()
+	c := f.Choice.Current()
 	if c.Placement != settings.PlacementGPU || c.Device == nil || *c.Device != 1 {
 		t.Fatalf("preselected %+v (recommendation %s %v: %s)", c, rec.Best, rec.BestDevice, rec.Reason)
 	}
@@ -61,7 +61,7 @@ func TestSpareGPUFromTheRealProbe(t *testing.T) {
 	if _, err := f.Next(); err != nil {
 		t.Fatal(err)
 	}
-	rv, err := f.PlanReview(ctx)
+	rv, err := f.Apply.PlanReview(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,25 +88,25 @@ func TestTheReasonQuotesTheMeasuredFigure(t *testing.T) {
 	ctx := context.Background()
 	f, _ := setupflow.New(ctx, d, setupflow.Options{})
 	f.Next()
-	f.Find(ctx)
+	f.Find.Search(ctx)
 	if _, err := f.Next(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.ProbeLocal(ctx, nil); err != nil {
+	if _, err := f.Choice.Probe(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.Next(); err != nil {
 		t.Fatal(err)
 	}
-	before := f.Recommendation()
+	before := f.Choice.Recommendation()
 	if !strings.Contains(before.Reason, "on the CPU") {
 		t.Fatalf("the reason quotes no CPU figure to replace: %q", before.Reason)
 	}
-	tr, err := f.Measure(ctx, settings.PlacementCPU, nil)
+	tr, err := f.Measure.Run(ctx, settings.PlacementCPU, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := f.Recommendation()
+	rec := f.Choice.Recommendation()
 	got := settings.Secs(tr.PictureS) + " measured here on the CPU"
 	if !strings.Contains(rec.Reason, got) || rec.Best != before.Best {
 		t.Errorf("after the CPU trial the reason is %q (want %q in it; best %s, was %s)", rec.Reason, got, rec.Best, before.Best)
