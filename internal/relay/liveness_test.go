@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/strata-companion/companion/internal/framing"
 	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 // silentConn is a second PC whose link can be cut (nothing answers: no
@@ -276,16 +278,21 @@ func TestLinkCutBetweenPicturesClosesTheConnection(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the connection whose link was cut between pictures was not closed within 10 s")
 	}
-	mu.Lock()
-	n := 0
-	for _, e := range evs {
-		if e.Kind == events.RemoteDisconnected && strings.Contains(e.Message, "did not answer within 1s") {
-			n++
+	// The event follows the close (the monitor closes, then reports).
+	said := func() (int, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, e := range evs {
+			if e.Kind == events.RemoteDisconnected && strings.Contains(e.Message, "did not answer within 1s") {
+				n++
+			}
 		}
+		return n, fmt.Sprint(evs)
 	}
-	mu.Unlock()
-	if n != 1 {
-		t.Errorf("%d remote.disconnected events saying so; events: %v", n, evs)
+	testenv.WaitFor(t, 10*time.Second, "the remote.disconnected event", func() bool { n, _ := said(); return n > 0 })
+	if n, all := said(); n != 1 {
+		t.Errorf("%d remote.disconnected events saying so; events: %s", n, all)
 	}
 	io.WriteString(inW, "QUIT\n")
 	if err := <-done; err != nil {
