@@ -15,6 +15,7 @@ import (
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/testenv"
+	"github.com/strata-companion/companion/service/controltest"
 )
 
 // The Windows tray (strata-tray.exe, cross-built) under wine, in an Xvfb
@@ -59,7 +60,7 @@ func TestWindowsTrayUnderWine(t *testing.T) {
 	exe := testenv.Program(t, ".", testenv.BuildOptions{GOOS: "windows", GOARCH: "amd64", Name: "strata-tray.exe",
 		Flags: []string{"-trimpath", "-ldflags=-H=windowsgui"}})
 
-	api := testenv.NewService(t, realistic(time.Now()))
+	api := controltest.NewService(t, realistic(time.Now()))
 	home := filepath.Join(dir, "home")
 	api.WriteHome(t, home)
 	env = append(env, "STRATA_COMPANION_HOME=Z:"+strings.ReplaceAll(home, "/", `\`))

@@ -22,6 +22,7 @@ import (
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/testenv"
+	"github.com/strata-companion/companion/service/controltest"
 )
 
 // The real tray, built and started under Xvfb with a session bus and a tray
@@ -54,7 +55,7 @@ func TestRealTrayUnderXvfb(t *testing.T) {
 	// sends them (the tray reads no settings file).
 	st := realistic(now)
 	st.Settings = controlapi.ViewOf(&settings.Settings{Vision: settings.PlacementRemote, Remote: &settings.Remote{Host: "gpu-laptop", User: "strata"}})
-	api := testenv.NewService(t, st)
+	api := controltest.NewService(t, st)
 	api.SetConfigs(controlapi.ConfigList{StrataRoot: "/opt/strata", Running: "/opt/strata/strata-iq2_xs.json", Configs: []controlapi.ConfigEntry{
 		{Path: "/opt/strata/strata-coder-iq1_m.json", Tag: "coder-iq1_m", ModelName: "Qwen3-Coder IQ1_M", Ready: true},
 		{Path: "/opt/strata/strata-iq2_xs.json", Tag: "iq2_xs", ModelName: "Qwen3.6-35B-A3B IQ2_XS", Ready: true, Running: true},

@@ -11,7 +11,7 @@ import (
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/settings"
-	"github.com/strata-companion/companion/internal/testenv"
+	"github.com/strata-companion/companion/service/controltest"
 )
 
 func (v *recView) count() int {
@@ -63,7 +63,7 @@ func TestRedrawOnlyWhenSomethingMoves(t *testing.T) {
 func TestSettingsFollowedByNotification(t *testing.T) {
 	view := newRecView()
 	ready := controlapi.State{Server: controlapi.ServerState{Phase: controlapi.PhaseReady, Since: time.Now()}}
-	api := testenv.NewService(t, ready)
+	api := controltest.NewService(t, ready)
 	ctl := New()
 	ctl.View = view
 	ctl.LocalEvery = time.Hour

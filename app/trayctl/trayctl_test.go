@@ -14,7 +14,7 @@ import (
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/settings"
-	"github.com/strata-companion/companion/internal/testenv"
+	"github.com/strata-companion/companion/service/controltest"
 )
 
 // recView records every menu the controller shows.
@@ -159,7 +159,7 @@ func readyRemote(since time.Time) controlapi.State {
 }
 
 type rig struct {
-	api      *testenv.Service
+	api      *controltest.Service
 	view     *recView
 	notes    *countNotifier
 	desk     *fakeDesktop
@@ -176,7 +176,7 @@ func start(t *testing.T, st controlapi.State, paired bool) *rig {
 		r.settings.Remote = &settings.Remote{Host: "gpu-laptop", User: "strata"}
 	}
 	st.Settings = controlapi.ViewOf(r.settings) // the service's state carries them
-	r.api = testenv.NewService(t, st)
+	r.api = controltest.NewService(t, st)
 	connect := func() (*controlapi.Client, error) { return r.api.Client(), nil }
 	ctl := New()
 	ctl.View, ctl.Notifier, ctl.Desktop, ctl.Autostart = r.view, r.notes, r.desk, r.auto
@@ -253,7 +253,7 @@ func TestReadyRemoteDownAndBack(t *testing.T) {
 // The tray starts before the service exists, then survives it restarting.
 func TestServiceAbsentThenRestarting(t *testing.T) {
 	since := time.Now().Add(-time.Minute)
-	api := testenv.NewService(t, readyRemote(since))
+	api := controltest.NewService(t, readyRemote(since))
 	api.Stop()
 	view := newRecView()
 	ctl := New()
@@ -470,7 +470,7 @@ func TestFreeTheGPU(t *testing.T) {
 // reach the tray's menu: event published, long-poll answered, state re-read,
 // menu computed and shown.
 func BenchmarkEventToMenu(b *testing.B) {
-	api := testenv.NewService(b, readyRemote(time.Now()))
+	api := controltest.NewService(b, readyRemote(time.Now()))
 	view := newRecView()
 	ctl := New()
 	ctl.View = view

@@ -9,7 +9,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
-	"github.com/strata-companion/companion/internal/testenv"
+	"github.com/strata-companion/companion/service/controltest"
 )
 
 func state() controlapi.State {
@@ -53,7 +53,7 @@ func next(t *testing.T, ch <-chan Update) Update {
 // Events dropped while the tray was busy: the watcher re-reads the state and
 // resumes after it, missing nothing that comes later.
 func TestGapRereadsState(t *testing.T) {
-	api := testenv.NewServiceCap(t, state(), 5)
+	api := controltest.NewServiceCap(t, state(), 5)
 	ch, _ := follow(t, func() (*controlapi.Client, error) { return api.Client(), nil })
 	if u := next(t, ch); u.State == nil || u.State.Seq != 0 {
 		t.Fatalf("first update %+v", u)
@@ -84,7 +84,7 @@ func TestGapRereadsState(t *testing.T) {
 
 // A refused token is reported once (not at every retry), and recognised.
 func TestUnauthorizedOnce(t *testing.T) {
-	api := testenv.NewService(t, state())
+	api := controltest.NewService(t, state())
 	var mu sync.Mutex
 	tries := 0
 	ch, stop := follow(t, func() (*controlapi.Client, error) {
@@ -130,7 +130,7 @@ func TestNotInstalled(t *testing.T) {
 func TestConnectThroughTheServiceFiles(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("STRATA_COMPANION_HOME", home)
-	api := testenv.NewService(t, state())
+	api := controltest.NewService(t, state())
 	api.WriteHome(t, home)
 	ch, _ := follow(t, nil)
 	if u := next(t, ch); u.State == nil || u.State.Server.Model != "m" {

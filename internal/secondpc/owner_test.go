@@ -12,8 +12,8 @@ import (
 	"github.com/strata-companion/companion/internal/secondpc"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
-	"github.com/strata-companion/companion/internal/testenv"
 	"github.com/strata-companion/companion/service/controlserver"
+	"github.com/strata-companion/companion/service/controltest"
 )
 
 // The settings' owner records the second PC as every Recorder must, keeps
@@ -42,7 +42,7 @@ func TestAPIRecorder(t *testing.T) {
 	b := backend.New(backend.Options{SettingsPath: path, CheckHostKey: anyHostKey})
 	// The real road: the in-process owner over b, served by the real
 	// control API; its client is what the recorder takes.
-	c := testenv.ServeControlAPI(t, controlserver.Backend{Owner: owner.Over(b)})
+	c := controltest.Serve(t, controlserver.Backend{Owner: owner.Over(b)})
 	secondpc.RecorderContract(t, secondpc.OwnerRecorder{Owner: c})
 
 	// A record that sets two things is refused, and says how.

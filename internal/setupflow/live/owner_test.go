@@ -19,8 +19,8 @@ import (
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow/live"
 	"github.com/strata-companion/companion/internal/sshx"
-	"github.com/strata-companion/companion/internal/testenv"
 	"github.com/strata-companion/companion/service/controlserver"
+	"github.com/strata-companion/companion/service/controltest"
 )
 
 // ownerService is the control API with the settings' owner behind it, as
@@ -28,7 +28,7 @@ import (
 func ownerService(t *testing.T, b *backend.Backend) *controlapi.Client {
 	t.Helper()
 	// The real road: the in-process owner over b, served by the real API.
-	return testenv.ServeControlAPI(t, controlserver.Backend{Owner: owner.Over(b)})
+	return controltest.Serve(t, controlserver.Backend{Owner: owner.Over(b)})
 }
 
 // The wizard's Apply commits the second PC it paired and prepared (its

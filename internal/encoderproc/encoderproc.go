@@ -1,4 +1,11 @@
-package agent
+// Package encoderproc runs one strata-vision process and speaks its line
+// protocol (docs/strata.md): it starts the encoder and waits for READY,
+// sends one request line and waits for its reply, and stops it with QUIT,
+// then a kill. It also reads what the encoder says on stderr about where it
+// runs (Where). The agent on the second PC and the relay's encoder on this
+// PC's CPU both drive their strata-vision through it. The process dies with
+// its parent (a parent-death signal on Linux, a Job Object on Windows).
+package encoderproc
 
 import (
 	"bufio"
@@ -15,8 +22,8 @@ import (
 	"github.com/strata-companion/companion/internal/framing"
 )
 
-// encoder is one running strata-vision process.
-type encoder struct {
+// Encoder is one running strata-vision process.
+type Encoder struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
 	lines chan string   // its stdout, line by line; closed when it ends
@@ -26,7 +33,8 @@ type encoder struct {
 	kill  func() // platform extra: e.g. closing a Windows job object
 }
 
-var errEncoderStopped = errors.New("the encoder stopped")
+// ErrStopped is returned by Request when the encoder exited.
+var ErrStopped = errors.New("the encoder stopped")
 
 // lastLine passes stderr through (prefixed) and remembers its last line, so
 // a failure can say what the encoder said.
@@ -109,12 +117,12 @@ func (l *lastLine) CUDAFailure() string {
 	return l.cuda
 }
 
-// Observe says where an encoder reads pictures from what it printed at its
+// observe says where an encoder reads pictures from what it printed at its
 // start: askedGPU says it was started with --gpu. The encoder prints the
 // warm-up line on its --gpu path whatever runs it, so a CUDA failure line
 // before it means the CPU; no start line at all (another encoder) leaves the
 // device to what it was asked.
-func Observe(start, cudaFailure string, askedGPU bool) framing.Where {
+func observe(start, cudaFailure string, askedGPU bool) framing.Where {
 	w := framing.Where{Device: "cpu"}
 	if askedGPU {
 		w.Expected = "gpu"
@@ -141,16 +149,13 @@ func Observe(start, cudaFailure string, askedGPU bool) framing.Where {
 	return w
 }
 
-// startEncoder starts the encoder and waits for READY within timeout.
-func startEncoder(path string, args []string, stderr io.Writer, timeout time.Duration) (*encoder, error) {
-	return startEncoderEnv(path, args, nil, stderr, timeout)
-}
-
-// startEncoderEnv is startEncoder with an environment (nil: the agent's).
-// An argument the encoder refuses ("unknown argument X", exit 2: an encoder
-// older than the server that passed X) is dropped, with its value, and the
-// encoder started again without it; a note on stderr says so.
-func startEncoderEnv(path string, args, env []string, stderr io.Writer, timeout time.Duration) (*encoder, error) {
+// Start runs path with args and waits for READY within timeout; its stderr
+// goes to stderr (line by line) and its last line is kept. env is its
+// environment (nil: this process's). An argument the encoder refuses
+// ("unknown argument X", exit 2: an encoder older than the server that
+// passed X) is dropped, with its value, and the encoder started again
+// without it; a note on stderr says so.
+func Start(path string, args, env []string, stderr io.Writer, timeout time.Duration) (*Encoder, error) {
 	for {
 		e, err := startOnce(path, args, env, stderr, timeout)
 		if err == nil {
@@ -196,7 +201,7 @@ func dropArg(args []string, arg string) ([]string, bool) {
 	return nil, false
 }
 
-func startOnce(path string, args, env []string, stderr io.Writer, timeout time.Duration) (*encoder, error) {
+func startOnce(path string, args, env []string, stderr io.Writer, timeout time.Duration) (*Encoder, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Env = env
 	tail := &lastLine{w: stderr, startSeen: make(chan struct{})}
@@ -213,7 +218,7 @@ func startOnce(path string, args, env []string, stderr io.Writer, timeout time.D
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("cannot run %s: %v; check the encoder path in the companion settings (run `strata-service remote prepare`)", path, err)
 	}
-	e := &encoder{cmd: cmd, stdin: stdin, lines: make(chan string, 4), done: make(chan struct{}), tail: tail}
+	e := &Encoder{cmd: cmd, stdin: stdin, lines: make(chan string, 4), done: make(chan struct{}), tail: tail}
 	e.kill = afterStart(cmd)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -240,12 +245,12 @@ func startOnce(path string, args, env []string, stderr io.Writer, timeout time.D
 		}
 		first = l
 	case <-time.After(timeout):
-		e.stop(0)
+		e.Stop(0)
 		return nil, fmt.Errorf("it printed nothing within %s", timeout)
 	}
 	f := strings.Fields(first)
 	if len(f) < 1 || f[0] != "READY" {
-		e.stop(0)
+		e.Stop(0)
 		return nil, fmt.Errorf("its first line was %q, not READY", first)
 	}
 	if len(f) > 1 {
@@ -260,34 +265,52 @@ func startOnce(path string, args, env []string, stderr io.Writer, timeout time.D
 	return e, nil
 }
 
-// errCancelled means the request was given up on its caller's word (the
-// relay's session ended, or Strata sent QUIT): the encoder must be stopped,
-// as it may still be reading the picture.
-var errCancelled = errors.New("the request was cancelled")
+// ErrCancelled is returned by Request when cancel was closed first (the
+// relay's session ended, or Strata sent QUIT): the encoder must then be
+// stopped, as it may still be reading the picture.
+var ErrCancelled = errors.New("the request was cancelled")
 
-// request sends one line and waits for the reply line, the timeout, or
-// cancel (nil: never).
-func (e *encoder) request(line string, timeout time.Duration, cancel <-chan struct{}) (string, error) {
+// Request sends one request line and waits for its reply line, the timeout,
+// or cancel (nil: never).
+func (e *Encoder) Request(line string, timeout time.Duration, cancel <-chan struct{}) (string, error) {
 	if _, err := io.WriteString(e.stdin, line+"\n"); err != nil {
-		return "", errEncoderStopped
+		return "", ErrStopped
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case l, ok := <-e.lines:
 		if !ok {
-			return "", errEncoderStopped
+			return "", ErrStopped
 		}
 		return l, nil
 	case <-t.C:
 		return "", fmt.Errorf("the encoder gave no answer within %s", timeout)
 	case <-cancel:
-		return "", errCancelled
+		return "", ErrCancelled
 	}
 }
 
-// alive reports whether the process still runs.
-func (e *encoder) alive() bool {
+// Where says where the encoder reads pictures, from its start line and any
+// CUDA failure it printed; askedGPU says it was started with --gpu.
+func (e *Encoder) Where(askedGPU bool) framing.Where {
+	return observe(e.tail.Start(), e.tail.CUDAFailure(), askedGPU)
+}
+
+// Args are the arguments it runs with (after any it refused were dropped).
+func (e *Encoder) Args() []string { return e.cmd.Args[1:] }
+
+// NEmbd is what the encoder's READY said.
+func (e *Encoder) NEmbd() int { return e.nEmbd }
+
+// Tail is the last line the encoder wrote to stderr.
+func (e *Encoder) Tail() string { return e.tail.String() }
+
+// PID is the encoder's process id.
+func (e *Encoder) PID() int { return e.cmd.Process.Pid }
+
+// Alive reports whether the process still runs.
+func (e *Encoder) Alive() bool {
 	select {
 	case <-e.done:
 		return false
@@ -296,8 +319,8 @@ func (e *encoder) alive() bool {
 	}
 }
 
-// stop asks the encoder to QUIT, waits up to grace, then kills it.
-func (e *encoder) stop(grace time.Duration) {
+// Stop sends QUIT, waits up to grace, then kills it (grace 0: kill at once).
+func (e *Encoder) Stop(grace time.Duration) {
 	if grace > 0 {
 		io.WriteString(e.stdin, "QUIT\n")
 	}

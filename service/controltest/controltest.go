@@ -1,4 +1,10 @@
-package testenv
+// Package controltest serves the real control API (service/controlserver)
+// on loopback for tests, as net/http/httptest is to net/http: Serve puts a
+// backend behind it, Service plays a whole strata-service for its clients
+// (the tray, the wizard). It lives beside controlserver, not in
+// internal/testenv, so the internal libraries never import a program's
+// package.
+package controltest
 
 import (
 	"context"
@@ -11,11 +17,11 @@ import (
 	"github.com/strata-companion/companion/service/controlserver"
 )
 
-// ServeControlAPI serves the real control API over b (its owner often an
-// ownertest.Funcs) on loopback until t
-// ends and returns a client of it (for tests that put the settings' owner
-// behind the API without a whole service).
-func ServeControlAPI(t testing.TB, b controlserver.Backend) *controlapi.Client {
+// Serve serves the real control API over b (its owner often an
+// ownertest.Funcs) on loopback until t ends and returns a client of it (for
+// tests that put the settings' owner behind the API without a whole
+// service).
+func Serve(t testing.TB, b controlserver.Backend) *controlapi.Client {
 	t.Helper()
 	if b.Bus == nil {
 		b.Bus = events.NewBus(100)

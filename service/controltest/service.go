@@ -1,4 +1,4 @@
-package testenv
+package controltest
 
 import (
 	"context"
@@ -34,7 +34,7 @@ type Service struct {
 	stop         context.CancelFunc
 	stopped      chan struct{}
 	state        controlapi.State
-	posts        []ServicePost
+	posts        []Post
 	polls        int
 	onVision     func(req controlapi.VisionRequest)
 	rejectVision string
@@ -45,8 +45,8 @@ type Service struct {
 	LogFile string
 }
 
-// ServicePost is one POST a client made.
-type ServicePost struct {
+// Post is one POST a client made.
+type Post struct {
 	Path     string
 	Vision   *controlapi.VisionRequest
 	Settings *controlapi.SettingsPatch
@@ -78,7 +78,7 @@ func (s *Service) Start() {
 	// A long poll that found nothing and waits: a client that follows.
 	bus.SetBlockingHook(func() { s.mu.Lock(); s.polls++; s.mu.Unlock() })
 	rec := func(path string) func(context.Context) error {
-		return func(context.Context) error { s.record(ServicePost{Path: path}); return nil }
+		return func(context.Context) error { s.record(Post{Path: path}); return nil }
 	}
 	srv, err := controlserver.New(controlserver.Backend{
 		Bus: bus,
@@ -230,7 +230,7 @@ func (s *Service) listConfigs(context.Context) (*controlapi.ConfigList, error) {
 
 func (s *Service) switchConfig(_ context.Context, req controlapi.ConfigRequest) (*controlapi.ConfigResponse, error) {
 	s.mu.Lock()
-	s.posts = append(s.posts, ServicePost{Path: "/v1/config", Config: &req})
+	s.posts = append(s.posts, Post{Path: "/v1/config", Config: &req})
 	l := s.configs
 	var prev, next string
 	if l != nil {
@@ -272,10 +272,10 @@ func (s *Service) State() controlapi.State {
 }
 
 // Posts are the POSTs received so far.
-func (s *Service) Posts() []ServicePost {
+func (s *Service) Posts() []Post {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]ServicePost(nil), s.posts...)
+	return append([]Post(nil), s.posts...)
 }
 
 // Polls counts the long polls that waited for an event.
@@ -285,7 +285,7 @@ func (s *Service) Polls() int {
 	return s.polls
 }
 
-func (s *Service) record(p ServicePost) {
+func (s *Service) record(p Post) {
 	s.mu.Lock()
 	s.posts = append(s.posts, p)
 	s.mu.Unlock()
@@ -298,7 +298,7 @@ func (s *Service) vision(_ context.Context, req controlapi.VisionRequest) (*cont
 		return nil, controlapi.BadRequest(errors.New("placement must be gpu, cpu, remote or off"))
 	}
 	s.mu.Lock()
-	s.posts = append(s.posts, ServicePost{Path: "/v1/vision", Vision: &req})
+	s.posts = append(s.posts, Post{Path: "/v1/vision", Vision: &req})
 	hook, reject, restart := s.onVision, s.rejectVision, !s.noRestart
 	s.mu.Unlock()
 	if reject != "" {
@@ -315,7 +315,7 @@ func (s *Service) vision(_ context.Context, req controlapi.VisionRequest) (*cont
 // unload records POST /v1/server/unload and, as Strata does, the model
 // goes: the state says when, and model.unloaded is published.
 func (s *Service) unload(context.Context) error {
-	s.record(ServicePost{Path: "/v1/server/unload"})
+	s.record(Post{Path: "/v1/server/unload"})
 	s.Change(func(st *controlapi.State) { st.Server.Unloaded = time.Now() },
 		events.New("the model is not loaded (Strata's /health says so)", events.ModelUnloadedDetails{Source: events.Source{Source: "health"}}))
 	return nil
@@ -324,7 +324,7 @@ func (s *Service) unload(context.Context) error {
 // settings records the patch and, as the service does, its switches show
 // in the state's settings from then on.
 func (s *Service) settings(_ context.Context, p controlapi.SettingsPatch) (*controlapi.State, error) {
-	s.record(ServicePost{Path: "/v1/settings", Settings: &p})
+	s.record(Post{Path: "/v1/settings", Settings: &p})
 	s.mu.Lock()
 	v := *controlapi.ViewOf(&settings.Settings{}) // the defaults, as the service shows empty settings
 	if s.state.Settings != nil {

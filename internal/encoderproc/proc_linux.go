@@ -1,4 +1,4 @@
-package agent
+package encoderproc
 
 import (
 	"os/exec"
