@@ -24,7 +24,7 @@ import (
 // what (not "the agent stopped answering": that is a hung agent, whose link
 // still answers), text-side lines are answered at once right after, and once
 // the link is back the next picture is read there, byte-identical. The
-// cut-to-ERR times are logged (the bound is internal/relay/bounds.LinkLost:
+// cut-to-ERR times are logged (the bound is internal/framing/bounds.LinkLost:
 // 3 s of nothing from the second PC); the test allows 10 s.
 func TestLinkCutMidPictureIntegration(t *testing.T) {
 	if testing.Short() {

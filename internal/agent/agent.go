@@ -10,6 +10,7 @@ package agent
 
 import (
 	"github.com/strata-companion/companion/internal/agentcmd"
+	"github.com/strata-companion/companion/internal/encoderproc"
 
 	"context"
 	"crypto/sha256"
@@ -27,9 +28,9 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/framing"
+	"github.com/strata-companion/companion/internal/framing/bounds"
 	"github.com/strata-companion/companion/internal/gguf"
 	"github.com/strata-companion/companion/internal/nvsmi"
-	"github.com/strata-companion/companion/internal/relay/bounds"
 	"github.com/strata-companion/companion/internal/version"
 )
 
@@ -167,7 +168,7 @@ type agent struct {
 	cfg      Config
 	fw       *framing.Writer
 	scratch  string
-	enc      *encoder
+	enc      *encoderproc.Encoder
 	state    string // stopped, running, failed
 	lastErr  string
 	lastUse  time.Time
@@ -381,7 +382,7 @@ func (a *agent) handle(t framing.Type, p []byte) error {
 // ensureEncoder starts the encoder if it is not running. woke says whether
 // a picture (or a Wake) asked for it, which is reported as a wake.
 func (a *agent) ensureEncoder(woke bool) error {
-	if a.enc != nil && a.enc.alive() {
+	if a.enc != nil && a.enc.Alive() {
 		return nil
 	}
 	if a.enc != nil {
@@ -393,7 +394,7 @@ func (a *agent) ensureEncoder(woke bool) error {
 	if a.cfg.GPU {
 		before = a.readGPUs(t0, observeWait)
 	}
-	enc, err := startEncoderEnv(a.cfg.Encoder, a.cfg.EncoderArgs(), a.cfg.encoderEnv(), a.cfg.Log, a.cfg.ReadyTimeout)
+	enc, err := encoderproc.Start(a.cfg.Encoder, a.cfg.EncoderArgs(), a.cfg.encoderEnv(), a.cfg.Log, a.cfg.ReadyTimeout)
 	if err != nil {
 		a.state = "failed"
 		a.lastErr = fmt.Sprintf("the encoder on the second PC did not start: %v", err)
@@ -403,22 +404,22 @@ func (a *agent) ensureEncoder(woke bool) error {
 	}
 	a.enc, a.state, a.lastErr, a.lastUse = enc, "running", "", time.Now()
 	ms := time.Since(t0).Milliseconds()
-	fmt.Fprintf(a.cfg.Log, "strata-vision-relay agent: encoder started in %d ms (READY %d)\n", ms, enc.nEmbd)
+	fmt.Fprintf(a.cfg.Log, "strata-vision-relay agent: encoder started in %d ms (READY %d)\n", ms, enc.NEmbd())
 	kind := "started"
 	if woke {
 		kind = "woke"
 	}
 	w := a.observe(enc, before)
 	a.where = &w
-	a.event(framing.AgentEvent{Kind: kind, StartMS: ms, NEmbd: enc.nEmbd, Where: &w})
+	a.event(framing.AgentEvent{Kind: kind, StartMS: ms, NEmbd: enc.NEmbd(), Where: &w})
 	return nil
 }
 
 // observe says where the encoder just started reads pictures: its own start
 // line, and on a GPU the card (the one CUDA shows it first: gpuIndex) and
 // the VRAM it took there, from nvidia-smi before and after its start.
-func (a *agent) observe(enc *encoder, before gpuReading) framing.Where {
-	w := Observe(enc.tail.Start(), enc.tail.CUDAFailure(), a.cfg.GPU)
+func (a *agent) observe(enc *encoderproc.Encoder, before gpuReading) framing.Where {
+	w := enc.Where(a.cfg.GPU)
 	if w.Device != "gpu" {
 		if w.Expected == "gpu" && w.Reason == "" && before.fresh && before.err != nil && len(before.gpus) == 0 {
 			_, what, _ := before.err.Explain()
@@ -434,7 +435,7 @@ func (a *agent) stopEncoder() {
 	if a.enc == nil {
 		return
 	}
-	a.enc.stop(bounds.EncoderQuit)
+	a.enc.Stop(bounds.EncoderQuit)
 	a.enc = nil
 	if a.state == "running" {
 		a.state = "stopped"
@@ -491,21 +492,21 @@ func (a *agent) encodeFile(id uint32, in string) error {
 	defer os.Remove(in)
 	defer os.Remove(out)
 	stop := a.beating(id, framing.PhaseEncoding)
-	line, err := a.enc.request("ENC "+in+" "+out, a.cfg.EncodeTimeout, a.inputEnded)
+	line, err := a.enc.Request("ENC "+in+" "+out, a.cfg.EncodeTimeout, a.inputEnded)
 	stop()
-	if errors.Is(err, errCancelled) {
+	if errors.Is(err, encoderproc.ErrCancelled) {
 		// The relay is gone or stopping: no one waits for this picture.
 		fmt.Fprintln(a.cfg.Log, "strata-vision-relay agent: the relay ended the session during a picture; stopping the encoder")
-		a.enc.stop(0)
+		a.enc.Stop(0)
 		a.enc = nil
 		a.state = "stopped"
 		return io.EOF
 	}
 	if err != nil {
 		msg := err.Error()
-		if errors.Is(err, errEncoderStopped) {
+		if errors.Is(err, encoderproc.ErrStopped) {
 			msg = "the encoder on the second PC stopped"
-			if l := a.enc.tail.String(); l != "" {
+			if l := a.enc.Tail(); l != "" {
 				msg += " (" + l + ")"
 			}
 			msg += "; the next picture starts it again"
@@ -538,8 +539,8 @@ func (a *agent) encodeFile(id uint32, in string) error {
 
 func (a *agent) status() framing.StatusInfo {
 	s := framing.StatusInfo{Encoder: a.state, Pictures: a.pictures, Error: a.lastErr, IdleStopS: int(a.cfg.IdleStop / time.Second)}
-	if a.enc != nil && a.enc.alive() {
-		s.PID, s.NEmbd, s.Where = a.enc.cmd.Process.Pid, a.enc.nEmbd, a.where
+	if a.enc != nil && a.enc.Alive() {
+		s.PID, s.NEmbd, s.Where = a.enc.PID(), a.enc.NEmbd(), a.where
 	}
 	if ents, err := os.ReadDir(a.scratch); err == nil {
 		for _, e := range ents {

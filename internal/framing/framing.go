@@ -49,7 +49,7 @@ const (
 	// Beat: the agent is working (JSON Beat), sent every Info.BeatMS while
 	// it starts its encoder or reads a picture, so the relay tells a busy
 	// agent from a stopped or frozen one within seconds (the values and
-	// why: internal/relay/bounds, Beat and HungAgent).
+	// why: internal/framing/bounds, Beat and HungAgent).
 	Beat Type = 'K'
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/framing"
-	"github.com/strata-companion/companion/internal/relay/bounds"
+	"github.com/strata-companion/companion/internal/framing/bounds"
 	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/sshx"
 )
@@ -21,7 +21,7 @@ import (
 // agent's pings, the idle-link verdict), the agent session on it
 // (session.go), the verdicts on a silence during a picture (liveness.go),
 // and the outage with its background retry (reach.go). Every bound it
-// keeps is from internal/relay/bounds (through linkConfig).
+// keeps is from internal/framing/bounds (through linkConfig).
 //
 // The connection and the check of its link (conn, connStop, connDead,
 // check) and the agent's command-line settings are the picture's: touched

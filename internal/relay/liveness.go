@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/events"
-	"github.com/strata-companion/companion/internal/relay/bounds"
+	"github.com/strata-companion/companion/internal/framing/bounds"
 	"github.com/strata-companion/companion/internal/relay/remote"
 )
 
@@ -31,7 +31,7 @@ import (
 // it is killed over the live link.
 //
 // The verdicts are the link's (link.judge); every bound they use is in
-// internal/relay/bounds.
+// internal/framing/bounds.
 
 // linkCheck is what one connection's monitor learnt of its link.
 type linkCheck struct {

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/strata-companion/companion/internal/agent"
+	"github.com/strata-companion/companion/internal/encoderproc"
 	"github.com/strata-companion/companion/internal/events"
-	"github.com/strata-companion/companion/internal/relay/bounds"
+	"github.com/strata-companion/companion/internal/framing/bounds"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -43,14 +43,14 @@ func (rt *router) encodeLocal(ctx context.Context, st *settings.Settings, img, o
 	}
 	t0 := time.Now()
 	bound := rt.ltimes.bound(0, DefaultRequestTimeout)
-	line, err := enc.Request(ctx, "ENC "+img+" "+out, bound)
+	line, err := enc.Request("ENC "+img+" "+out, bound, ctx.Done())
 	if err != nil {
 		tail := enc.Tail()
 		rt.local.drop()
 		switch {
 		case ctx.Err() != nil:
 			return "ERR the relay is stopping"
-		case errors.Is(err, agent.ErrEncoderStopped):
+		case errors.Is(err, encoderproc.ErrStopped):
 			msg := "this PC's encoder stopped while reading the picture"
 			if tail != "" {
 				msg += " (" + oneLine(tail) + ")"
@@ -70,13 +70,13 @@ func (rt *router) encodeLocal(ctx context.Context, st *settings.Settings, img, o
 // on the CPU and kept; another path or other arguments start another.
 type localEncoder struct {
 	mu  sync.Mutex
-	enc *agent.Encoder
+	enc *encoderproc.Encoder
 	key string
 }
 
 // get returns the running encoder, starting it when needed (startMS is the
 // start's time then, -1 when it was running).
-func (l *localEncoder) get(path string, args []string, note func(string)) (*agent.Encoder, int64, error) {
+func (l *localEncoder) get(path string, args []string, note func(string)) (*encoderproc.Encoder, int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	key := path + "\x00" + strings.Join(args, "\x00")
@@ -90,7 +90,7 @@ func (l *localEncoder) get(path string, args []string, note func(string)) (*agen
 	t0 := time.Now()
 	// Its stderr ("strata-vision: ...") must not reach Strata's engine log:
 	// only its last line is kept, for messages.
-	enc, err := agent.StartEncoderEnv(path, args, nil, noteWriter(note), bounds.LocalEncoderStart)
+	enc, err := encoderproc.Start(path, args, nil, noteWriter(note), bounds.LocalEncoderStart)
 	if err != nil {
 		return nil, 0, err
 	}

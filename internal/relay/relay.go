@@ -9,7 +9,7 @@
 // the second PC comes back works without restarting anything.
 //
 // Every timing bound (connect, keepalives, the lost link, the hung agent, a
-// picture, the stop) is in one table, internal/relay/bounds, with the reason
+// picture, the stop) is in one table, internal/framing/bounds, with the reason
 // for each value: change a bound there, nowhere else.
 //
 // By concern (docs/relay.md, "Inside the relay"):
@@ -42,12 +42,12 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/events"
-	"github.com/strata-companion/companion/internal/relay/bounds"
+	"github.com/strata-companion/companion/internal/framing/bounds"
 	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
-// Bounds: every value and why it is what it is are in internal/relay/bounds
+// Bounds: every value and why it is what it is are in internal/framing/bounds
 // (docs/relay.md, "Bounds", gives the user's view).
 const (
 	// DefaultConnectTimeout bounds reaching the second PC: TCP connect plus

@@ -9,7 +9,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/framing"
-	"github.com/strata-companion/companion/internal/relay/bounds"
+	"github.com/strata-companion/companion/internal/framing/bounds"
 )
 
 // A picture on the second PC (the router's): sent to the agent over the

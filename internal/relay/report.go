@@ -7,7 +7,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
-	"github.com/strata-companion/companion/internal/relay/bounds"
+	"github.com/strata-companion/companion/internal/framing/bounds"
 )
 
 // ServiceReporter sends the relay's events and the n_embd it learned to the

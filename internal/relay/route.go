@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/events"
-	"github.com/strata-companion/companion/internal/relay/bounds"
+	"github.com/strata-companion/companion/internal/framing/bounds"
 	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/wol"

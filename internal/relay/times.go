@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/strata-companion/companion/internal/relay/bounds"
+	"github.com/strata-companion/companion/internal/framing/bounds"
 )
 
 // pictureTimes keeps what the last pictures took, for their bound.

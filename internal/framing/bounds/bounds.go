@@ -7,6 +7,8 @@
 // wait for that reason; docs/relay.md ("Bounds") gives the user's view and
 // the measured figures. The relay, the agent and prepare take their values
 // from here; a test or a caller may pass shorter ones through their Options.
+// It sits beside internal/framing, the protocol whose waits it bounds, so
+// both sides of that protocol import it without importing each other.
 package bounds
 
 import "time"

@@ -6,7 +6,7 @@
 // the encoder there as the relay will and waits for its READY. It shares only
 // the second PC's transport and the agent's command line with the relay
 // (internal/relay/remote), never a running relay; its bounds are in
-// internal/relay/bounds. internal/relay re-exports it (prepare.Prepare, ...).
+// internal/framing/bounds.
 package prepare
 
 import (
@@ -26,8 +26,8 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/framing"
+	"github.com/strata-companion/companion/internal/framing/bounds"
 	"github.com/strata-companion/companion/internal/gguf"
-	"github.com/strata-companion/companion/internal/relay/bounds"
 	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/settings"

@@ -21,7 +21,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/agentcmd"
 	"github.com/strata-companion/companion/internal/framing"
-	"github.com/strata-companion/companion/internal/relay/bounds"
+	"github.com/strata-companion/companion/internal/framing/bounds"
 	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/remotecmd"
 )
