@@ -386,7 +386,12 @@ type StatusInfo struct {
 	ScratchFiles int `json:"scratch_files"`
 }
 
-// GPU is one line of nvidia-smi on the second PC.
+// GPU is one line of nvidia-smi on the second PC, as the agent sends it.
+// It stays a type of its own, not nvsmi.GPU, because it is a wire format
+// between agent and relay versions that are updated separately: its JSON
+// keys are fixed, an unknown figure travels as 0 named in Unknown (older
+// agents wrote 0 and no Unknown), and MIG is a flag. The agent writes it
+// from nvsmi.GPU (the one record nvidia-smi's reader makes).
 type GPU struct {
 	Index    int    `json:"index"`
 	Name     string `json:"name"`

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/strata-companion/companion/internal/nvsmi"
 	"github.com/strata-companion/companion/internal/probe"
 	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
@@ -126,7 +127,7 @@ func TestGPUTrialHoldsItsStartApart(t *testing.T) {
 	testenv.NvidiaSMI(t, smi, nil)
 	t.Setenv("PATH", smi+string(os.PathListSeparator)+os.Getenv("PATH"))
 	inp := in.inputs(t, nil)
-	inp.GPUs = []probe.GPU{{Index: 0, Vendor: probe.VendorNVIDIA, Source: probe.SourceNvidiaSMI, Name: "NVIDIA GeForce RTX 3060 Laptop GPU", TotalMiB: 6144, FreeMiB: 5700, Driver: "581.57", ComputeCap: "8.6"}}
+	inp.GPUs = []probe.GPU{{GPU: nvsmi.GPU{Index: 0, Name: "NVIDIA GeForce RTX 3060 Laptop GPU", TotalMiB: 6144, FreeMiB: 5700, Driver: "581.57", ComputeCap: "8.6"}, Vendor: probe.VendorNVIDIA, Source: probe.SourceNvidiaSMI}}
 	tr, err := GPU(inp)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-companion/companion/internal/nvsmi"
 	"github.com/strata-companion/companion/internal/probe"
 	"github.com/strata-companion/companion/internal/settings"
 )
@@ -41,7 +42,7 @@ func TestPlansStartWhatTheProductStarts(t *testing.T) {
 		t.Errorf("cpu trial projector %s, want the Q8_0 one", cpu.Args[1])
 	}
 
-	gpus := []probe.GPU{{Index: 0, Vendor: probe.VendorNVIDIA, Source: probe.SourceNvidiaSMI, Name: "NVIDIA GeForce RTX 4080", TotalMiB: 16376, FreeMiB: 9000, Driver: "581.57", ComputeCap: "8.9"}}
+	gpus := []probe.GPU{{GPU: nvsmi.GPU{Index: 0, Name: "NVIDIA GeForce RTX 4080", TotalMiB: 16376, FreeMiB: 9000, Driver: "581.57", ComputeCap: "8.9"}, Vendor: probe.VendorNVIDIA, Source: probe.SourceNvidiaSMI}}
 	inp := in.inputs(t, st)
 	inp.GPUs = gpus
 	gpu, err := GPU(inp)
@@ -89,7 +90,7 @@ func copyFile(t *testing.T, from, to string) {
 // its kind and words that say what to do.
 func TestBadCasesAreSaidBeforeAnythingStarts(t *testing.T) {
 	rtx := func(free int) []probe.GPU {
-		return []probe.GPU{{Index: 0, Vendor: probe.VendorNVIDIA, Source: probe.SourceNvidiaSMI, Name: "NVIDIA GeForce RTX 3060", TotalMiB: 12288, FreeMiB: free, Driver: "581.57", ComputeCap: "8.6"}}
+		return []probe.GPU{{GPU: nvsmi.GPU{Index: 0, Name: "NVIDIA GeForce RTX 3060", TotalMiB: 12288, FreeMiB: free, Driver: "581.57", ComputeCap: "8.6"}, Vendor: probe.VendorNVIDIA, Source: probe.SourceNvidiaSMI}}
 	}
 	paired := &settings.Remote{Host: "gpu-laptop"}
 	prepared := &settings.Remote{Host: "gpu-laptop", RemoteDir: "/opt/r"}
@@ -108,7 +109,7 @@ func TestBadCasesAreSaidBeforeAnythingStarts(t *testing.T) {
 		{"no config", func(t *testing.T, in install, inp *Inputs) { inp.Config = nil }, CPU, KindNoEncoder, "choose Strata's folder"},
 		{"no GPU", func(t *testing.T, in install, inp *Inputs) {}, GPU, KindNoGPU, "no NVIDIA GPU"},
 		{"an old GPU", func(t *testing.T, in install, inp *Inputs) {
-			inp.GPUs = []probe.GPU{{Index: 0, Vendor: probe.VendorNVIDIA, Source: probe.SourceNvidiaSMI, Name: "NVIDIA GeForce GTX 1080", TotalMiB: 8192, FreeMiB: 8000, Driver: "581.57", ComputeCap: "6.1"}}
+			inp.GPUs = []probe.GPU{{GPU: nvsmi.GPU{Index: 0, Name: "NVIDIA GeForce GTX 1080", TotalMiB: 8192, FreeMiB: 8000, Driver: "581.57", ComputeCap: "6.1"}, Vendor: probe.VendorNVIDIA, Source: probe.SourceNvidiaSMI}}
 		}, GPU, KindNoGPU, "RTX 20"},
 		{"GPU without room, Strata running", func(t *testing.T, in install, inp *Inputs) { inp.GPUs, inp.StrataRunning = rtx(900), true }, GPU, KindNoRoom, "Strata is running and holds that memory"},
 		{"GPU without room", func(t *testing.T, in install, inp *Inputs) { inp.GPUs = rtx(900) }, GPU, KindNoRoom, "close the programs that use the GPU"},

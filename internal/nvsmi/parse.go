@@ -48,8 +48,10 @@ const (
 	MIGEnabled  = "enabled"  // split into MIG slices: CUDA gets one slice, never the whole card
 )
 
-// GPU is one nvidia-smi line. Memory figures are MiB, -1 when nvidia-smi
-// did not know them ("[N/A]", "[Not Supported]": vGPUs, MIG, some laptops).
+// GPU is one nvidia-smi line: the one record of a GPU as nvidia-smi reports
+// it (probe.GPU embeds it and adds the vendor and source). Memory figures
+// are MiB, -1 when nvidia-smi did not know them ("[N/A]", "[Not
+// Supported]": vGPUs, MIG, some laptops).
 type GPU struct {
 	// Index is nvidia-smi's index: PCI bus order, the order CUDA uses with
 	// CUDA_DEVICE_ORDER=PCI_BUS_ID.

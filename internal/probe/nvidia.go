@@ -82,9 +82,7 @@ func skippedFindings(lines []string) []Finding {
 func fromNvsmi(ng []nvsmi.GPU) []GPU {
 	var out []GPU
 	for _, g := range ng {
-		out = append(out, GPU{Index: g.Index, Vendor: VendorNVIDIA, Name: g.Name,
-			TotalMiB: g.TotalMiB, UsedMiB: g.UsedMiB, FreeMiB: g.FreeMiB,
-			Driver: g.Driver, ComputeCap: g.ComputeCap, Display: g.Display, MIG: g.MIG, Source: SourceNvidiaSMI})
+		out = append(out, GPU{GPU: g, Vendor: VendorNVIDIA, Source: SourceNvidiaSMI})
 	}
 	return out
 }
@@ -130,8 +128,7 @@ func queryNvidia(ctx context.Context, run Runner, where string) ([]GPU, string, 
 func FormatNvidiaSMI(gpus []GPU) string {
 	ng := make([]nvsmi.GPU, 0, len(gpus))
 	for _, g := range gpus {
-		ng = append(ng, nvsmi.GPU{Index: g.Index, Name: g.Name, TotalMiB: g.TotalMiB, UsedMiB: g.UsedMiB, FreeMiB: g.FreeMiB,
-			Driver: g.Driver, ComputeCap: g.ComputeCap, Display: g.Display})
+		ng = append(ng, g.GPU)
 	}
 	return nvsmi.Format(ng)
 }

@@ -41,20 +41,20 @@ func TestParseNvidiaSMI(t *testing.T) {
 		want []GPU
 	}{
 		{"one GPU, Windows CRLF", smiOne5080CRLF, []GPU{
-			{0, VendorNVIDIA, "NVIDIA GeForce RTX 5080", 16303, 1520, 14475, "581.57", "12.0", &tr, "", SourceNvidiaSMI}}},
+			{GPU: nvsmi.GPU{Index: 0, Name: "NVIDIA GeForce RTX 5080", TotalMiB: 16303, UsedMiB: 1520, FreeMiB: 14475, Driver: "581.57", ComputeCap: "12.0", Display: &tr}, Vendor: VendorNVIDIA, Source: SourceNvidiaSMI}}},
 		{"two GPUs", smiTwo, []GPU{
-			{0, VendorNVIDIA, "NVIDIA GeForce RTX 4090", 24564, 1234, 22980, "570.86.15", "8.9", &tr, "", SourceNvidiaSMI},
-			{1, VendorNVIDIA, "NVIDIA GeForce RTX 3060", 12288, 5, 12006, "570.86.15", "8.6", &fa, "", SourceNvidiaSMI}}},
+			{GPU: nvsmi.GPU{Index: 0, Name: "NVIDIA GeForce RTX 4090", TotalMiB: 24564, UsedMiB: 1234, FreeMiB: 22980, Driver: "570.86.15", ComputeCap: "8.9", Display: &tr}, Vendor: VendorNVIDIA, Source: SourceNvidiaSMI},
+			{GPU: nvsmi.GPU{Index: 1, Name: "NVIDIA GeForce RTX 3060", TotalMiB: 12288, UsedMiB: 5, FreeMiB: 12006, Driver: "570.86.15", ComputeCap: "8.6", Display: &fa}, Vendor: VendorNVIDIA, Source: SourceNvidiaSMI}}},
 		{"laptop", smiLaptop, []GPU{
-			{0, VendorNVIDIA, "NVIDIA GeForce RTX 3060 Laptop GPU", 6144, 9, 5920, "581.57", "8.6", &fa, "", SourceNvidiaSMI}}},
+			{GPU: nvsmi.GPU{Index: 0, Name: "NVIDIA GeForce RTX 3060 Laptop GPU", TotalMiB: 6144, UsedMiB: 9, FreeMiB: 5920, Driver: "581.57", ComputeCap: "8.6", Display: &fa}, Vendor: VendorNVIDIA, Source: SourceNvidiaSMI}}},
 		{"[N/A] and [Not Supported]", smiNA, []GPU{
-			{0, VendorNVIDIA, "NVIDIA GeForce RTX 4070 Ti", 12282, -1, -1, "581.15", "8.9", nil, "", SourceNvidiaSMI}}},
+			{GPU: nvsmi.GPU{Index: 0, Name: "NVIDIA GeForce RTX 4070 Ti", TotalMiB: 12282, UsedMiB: -1, FreeMiB: -1, Driver: "581.15", ComputeCap: "8.9"}, Vendor: VendorNVIDIA, Source: SourceNvidiaSMI}}},
 		{"basic six fields", smiBasic, []GPU{
-			{0, VendorNVIDIA, "NVIDIA GeForce GTX 1080 Ti", 11264, 500, 10764, "470.239.06", "", nil, "", SourceNvidiaSMI}}},
+			{GPU: nvsmi.GPU{Index: 0, Name: "NVIDIA GeForce GTX 1080 Ti", TotalMiB: 11264, UsedMiB: 500, FreeMiB: 10764, Driver: "470.239.06"}, Vendor: VendorNVIDIA, Source: SourceNvidiaSMI}}},
 		{"extra spaces, header, units, blank lines", "\r\nindex, name, memory.total [MiB], memory.used [MiB], memory.free [MiB], driver_version\r\n   3 ,  Tesla T4  ,  15360 MiB , 0 MiB , 14913 MiB ,  535.183.01   \r\n\r\n", []GPU{
-			{3, VendorNVIDIA, "Tesla T4", 15360, 0, 14913, "535.183.01", "", nil, "", SourceNvidiaSMI}}},
+			{GPU: nvsmi.GPU{Index: 3, Name: "Tesla T4", TotalMiB: 15360, UsedMiB: 0, FreeMiB: 14913, Driver: "535.183.01"}, Vendor: VendorNVIDIA, Source: SourceNvidiaSMI}}},
 		{"a lost GPU among good ones", smiLost, []GPU{
-			{0, VendorNVIDIA, "NVIDIA GeForce RTX 3090", 24576, 300, 23964, "575.57.08", "8.6", &tr, "", SourceNvidiaSMI}}},
+			{GPU: nvsmi.GPU{Index: 0, Name: "NVIDIA GeForce RTX 3090", TotalMiB: 24576, UsedMiB: 300, FreeMiB: 23964, Driver: "575.57.08", ComputeCap: "8.6", Display: &tr}, Vendor: VendorNVIDIA, Source: SourceNvidiaSMI}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

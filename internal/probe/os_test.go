@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/strata-companion/companion/internal/nvsmi"
 )
 
 // Four logical processors on two physical cores (SMT), x86.
@@ -137,11 +139,11 @@ func TestReadSysfsGPUs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []GPU{
-		{0, VendorIntel, "Intel GPU (PCI 8086:a780)", -1, -1, -1, "", "", nil, "", SourceSysfs},
-		{1, VendorAMD, "AMD Instinct MI210", 65520, -1, -1, "", "", nil, "", SourceSysfs},
-		{2, VendorAMD, "AMD GPU (PCI 1002:744c)", 24560, 1024, 23536, "", "", nil, "", SourceSysfs},
-		{3, VendorNVIDIA, "NVIDIA GPU (PCI 10de:2684)", -1, -1, -1, "", "", nil, "", SourceSysfs},
-		{4, VendorNVIDIA, "NVIDIA GPU (PCI 10de:2330)", -1, -1, -1, "", "", nil, "", SourceSysfs},
+		{GPU: nvsmi.GPU{Index: 0, Name: "Intel GPU (PCI 8086:a780)", TotalMiB: -1, UsedMiB: -1, FreeMiB: -1}, Vendor: VendorIntel, Source: SourceSysfs},
+		{GPU: nvsmi.GPU{Index: 1, Name: "AMD Instinct MI210", TotalMiB: 65520, UsedMiB: -1, FreeMiB: -1}, Vendor: VendorAMD, Source: SourceSysfs},
+		{GPU: nvsmi.GPU{Index: 2, Name: "AMD GPU (PCI 1002:744c)", TotalMiB: 24560, UsedMiB: 1024, FreeMiB: 23536}, Vendor: VendorAMD, Source: SourceSysfs},
+		{GPU: nvsmi.GPU{Index: 3, Name: "NVIDIA GPU (PCI 10de:2684)", TotalMiB: -1, UsedMiB: -1, FreeMiB: -1}, Vendor: VendorNVIDIA, Source: SourceSysfs},
+		{GPU: nvsmi.GPU{Index: 4, Name: "NVIDIA GPU (PCI 10de:2330)", TotalMiB: -1, UsedMiB: -1, FreeMiB: -1}, Vendor: VendorNVIDIA, Source: SourceSysfs},
 	}
 	if len(gpus) != len(want) {
 		t.Fatalf("got %+v", gpus)
@@ -189,7 +191,7 @@ func TestRegistryAdapters(t *testing.T) {
 
 func TestMergeDropsOSCopiesOfNvidiaCards(t *testing.T) {
 	nv, _ := ParseNvidiaSMI([]byte(smiTwo))
-	osg := []GPU{{Vendor: VendorNVIDIA, Name: "x", Source: SourceSysfs}, {Vendor: VendorAMD, Name: "AMD GPU", TotalMiB: 8192, Source: SourceSysfs}}
+	osg := []GPU{{GPU: nvsmi.GPU{Name: "x"}, Vendor: VendorNVIDIA, Source: SourceSysfs}, {GPU: nvsmi.GPU{Name: "AMD GPU", TotalMiB: 8192}, Vendor: VendorAMD, Source: SourceSysfs}}
 	var probs []Finding
 	got := mergeOSGPUs(nv, osg, nvidiaResult{path: "/x", gpus: nv}, &probs)
 	if len(got) != 3 || got[2].Vendor != VendorAMD || got[2].Index != 2 || len(probs) != 0 {

@@ -14,6 +14,8 @@ import (
 	"os/exec"
 	"runtime"
 	"time"
+
+	"github.com/strata-companion/companion/internal/nvsmi"
 )
 
 // Vendors, as GPU.Vendor spells them.
@@ -31,29 +33,17 @@ const (
 	SourceRegistry  = "registry"
 )
 
-// GPU is one graphics card. Memory figures are MiB; -1 means the OS or driver
-// did not tell (nvidia-smi's "[N/A]", a registry without the value). In JSON an
-// unknown figure is null.
+// GPU is one graphics card: nvidia-smi's record of it (nvsmi.GPU, for an
+// NVIDIA card), with the vendor and where the facts came from. For a card
+// nvidia-smi did not report (sysfs, the registry) the same record carries
+// what the OS told: Index is then the order this probe found the cards in
+// (for NVIDIA cards it is nvidia-smi's index: PCI bus order, the numbers
+// Strata's `gpu` and `vision.cuda_device` use), memory figures are MiB and
+// -1 when the OS or driver did not tell (nvidia-smi's "[N/A]", a registry
+// without the value). In JSON an unknown figure is null (MarshalJSON).
 type GPU struct {
-	// Index is nvidia-smi's index for NVIDIA cards (PCI bus order, the numbers
-	// Strata's `gpu` and `vision.cuda_device` use); for other sources it is
-	// the order this probe found them in.
-	Index    int
-	Vendor   string
-	Name     string
-	TotalMiB int
-	UsedMiB  int
-	FreeMiB  int
-	// Driver is the driver version ("581.57"), "" when unknown.
-	Driver string
-	// ComputeCap is the CUDA compute capability ("8.9"), "" when unknown.
-	ComputeCap string
-	// Display says whether a display is active on this GPU; nil when unknown.
-	Display *bool
-	// MIG is MIGEnabled for a card split into MIG slices (a program gets
-	// one slice, not the whole card: never recommended as a whole card),
-	// "disabled" for a whole card, "" when unknown.
-	MIG string
+	nvsmi.GPU
+	Vendor string
 	// Source is where the facts came from: SourceNvidiaSMI, SourceSysfs, SourceRegistry.
 	Source string
 }
@@ -226,9 +216,9 @@ func (g *GPU) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*g = GPU{Index: j.Index, Vendor: j.Vendor, Name: j.Name,
+	*g = GPU{GPU: nvsmi.GPU{Index: j.Index, Name: j.Name,
 		TotalMiB: unknownIfNil(j.TotalMiB), UsedMiB: unknownIfNil(j.UsedMiB), FreeMiB: unknownIfNil(j.FreeMiB),
-		Driver: j.Driver, ComputeCap: j.ComputeCap, Display: j.Display, MIG: j.MIG, Source: j.Source}
+		Driver: j.Driver, ComputeCap: j.ComputeCap, Display: j.Display, MIG: j.MIG}, Vendor: j.Vendor, Source: j.Source}
 	return nil
 }
 

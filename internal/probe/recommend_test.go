@@ -11,8 +11,7 @@ import (
 )
 
 func nv(idx int, name string, total, free int, cc string) GPU {
-	return GPU{Index: idx, Vendor: VendorNVIDIA, Name: name, TotalMiB: total, UsedMiB: total - free, FreeMiB: free,
-		Driver: "581.57", ComputeCap: cc, Source: SourceNvidiaSMI}
+	return GPU{GPU: nvsmi.GPU{Index: idx, Name: name, TotalMiB: total, UsedMiB: total - free, FreeMiB: free, Driver: "581.57", ComputeCap: cc}, Vendor: VendorNVIDIA, Source: SourceNvidiaSMI}
 }
 
 func report(os string, threads int, gpus ...GPU) *Report {
@@ -27,8 +26,8 @@ var (
 	rtx3060    = nv(1, "NVIDIA GeForce RTX 3060", 12288, 12006, "8.6")
 	rtx4070    = nv(0, "NVIDIA GeForce RTX 4070", 12282, 11000, "8.9")
 	laptop8    = nv(0, "NVIDIA GeForce RTX 4060 Laptop GPU", 8188, 7800, "8.9")
-	gtx1080    = GPU{Index: 0, Vendor: VendorNVIDIA, Name: "NVIDIA GeForce GTX 1080 Ti", TotalMiB: 11264, UsedMiB: 500, FreeMiB: 10764, Driver: "470.239.06", Source: SourceNvidiaSMI}
-	amd7900    = GPU{Index: 0, Vendor: VendorAMD, Name: "AMD Radeon RX 7900 XTX", TotalMiB: 24560, UsedMiB: -1, FreeMiB: -1, Source: SourceSysfs}
+	gtx1080    = GPU{GPU: nvsmi.GPU{Index: 0, Name: "NVIDIA GeForce GTX 1080 Ti", TotalMiB: 11264, UsedMiB: 500, FreeMiB: 10764, Driver: "470.239.06"}, Vendor: VendorNVIDIA, Source: SourceNvidiaSMI}
+	amd7900    = GPU{GPU: nvsmi.GPU{Index: 0, Name: "AMD Radeon RX 7900 XTX", TotalMiB: 24560, UsedMiB: -1, FreeMiB: -1}, Vendor: VendorAMD, Source: SourceSysfs}
 	remote3060 = &RemoteFacts{Host: "pc2", Reachable: true, EncoderPresent: true,
 		GPUs: []GPU{nv(0, "NVIDIA GeForce RTX 3060 Laptop GPU", 6144, 5920, "8.6")},
 		RTT:  300 * time.Microsecond, UpBytesPerSec: 1.1e9, DownBytesPerSec: 1.1e9}
@@ -169,7 +168,7 @@ func TestEstimateScaling(t *testing.T) {
 		"NVIDIA GeForce RTX 4090": 1.63, "NVIDIA GeForce RTX 3080 Ti": 1.63, "NVIDIA H100 80GB HBM3": 1.63,
 		"NVIDIA GeForce RTX 4090 Laptop GPU": 2.33, "NVIDIA GeForce RTX 2060": 2.33, "NVIDIA GeForce RTX 4060": 2.33,
 	} {
-		if got, _ := gpuEncodeSeconds(GPU{Name: name}); got != want {
+		if got, _ := gpuEncodeSeconds(GPU{GPU: nvsmi.GPU{Name: name}}); got != want {
 			t.Errorf("%s: %.2f, want %.2f", name, got, want)
 		}
 	}
@@ -196,7 +195,7 @@ func TestRequirements(t *testing.T) {
 		{"Some Future Card", "", false, false},
 		{"Some Future Card", "10.0", true, true},
 	} {
-		ok, known := ArchSupported(GPU{Vendor: VendorNVIDIA, Name: c.name, ComputeCap: c.cc})
+		ok, known := ArchSupported(GPU{GPU: nvsmi.GPU{Name: c.name, ComputeCap: c.cc}, Vendor: VendorNVIDIA})
 		if ok != c.ok || known != c.known {
 			t.Errorf("%s (cc %q): ok %v known %v, want %v %v", c.name, c.cc, ok, known, c.ok, c.known)
 		}
@@ -219,7 +218,7 @@ func TestRequirements(t *testing.T) {
 
 func TestGPUJSON(t *testing.T) {
 	tr := true
-	g := GPU{Index: 2, Vendor: VendorNVIDIA, Name: "n", TotalMiB: 100, UsedMiB: -1, FreeMiB: -1, Display: &tr, Source: SourceNvidiaSMI}
+	g := GPU{GPU: nvsmi.GPU{Index: 2, Name: "n", TotalMiB: 100, UsedMiB: -1, FreeMiB: -1, Display: &tr}, Vendor: VendorNVIDIA, Source: SourceNvidiaSMI}
 	b, err := json.Marshal(g)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/strata-companion/companion/internal/nvsmi"
 )
 
 // The display-adapter class in the Windows registry: one numbered subkey
@@ -58,8 +60,7 @@ func adaptersToGPUs(as []regAdapter) []GPU {
 		if name == "" || strings.HasPrefix(strings.ToLower(name), "microsoft ") {
 			continue
 		}
-		g := GPU{Vendor: vendorFromHardwareID(a.HardwareID), Name: name, TotalMiB: -1, UsedMiB: -1, FreeMiB: -1,
-			Driver: strings.TrimSpace(a.Driver), Source: SourceRegistry}
+		g := GPU{GPU: nvsmi.GPU{Name: name, TotalMiB: -1, UsedMiB: -1, FreeMiB: -1, Driver: strings.TrimSpace(a.Driver)}, Vendor: vendorFromHardwareID(a.HardwareID), Source: SourceRegistry}
 		if a.MemBytes > 0 && a.MemBytes < 1<<50 {
 			g.TotalMiB = int(a.MemBytes >> 20)
 		}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/strata-companion/companion/internal/nvsmi"
 )
 
 // PCI vendor ids as sysfs and Windows hardware ids write them.
@@ -102,7 +104,7 @@ func readSysfsGPU(dev string) (GPU, bool) {
 	if vendorID == "" {
 		return GPU{}, false
 	}
-	g := GPU{Vendor: vendorFromPCI(vendorID), TotalMiB: -1, UsedMiB: -1, FreeMiB: -1, Source: SourceSysfs}
+	g := GPU{GPU: nvsmi.GPU{TotalMiB: -1, UsedMiB: -1, FreeMiB: -1}, Vendor: vendorFromPCI(vendorID), Source: SourceSysfs}
 	g.Name = readTrim(filepath.Join(dev, "product_name"))
 	if g.Name == "" {
 		g.Name = fmt.Sprintf("%s GPU (PCI %s:%s)", g.Vendor, strings.TrimPrefix(vendorID, "0x"), strings.TrimPrefix(deviceID, "0x"))

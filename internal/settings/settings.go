@@ -88,7 +88,10 @@ type Remote struct {
 	Extra map[string]json.RawMessage `json:"-"`
 }
 
-// RemoteGPU is one NVIDIA GPU prepare found on the second PC.
+// RemoteGPU is one NVIDIA GPU prepare found on the second PC. It stays a
+// type of its own, not nvsmi.GPU, because it is what the settings file
+// records (and the control API carries, controlapi.RemotePrepared): those
+// three keys only, with the keys a newer companion wrote kept in Extra.
 type RemoteGPU struct {
 	Index    int    `json:"index"`
 	Name     string `json:"name"`

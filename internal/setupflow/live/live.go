@@ -17,6 +17,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/locations"
+	"github.com/strata-companion/companion/internal/nvsmi"
 	"github.com/strata-companion/companion/internal/probe"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow"
@@ -173,8 +174,7 @@ func (p *Prober) RecommendMeasured(local *setupflow.Machine, r *setupflow.Remote
 		facts = &probe.RemoteFacts{Host: r.Address, Reachable: true, RTT: msDuration(r.RTTms),
 			UpBytesPerSec: r.UpMBps * 1e6, DownBytesPerSec: r.DownMBps * 1e6}
 		for _, g := range r.GPUs {
-			facts.GPUs = append(facts.GPUs, probe.GPU{Index: g.Index, Vendor: "NVIDIA", Name: g.Name, TotalMiB: g.TotalMiB,
-				FreeMiB: g.FreeMiB, UsedMiB: g.TotalMiB - g.FreeMiB, Driver: g.Driver, Source: probe.SourceNvidiaSMI})
+			facts.GPUs = append(facts.GPUs, probe.GPU{GPU: nvsmi.GPU{Index: g.Index, Name: g.Name, TotalMiB: g.TotalMiB, FreeMiB: g.FreeMiB, UsedMiB: g.TotalMiB - g.FreeMiB, Driver: g.Driver}, Vendor: "NVIDIA", Source: probe.SourceNvidiaSMI})
 		}
 	}
 	rec := probe.RecommendMeasured(rep, facts, measured)
