@@ -55,6 +55,41 @@ func tokenTemp(path string) string {
 	return filepath.Join(filepath.Dir(path), fmt.Sprintf(".%s.tmp-%d", filepath.Base(path), os.Getpid()))
 }
 
+// replacePrivate is WritePrivate's one way to write, on every OS: a new
+// temporary file beside path, created with perm, is handed to protect (which
+// restricts who may read it: its mode and owner, or its access list) before
+// a byte of data is written, then renamed over path. On any failure the
+// temporary file is removed and path is left as it was.
+func replacePrivate(path string, data []byte, perm os.FileMode, protect func(f *os.File, tmp string) error) error {
+	tmp := tokenTemp(path)
+	os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", tmp, err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := protect(f, tmp); err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("writing %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("replacing %s: %w", path, err)
+	}
+	ok = true
+	return nil
+}
+
 // PrivateSDDL is the access list of a file only SYSTEM, the Administrators
 // and the account sid ("" for none) may read (Windows): protected, so
 // nothing is inherited from the folder (%ProgramData% lets Users read).

@@ -209,38 +209,17 @@ func othersCanChange(p string) string {
 // (nil: root alone), never by anyone else at any moment: the temporary
 // file is created 0400 and given to reader before the data is written.
 func WritePrivate(path string, data []byte, reader *Account) error {
-	tmp := tokenTemp(path)
-	os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o400)
-	if err != nil {
-		return fmt.Errorf("creating %s: %w", tmp, err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
+	return replacePrivate(path, data, 0o400, func(f *os.File, _ string) error {
+		if err := f.Chmod(0o400); err != nil { // whatever the umask
+			return err
 		}
-	}()
-	if err := f.Chmod(0o400); err != nil {
-		return err
-	}
-	if reader != nil && reader.UID != uint32(os.Geteuid()) {
-		if err := f.Chown(int(reader.UID), -1); err != nil {
-			return fmt.Errorf("giving %s to %s: %w", path, reader, err)
+		if reader != nil && reader.UID != uint32(os.Geteuid()) {
+			if err := f.Chown(int(reader.UID), -1); err != nil {
+				return fmt.Errorf("giving %s to %s: %w", path, reader, err)
+			}
 		}
-	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("replacing %s: %w", path, err)
-	}
-	ok = true
-	return nil
+		return nil
+	})
 }
 
 // GrantRead lets a read path (a file the service owns, such as the

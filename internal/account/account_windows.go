@@ -199,33 +199,7 @@ func WritePrivate(path string, data []byte, reader *Account) error {
 		sid = reader.SID
 	}
 	sddl := PrivateSDDL(sid)
-	tmp := tokenTemp(path)
-	os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return fmt.Errorf("creating %s: %w", tmp, err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := SetACL(tmp, sddl); err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("writing %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("replacing %s: %w", path, err)
-	}
-	ok = true
-	return nil
+	return replacePrivate(path, data, 0o600, func(_ *os.File, tmp string) error { return SetACL(tmp, sddl) })
 }
 
 // SetACL gives path the protected access list sddl (no inherited entries).
