@@ -2,6 +2,7 @@ package linkprobe
 
 import (
 	"github.com/strata-companion/companion/internal/agentcmd"
+	"github.com/strata-companion/companion/internal/nvsmi"
 
 	"bytes"
 	"context"
@@ -151,7 +152,7 @@ func (p *prober) agentGPUs(ctx context.Context, info *framing.ProbeInfo) {
 	where := "on " + p.r.Host
 	run := func(ctx context.Context, args []string) ([]byte, error) {
 		if !info.NvidiaSMIFound {
-			return nil, fmt.Errorf("no nvidia-smi on the second PC: %w", probe.ErrNvidiaSMINotFound)
+			return nil, fmt.Errorf("no nvidia-smi on the second PC: %w", nvsmi.ErrNotFound)
 		}
 		want := strings.Join(args, " ")
 		for _, r := range info.Nvidia {
@@ -161,18 +162,18 @@ func (p *prober) agentGPUs(ctx context.Context, info *framing.ProbeInfo) {
 			out := []byte(r.Output)
 			switch {
 			case r.Error == framing.NvidiaNotFound:
-				return out, fmt.Errorf("no nvidia-smi on the second PC: %w", probe.ErrNvidiaSMINotFound)
+				return out, fmt.Errorf("no nvidia-smi on the second PC: %w", nvsmi.ErrNotFound)
 			case r.Error == framing.NvidiaTimeout:
 				return out, fmt.Errorf("nvidia-smi on the second PC: %s: %w", r.Detail, context.DeadlineExceeded)
 			case r.Error != "":
-				return out, fmt.Errorf("nvidia-smi on the second PC (%s): %w", r.Detail, probe.ErrNvidiaSMIStart)
+				return out, fmt.Errorf("nvidia-smi on the second PC (%s): %w", r.Detail, nvsmi.ErrStart)
 			case r.Status != 0:
 				return out, fmt.Errorf("nvidia-smi exited with status %d", r.Status)
 			}
 			return out, nil
 		}
 		// An older agent did not ask this (the MIG query): as if unasked.
-		return nil, fmt.Errorf("the agent did not run nvidia-smi %s: %w", want, probe.ErrNvidiaSMINotRun)
+		return nil, fmt.Errorf("the agent did not run nvidia-smi %s: %w", want, nvsmi.ErrNotRun)
 	}
 	gpus, query, problems := probe.QueryNvidia(ctx, run, where)
 	p.r.GPUs = append(p.r.GPUs, gpus...)

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/strata-companion/companion/internal/framing"
+	"github.com/strata-companion/companion/internal/nvsmi"
 	"github.com/strata-companion/companion/internal/probe"
 	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/testenv"
@@ -70,7 +71,7 @@ func TestProbeThroughAnAgentOnlyKeyIntegration(t *testing.T) {
 		name  string
 		total int
 	}{{"NVIDIA GeForce RTX 4070 Laptop GPU", 8188}, {"NVIDIA RTX A2000 12GB", 12282}}
-	if len(r.GPUs) != len(want) || r.NvidiaQuery != probe.QueryRich {
+	if len(r.GPUs) != len(want) || r.NvidiaQuery != nvsmi.QueryRich {
 		t.Fatalf("GPUs %+v (query %q), findings %+v", r.GPUs, r.NvidiaQuery, r.Findings)
 	}
 	for i, w := range want {
@@ -124,7 +125,7 @@ func TestGarbledAgentReplyIsAFindingIntegration(t *testing.T) {
 	c := dial(t, s, s.Addr())
 	dir := t.TempDir()
 	agent := filepath.Join(dir, "strata-vision-relay")
-	rich := strings.ReplaceAll(probe.NvidiaSMIQueryArgs, `"`, ``)
+	rich := strings.ReplaceAll(nvsmi.QueryArgs, `"`, ``)
 	for _, c2 := range []struct {
 		name, script, want string
 	}{

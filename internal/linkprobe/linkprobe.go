@@ -21,6 +21,7 @@ package linkprobe
 
 import (
 	"github.com/strata-companion/companion/internal/capbuf"
+	"github.com/strata-companion/companion/internal/nvsmi"
 
 	"context"
 	"errors"
@@ -328,7 +329,7 @@ func (p *prober) nvidiaRunner() probe.Runner {
 			}
 			out = o
 		}
-		return out, fmt.Errorf("no nvidia-smi on the second PC: %w", probe.ErrNvidiaSMINotFound)
+		return out, fmt.Errorf("no nvidia-smi on the second PC: %w", nvsmi.ErrNotFound)
 	}
 }
 

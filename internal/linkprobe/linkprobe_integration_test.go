@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/strata-companion/companion/internal/nvsmi"
 	"github.com/strata-companion/companion/internal/probe"
 	"github.com/strata-companion/companion/internal/sshx"
 	"github.com/strata-companion/companion/internal/testenv"
@@ -131,7 +132,7 @@ func checkReport(t *testing.T, r *Result, goos, shell string) {
 	if r.OS != goos || r.Arch == "" || r.Shell != shell {
 		t.Errorf("system: os %q arch %q shell %q (uname %q), want %s and %s", r.OS, r.Arch, r.Shell, r.Uname, goos, shell)
 	}
-	if len(r.GPUs) != 1 || r.GPUs[0].Name != "NVIDIA GeForce RTX 3060 Laptop GPU" || r.GPUs[0].FreeMiB != 5606 || r.NvidiaQuery != probe.QueryRich {
+	if len(r.GPUs) != 1 || r.GPUs[0].Name != "NVIDIA GeForce RTX 3060 Laptop GPU" || r.GPUs[0].FreeMiB != 5606 || r.NvidiaQuery != nvsmi.QueryRich {
 		t.Errorf("GPUs %+v (query %q)", r.GPUs, r.NvidiaQuery)
 	}
 	if !r.EncoderPresent || !r.FilesInPlace || len(r.ModelFiles) != 2 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-companion/companion/internal/nvsmi"
 	"github.com/strata-companion/companion/internal/testenv"
 )
 
@@ -48,12 +49,12 @@ func problemsText(r *Report) string {
 
 func TestProbeFakeNvidiaSMITwoGPUs(t *testing.T) {
 	_, path := fakeSMI(t, `case "$*" in
-  "`+NvidiaSMIQueryArgs+`") ;;
+  "`+nvsmi.QueryArgs+`") ;;
   *) echo "unexpected arguments: $*" >&2; exit 2 ;;
 esac
 `+printing(smiTwo, 0))
 	r := Probe(context.Background(), testOptions(t))
-	if r.NvidiaSMI != path || r.NvidiaQuery != QueryRich {
+	if r.NvidiaSMI != path || r.NvidiaQuery != nvsmi.QueryRich {
 		t.Errorf("binary %q query %q, want %q rich", r.NvidiaSMI, r.NvidiaQuery, path)
 	}
 	if len(r.GPUs) != 2 || r.GPUs[0].TotalMiB != 24564 || r.GPUs[1].TotalMiB != 12288 || r.GPUs[1].FreeMiB != 12006 {
@@ -99,7 +100,7 @@ func TestProbeFakeOldDriverFallsBack(t *testing.T) {
 esac
 `+printing(smiBasic, 0))
 	r := Probe(context.Background(), testOptions(t))
-	if r.NvidiaQuery != QueryBasic || len(r.GPUs) != 1 || r.GPUs[0].Driver != "470.239.06" {
+	if r.NvidiaQuery != nvsmi.QueryBasic || len(r.GPUs) != 1 || r.GPUs[0].Driver != "470.239.06" {
 		t.Fatalf("query %q GPUs %+v\n%s", r.NvidiaQuery, r.GPUs, problemsText(r))
 	}
 	txt := problemsText(r)

@@ -7,54 +7,18 @@ import (
 )
 
 // nvidia-smi is read by internal/nvsmi, the one reader the local probe, the
-// second PC's probe and the agent share; these names are its words in the
+// second PC's probe and the agent share; callers name its kinds and queries
+// there (nvsmi.Error, nvsmi.QueryArgs, ...). Here: its findings in the
 // probe's terms (Finding, GPU with Vendor and Source).
 
-// The nvidia-smi queries (see nvsmi.QueryArgs).
-const (
-	NvidiaSMIQueryArgs      = nvsmi.QueryArgs
-	NvidiaSMIBasicQueryArgs = nvsmi.BasicQueryArgs
-	NvidiaSMIMIGQueryArgs   = nvsmi.MIGQueryArgs
-)
-
-// Query names, as Report.NvidiaQuery spells them.
-const (
-	QueryRich  = nvsmi.QueryRich
-	QueryBasic = nvsmi.QueryBasic
-)
-
-// MIGEnabled is GPU.MIG for a card split into MIG slices.
-const MIGEnabled = nvsmi.MIGEnabled
-
-// SMIErrorKind says what went wrong with nvidia-smi.
-type SMIErrorKind = nvsmi.Kind
-
-// The ways nvidia-smi fails that this package tells apart.
-const (
-	SMINotFound      = nvsmi.NotFound
-	SMIStartFailed   = nvsmi.StartFailed
-	SMITimeout       = nvsmi.Timeout
-	SMIDriver        = nvsmi.Driver
-	SMIMismatch      = nvsmi.Mismatch
-	SMINVML          = nvsmi.NVML
-	SMINoDevices     = nvsmi.NoDevices
-	SMIUnknownField  = nvsmi.UnknownField
-	SMIEmpty         = nvsmi.Empty
-	SMIGarbage       = nvsmi.Garbage
-	SMIRunnerFailure = nvsmi.RunnerFailure
-)
-
-// SMIError is a failed nvidia-smi run, classified; SMIFinding puts it in words.
-type SMIError = nvsmi.Error
-
 // SMIFinding says what happened and what to do.
-func SMIFinding(e *SMIError) Finding {
+func SMIFinding(e *nvsmi.Error) Finding {
 	sev, what, fix := e.Explain()
 	return Finding{sev, what, fix}
 }
 
 // ParseNvidiaSMI reads nvidia-smi's CSV (nvsmi.Parse) as GPUs. It returns
-// an error, a *SMIError, only when no GPU could be read.
+// an error, a *nvsmi.Error, only when no GPU could be read.
 func ParseNvidiaSMI(out []byte) ([]GPU, error) {
 	gpus, _, err := ParseNvidiaSMIDetailed(out)
 	return gpus, err
@@ -90,19 +54,10 @@ func fromNvsmi(ng []nvsmi.GPU) []GPU {
 // Runner runs nvidia-smi (see nvsmi.Runner).
 type Runner = nvsmi.Runner
 
-// ErrNvidiaSMINotFound and ErrNvidiaSMIStart let a Runner say "no nvidia-smi"
-// and "it would not start"; ErrNvidiaSMINotRun "no answer for this query"
-// (wrap them with %w).
-var (
-	ErrNvidiaSMINotFound = nvsmi.ErrNotFound
-	ErrNvidiaSMIStart    = nvsmi.ErrStart
-	ErrNvidiaSMINotRun   = nvsmi.ErrNotRun
-)
-
 // QueryNvidia runs the rich query through run and, when the driver rejects
 // its extra fields, the basic one, then asks which cards are split into MIG
-// slices. It returns the GPUs, which query gave them (QueryRich,
-// QueryBasic, or ""), and findings for what went wrong. where names the
+// slices. It returns the GPUs, which query gave them (nvsmi.QueryRich,
+// nvsmi.QueryBasic, or ""), and findings for what went wrong. where names the
 // binary or host in messages. The second-PC probe calls it with an ssh
 // runner, or one replaying what the agent ran.
 func QueryNvidia(ctx context.Context, run Runner, where string) (gpus []GPU, query string, problems []Finding) {
@@ -111,7 +66,7 @@ func QueryNvidia(ctx context.Context, run Runner, where string) (gpus []GPU, que
 }
 
 // queryNvidia is QueryNvidia that also says how it failed ("" when it did not).
-func queryNvidia(ctx context.Context, run Runner, where string) ([]GPU, string, []Finding, SMIErrorKind) {
+func queryNvidia(ctx context.Context, run Runner, where string) ([]GPU, string, []Finding, nvsmi.Kind) {
 	res := nvsmi.Query(ctx, run, where, true)
 	if res.Err != nil {
 		return nil, "", []Finding{SMIFinding(res.Err)}, res.Err.Kind

@@ -28,14 +28,14 @@ func probeNvidia(ctx context.Context, o Options) nvidiaResult {
 		if o.NvidiaSMIPath != "" {
 			where = "looked for " + o.NvidiaSMIPath
 		}
-		return nvidiaResult{problems: []Finding{SMIFinding(&SMIError{Kind: SMINotFound, Where: where})}}
+		return nvidiaResult{problems: []Finding{SMIFinding(&nvsmi.Error{Kind: nvsmi.NotFound, Where: where})}}
 	}
 	var res nvidiaResult
 	for _, path := range cands {
 		res = nvidiaResult{path: path}
-		var kind SMIErrorKind
+		var kind nvsmi.Kind
 		res.gpus, res.query, res.problems, kind = queryNvidia(ctx, LocalRunner(path, o.Timeout), path)
-		if kind != SMIStartFailed {
+		if kind != nvsmi.StartFailed {
 			break
 		}
 	}

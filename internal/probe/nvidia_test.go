@@ -6,10 +6,12 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/strata-companion/companion/internal/nvsmi"
 )
 
-// Outputs shaped like real nvidia-smi answers to NvidiaSMIQueryArgs /
-// NvidiaSMIBasicQueryArgs.
+// Outputs shaped like real nvidia-smi answers to nvsmi.QueryArgs /
+// nvsmi.BasicQueryArgs.
 const (
 	smiOne5080CRLF = "0, NVIDIA GeForce RTX 5080, 16303, 1520, 14475, 581.57, 12.0, Enabled\r\n"
 	smiTwo         = "0, NVIDIA GeForce RTX 4090, 24564, 1234, 22980, 570.86.15, 8.9, Enabled\n" +
@@ -109,21 +111,21 @@ func TestParseNvidiaSMISkippedLineIsReported(t *testing.T) {
 func TestParseNvidiaSMIFailures(t *testing.T) {
 	cases := []struct {
 		name, out string
-		kind      SMIErrorKind
+		kind      nvsmi.Kind
 		inWhat    string
 	}{
-		{"driver not answering", smiDriver, SMIDriver, "could not talk to the NVIDIA driver"},
-		{"driver not answering, CRLF", strings.ReplaceAll(smiDriver, "\n", "\r\n"), SMIDriver, "couldn't communicate"},
-		{"old driver rejects a field", smiOldDrv, SMIUnknownField, "too old"},
-		{"updated, not restarted", smiMism, SMIMismatch, "restart"},
-		{"no devices", smiNoDev, SMINoDevices, "found no NVIDIA GPU"},
-		{"NVML unknown error", "Failed to initialize NVML: Unknown Error\n", SMINVML, "management library"},
-		{"empty", "", SMIEmpty, "printed nothing"},
-		{"only blank CRLF lines", "\r\n\r\n", SMIEmpty, "printed nothing"},
-		{"garbage", "\x00\x01garbage here\nmore, junk, 1, 2\n", SMIGarbage, "cannot read"},
-		{"too few fields", "0, NVIDIA GeForce RTX 4090, 24564\n", SMIGarbage, "cannot read"},
-		{"memory not a number", "0, NVIDIA GeForce RTX 4090, lots, 1, 2, 570.1\n", SMIGarbage, "cannot read"},
-		{"index not a number", "GPU0, NVIDIA GeForce RTX 4090, 24564, 1, 2, 570.1\n", SMIGarbage, "cannot read"},
+		{"driver not answering", smiDriver, nvsmi.Driver, "could not talk to the NVIDIA driver"},
+		{"driver not answering, CRLF", strings.ReplaceAll(smiDriver, "\n", "\r\n"), nvsmi.Driver, "couldn't communicate"},
+		{"old driver rejects a field", smiOldDrv, nvsmi.UnknownField, "too old"},
+		{"updated, not restarted", smiMism, nvsmi.Mismatch, "restart"},
+		{"no devices", smiNoDev, nvsmi.NoDevices, "found no NVIDIA GPU"},
+		{"NVML unknown error", "Failed to initialize NVML: Unknown Error\n", nvsmi.NVML, "management library"},
+		{"empty", "", nvsmi.Empty, "printed nothing"},
+		{"only blank CRLF lines", "\r\n\r\n", nvsmi.Empty, "printed nothing"},
+		{"garbage", "\x00\x01garbage here\nmore, junk, 1, 2\n", nvsmi.Garbage, "cannot read"},
+		{"too few fields", "0, NVIDIA GeForce RTX 4090, 24564\n", nvsmi.Garbage, "cannot read"},
+		{"memory not a number", "0, NVIDIA GeForce RTX 4090, lots, 1, 2, 570.1\n", nvsmi.Garbage, "cannot read"},
+		{"index not a number", "GPU0, NVIDIA GeForce RTX 4090, 24564, 1, 2, 570.1\n", nvsmi.Garbage, "cannot read"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -131,7 +133,7 @@ func TestParseNvidiaSMIFailures(t *testing.T) {
 			if err == nil {
 				t.Fatalf("no error, GPUs %+v", gpus)
 			}
-			var se *SMIError
+			var se *nvsmi.Error
 			if !errors.As(err, &se) || se.Kind != c.kind {
 				t.Fatalf("error %v, want kind %s", err, c.kind)
 			}
@@ -166,10 +168,10 @@ func fakeRunner(rich, basic string, err error) (Runner, *[]string) {
 func TestQueryNvidiaFallsBackForOldDrivers(t *testing.T) {
 	run, calls := fakeRunner(smiOldDrv, smiBasic, nil)
 	gpus, q, probs := QueryNvidia(context.Background(), run, "/usr/bin/nvidia-smi")
-	if q != QueryBasic || len(gpus) != 1 || gpus[0].Name != "NVIDIA GeForce GTX 1080 Ti" {
+	if q != nvsmi.QueryBasic || len(gpus) != 1 || gpus[0].Name != "NVIDIA GeForce GTX 1080 Ti" {
 		t.Fatalf("query %q gpus %+v", q, gpus)
 	}
-	if len(*calls) != 3 || (*calls)[0] != NvidiaSMIQueryArgs || (*calls)[1] != NvidiaSMIBasicQueryArgs || (*calls)[2] != NvidiaSMIMIGQueryArgs {
+	if len(*calls) != 3 || (*calls)[0] != nvsmi.QueryArgs || (*calls)[1] != nvsmi.BasicQueryArgs || (*calls)[2] != nvsmi.MIGQueryArgs {
 		t.Errorf("calls %q", *calls)
 	}
 	if len(probs) != 1 || probs[0].Severity != SeverityWarning || !strings.Contains(probs[0].What, "too old") {
@@ -181,7 +183,7 @@ func TestQueryNvidiaRich(t *testing.T) {
 	run, calls := fakeRunner(smiTwo, "unused", nil)
 	gpus, q, probs := QueryNvidia(context.Background(), run, "")
 	// The GPU query, then the MIG one (a garbled MIG answer leaves MIG unknown).
-	if q != QueryRich || len(gpus) != 2 || len(probs) != 0 || len(*calls) != 2 || (*calls)[1] != NvidiaSMIMIGQueryArgs || gpus[0].MIG != "" {
+	if q != nvsmi.QueryRich || len(gpus) != 2 || len(probs) != 0 || len(*calls) != 2 || (*calls)[1] != nvsmi.MIGQueryArgs || gpus[0].MIG != "" {
 		t.Fatalf("query %q gpus %d problems %+v calls %q", q, len(gpus), probs, *calls)
 	}
 }
@@ -194,8 +196,8 @@ func TestQueryNvidiaRunnerErrors(t *testing.T) {
 		want string
 	}{
 		{"timeout", "", context.DeadlineExceeded, "did not answer in time"},
-		{"not found", "", ErrNvidiaSMINotFound, "was not found"},
-		{"exec failure", "", ErrNvidiaSMIStart, "could not be started"},
+		{"not found", "", nvsmi.ErrNotFound, "was not found"},
+		{"exec failure", "", nvsmi.ErrStart, "could not be started"},
 		{"exit status and the driver message", smiDriver, &exec.ExitError{}, "could not talk to the NVIDIA driver"},
 		{"exit status, no output", "", errors.New("exit status 9"), "exit status 9"},
 	}

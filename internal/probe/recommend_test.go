@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-companion/companion/internal/nvsmi"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -36,7 +37,7 @@ var (
 // mig80 is an A100 80 GB split into MIG slices: a program gets one slice.
 func mig80() GPU {
 	g := nv(0, "NVIDIA A100-SXM4-80GB", 81920, 81000, "8.0")
-	g.MIG = MIGEnabled
+	g.MIG = nvsmi.MIGEnabled
 	return g
 }
 

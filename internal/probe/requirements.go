@@ -76,7 +76,7 @@ func ArchSupported(g GPU) (ok, known bool) {
 // than 525, and not split into MIG slices (the encoder would get one
 // slice, not the card its total names).
 func Usable(g GPU) bool {
-	if g.Vendor != VendorNVIDIA || g.Source != SourceNvidiaSMI || g.MIG == MIGEnabled {
+	if g.Vendor != VendorNVIDIA || g.Source != SourceNvidiaSMI || g.MIG == nvsmi.MIGEnabled {
 		return false
 	}
 	if ok, known := ArchSupported(g); known && !ok {
@@ -100,7 +100,7 @@ func CheckRequirements(gpus []GPU) []Finding {
 			if g.Source != SourceNvidiaSMI {
 				continue // listed by the OS only; the nvidia-smi finding covers it
 			}
-			if g.MIG == MIGEnabled {
+			if g.MIG == nvsmi.MIGEnabled {
 				what, fix := nvsmi.MIGWords(nvsmi.GPU{Index: g.Index, Name: g.Name}, "")
 				out = append(out, Finding{SeverityWarning, what, fix})
 			}

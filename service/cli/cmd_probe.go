@@ -12,6 +12,7 @@ import (
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/strata-companion/companion/internal/measure"
+	"github.com/strata-companion/companion/internal/nvsmi"
 	"github.com/strata-companion/companion/internal/probe"
 	"github.com/strata-companion/companion/internal/settings"
 )
@@ -126,7 +127,7 @@ func writeProbeText(w io.Writer, r *probe.Report, rec probe.Recommendation, remo
 	smi := "nvidia-smi not found"
 	if r.NvidiaSMI != "" {
 		smi = "nvidia-smi: " + r.NvidiaSMI
-		if r.NvidiaQuery == probe.QueryBasic {
+		if r.NvidiaQuery == nvsmi.QueryBasic {
 			smi += ", basic query (old driver)"
 		}
 	}

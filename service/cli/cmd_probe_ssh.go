@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/linkprobe"
+	"github.com/strata-companion/companion/internal/nvsmi"
 	"github.com/strata-companion/companion/internal/probe"
 	"github.com/strata-companion/companion/internal/secondpc"
 	"github.com/strata-companion/companion/internal/settings"
@@ -178,7 +179,7 @@ func writeSSHProbeText(w io.Writer, ep sshx.Endpoint, out sshProbeOutput, local 
 	}
 	p("  OS     %s (%s)", osLine, strings.TrimSpace(r.Uname))
 	q := ""
-	if r.NvidiaQuery == probe.QueryBasic {
+	if r.NvidiaQuery == nvsmi.QueryBasic {
 		q = ", basic query (old driver)"
 	}
 	p("  GPUs (nvidia-smi%s)", q)
