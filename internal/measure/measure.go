@@ -243,19 +243,20 @@ func trialEnv(t *Trial, dir string) ([]string, error) {
 // encoderRun is the trial's running encoder: its input, its output lines,
 // its end, the bound, and the phase progress reports.
 type encoderRun struct {
-	ctx      context.Context
-	t        *Trial
-	cmd      *exec.Cmd
-	stdin    io.WriteCloser
-	stdout   *os.File
-	tail     *tailWriter
-	lines    chan string
-	exited   chan struct{}
-	tickDone chan struct{}
-	deadline *time.Timer
-	bound    time.Duration
-	start    time.Time
-	progress func(Progress)
+	ctx       context.Context
+	t         *Trial
+	cmd       *exec.Cmd
+	stdin     io.WriteCloser
+	stdout    *os.File
+	tail      *tailWriter
+	lines     chan string
+	exited    chan struct{}
+	tickDone  chan struct{}
+	tickEnded chan struct{} // closed when tick has returned: no progress after stop
+	deadline  *time.Timer
+	bound     time.Duration
+	start     time.Time
+	progress  func(Progress)
 
 	phaseMu sync.Mutex
 	phase   Phase
@@ -280,7 +281,7 @@ func startEncoder(ctx context.Context, t *Trial, env []string, bound time.Durati
 	}
 	cmd.Stdout = pw
 	e := &encoderRun{ctx: ctx, t: t, cmd: cmd, stdin: stdin, stdout: stdout, tail: &tailWriter{}, bound: bound, progress: progress,
-		lines: make(chan string, 4), exited: make(chan struct{}), tickDone: make(chan struct{}), phase: PhaseStarting}
+		lines: make(chan string, 4), exited: make(chan struct{}), tickDone: make(chan struct{}), tickEnded: make(chan struct{}), phase: PhaseStarting}
 	cmd.Stderr = e.tail
 	e.start = time.Now()
 	err = cmd.Start()
@@ -307,6 +308,7 @@ func (e *encoderRun) readLines() {
 }
 
 func (e *encoderRun) tick() {
+	defer close(e.tickEnded)
 	tk := time.NewTicker(100 * time.Millisecond)
 	defer tk.Stop()
 	for {
@@ -346,6 +348,7 @@ func (e *encoderRun) setPhase(p Phase) {
 // It is called once.
 func (e *encoderRun) stop(graceful bool) {
 	close(e.tickDone)
+	<-e.tickEnded // a report under way ends before the run does
 	setPhaseQuiet(&e.phaseMu, &e.phase, PhaseStopping)
 	_, _ = io.WriteString(e.stdin, "QUIT\n")
 	_ = e.stdin.Close()
