@@ -66,6 +66,7 @@ func TestLenderTrayUnderXvfb(t *testing.T) {
 	env = setEnv(env, "XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	env = setEnv(env, "XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 	env = setEnv(env, "HOME", dir)
+	env = setEnv(env, "TMPDIR", dir) // the tray writes its icon files there (getlantern/systray); removed with dir
 
 	bus, err := dbus.Connect(disp.BusAddress)
 	if err != nil {
