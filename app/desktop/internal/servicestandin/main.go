@@ -17,7 +17,7 @@ func main() {
 			os.Exit(1)
 		}
 	default:
-		fmt.Fprintln(os.Stderr, "strata-service lend code: this PC is not lending its GPU: run strata-service lend first")
+		fmt.Fprintln(os.Stderr, "strata-service lend code: this PC is not lending its GPU")
 		os.Exit(1)
 	}
 }

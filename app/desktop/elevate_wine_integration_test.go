@@ -31,7 +31,7 @@ func TestRunElevatedUnderWine(t *testing.T) {
 		t.Errorf("a command that ends well: %q, its file %q (%v)", out, b, err)
 	}
 	out, _ = w.Run(probe, "lend", "code")
-	if !strings.Contains(out, "answer: this PC is not lending its GPU: run strata-service lend first") {
+	if !strings.Contains(out, "answer: this PC is not lending its GPU\n") {
 		t.Errorf("a command that fails: %q, want its own words", out)
 	}
 	_, temp, ok := strings.Cut(out, "temp: C:\\")
