@@ -819,6 +819,7 @@ Section "Uninstall"
   ${EndIf}
 
   ${If} $RestoreVision == 1
+  ${AndIf} $Role != "lend"
   ${AndIf} ${FileExists} "$INSTDIR\strata-service.exe"
     !insertmacro un.ServiceCmd "vision restore --yes"
     ${If} $0 != 0

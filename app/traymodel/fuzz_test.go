@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/lendshown"
 )
 
 // Whatever the service sends (a newer service may have phases this tray
@@ -43,5 +44,20 @@ func FuzzBuild(f *testing.F) {
 		var r Rules
 		r.Observe(st, st, nil, t0)
 		r.Observe(&controlapi.State{}, st, nil, t0)
+
+		// The same PC lending its GPU, with the service and without one:
+		// the lending rows and the tray's own rows are there, the tooltip short.
+		l := &lendshown.Shown{Name: host, Code: detail, Expires: t0.Add(time.Duration(ageS) * time.Second), Paired: []string{host, detail}}
+		for _, in := range []Input{{Now: t0, State: st, RemoteName: host, Lending: l}, {Now: t0, Reach: NotRunning, Lending: l}} {
+			m := Build(in)
+			if m.Icon == "" || len([]rune(m.Tooltip)) > 127 {
+				t.Fatalf("lending: icon %q tooltip %q", m.Icon, m.Tooltip)
+			}
+			for _, id := range []ItemID{ItemLendCode, ItemLendPaired, ItemLendStop, ItemViewLogs, ItemQuit} {
+				if !m.Items[id].Visible || m.Items[id].Title == "" {
+					t.Fatalf("lending: row %d missing", id)
+				}
+			}
+		}
 	})
 }

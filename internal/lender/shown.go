@@ -2,7 +2,6 @@ package lender
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -27,7 +26,6 @@ func writeShown(ctx context.Context, r *Record) error {
 	for _, p := range r.Paired {
 		s.Paired = append(s.Paired, p.From)
 	}
-	b, _ := json.MarshalIndent(s, "", "  ")
 	path := lendshown.File(a.Home)
 	if runtime.GOOS == "windows" {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -36,7 +34,7 @@ func writeShown(ctx context.Context, r *Record) error {
 	} else if out, err := asowner.Command(ctx, a, "/", nil, "mkdir", "-p", "-m", "700", filepath.Dir(path)).CombinedOutput(); err != nil {
 		return errors.New(string(out))
 	}
-	return asowner.WriteFile(path, append(b, '\n'), 0o600, a, nil)
+	return asowner.WriteFile(path, s.Marshal(), 0o600, a, nil)
 }
 
 // removeShown takes the account's view away (lend stop).

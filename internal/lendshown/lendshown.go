@@ -32,6 +32,14 @@ func (s *Shown) CodeAt(now time.Time) string {
 	return s.Code
 }
 
+// Marshal is the view as its file holds it: indented JSON, one field a
+// line (`  "code": "ABCD-EFGH",`; the Windows installer reads the code,
+// the name and the expiry's time of day from those lines).
+func (s Shown) Marshal() []byte {
+	b, _ := json.MarshalIndent(s, "", "  ")
+	return append(b, '\n')
+}
+
 // File is the lending account's view, in the folder of the account whose
 // home is home.
 func File(home string) string {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -35,5 +36,22 @@ func TestReadFileClearsAnExpiredCode(t *testing.T) {
 	}
 	if (*Shown)(nil).CodeAt(time.Now()) != "" {
 		t.Error("no view has a code")
+	}
+}
+
+// The file's lines are what the Windows installer reads (one field a line).
+func TestMarshalOneFieldALine(t *testing.T) {
+	exp := time.Date(2026, 11, 29, 14, 5, 0, 0, time.FixedZone("CET", 3600))
+	got := string(Shown{Name: "gpu-laptop", Code: "ABCD-EFGH", Expires: exp}.Marshal())
+	for _, want := range []string{"\n  \"name\": \"gpu-laptop\",\n", "\n  \"code\": \"ABCD-EFGH\",\n", "\n  \"expires\": \"2026-11-29T14:05:00+01:00\"\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the view's file lacks the line %q:\n%s", want, got)
+		}
+	}
+	dir := t.TempDir()
+	p := filepath.Join(dir, "lending.json")
+	os.WriteFile(p, []byte(got), 0o600)
+	if s, err := ReadFile(p); err != nil || s.Name != "gpu-laptop" || !s.Expires.Equal(exp) {
+		t.Errorf("read back: %+v, %v", s, err)
 	}
 }

@@ -134,6 +134,9 @@ func keepLending(ctx context.Context, o lender.Options, r *lender.Record, progre
 	if err := s.Install(); err != nil {
 		return r, false, "registering the lender service: " + err.Error()
 	}
+	if err := setLenderRecovery(); err != nil {
+		progress("the lender service is registered, but its restart after a failure could not be set: " + err.Error())
+	}
 	progress("starting the lender service " + lenderServiceName + " (" + s.Platform() + ")")
 	if err := s.Start(); err != nil {
 		s.Uninstall()

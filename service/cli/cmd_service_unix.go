@@ -24,6 +24,9 @@ func serviceWorkDir() string { return "/" }
 // the service definition itself.
 func setRecovery() error { return nil }
 
+// setLenderRecovery: the lender's unit restarts it (Restart=on-failure).
+func setLenderRecovery() error { return nil }
+
 // runUnderServiceManager: kardianos' own Run is right on Unix.
 func runUnderServiceManager(*program) (bool, error) { return false, nil }
 

@@ -28,13 +28,17 @@ func serviceWorkDir() string { return "" }
 // setRecovery sets the restart ladder kardianos cannot (it sets one
 // action): restart after 5 s, then 30 s, then 2 min; the count resets after
 // a day without failures. Also on a non-zero exit, not only a crash.
-func setRecovery() error {
+func setRecovery() error { return setRecoveryOf(serviceName) }
+
+// setRecoveryOf sets that ladder for the service name (the lender's too: its
+// `lend --foreground` exits with an error code when it cannot lend).
+func setRecoveryOf(name string) error {
 	m, err := mgr.Connect()
 	if err != nil {
 		return err
 	}
 	defer m.Disconnect()
-	s, err := m.OpenService(serviceName)
+	s, err := m.OpenService(name)
 	if err != nil {
 		return err
 	}
@@ -119,6 +123,9 @@ func (h *winHandler) Execute(args []string, r <-chan svc.ChangeRequest, changes 
 	}
 	return false, 0
 }
+
+// setLenderRecovery: the lender service restarts by the same ladder.
+func setLenderRecovery() error { return setRecoveryOf(lenderServiceName) }
 
 // serviceManagerWorks: Windows always has its service control manager.
 func serviceManagerWorks() (bool, string) { return true, "" }
