@@ -34,6 +34,11 @@ type Deps struct {
 	Confirm ConfirmHostKey
 	// Measurer reads trial pictures (measure.go); nil: no Measure buttons.
 	Measurer Measurer
+	// Lenders finds the PCs that lend their GPU and pairs by code (lend.go);
+	// nil: the Second PC page has the address only.
+	Lenders Lenders
+	// Lending is this PC lending its GPU (lending.go); nil: no such role.
+	Lending Lending
 }
 
 // Options change where the flow starts.
@@ -95,6 +100,11 @@ type CancelResult struct {
 type Flow struct {
 	d Deps
 
+	// Code is pairing by code on the Second PC page (lend.go).
+	Code *CodeStep
+	// Lend is the role "Lend this PC's GPU to another PC" (lending.go).
+	Lend *LendStep
+
 	mu      sync.Mutex
 	page    Page
 	history []Page
@@ -147,6 +157,7 @@ type Flow struct {
 // one already set up, or opts.StartPage.
 func New(ctx context.Context, d Deps, opts Options) (*Flow, error) {
 	f := &Flow{d: d, page: PageWelcome, trusted: map[string]bool{}}
+	f.Code, f.Lend = newCodeStep(d.Lenders, f), newLendStep(d.Lending)
 	prev, err := d.Settings.Load()
 	if err != nil {
 		return nil, err
@@ -529,6 +540,7 @@ func (f *Flow) ProbeRemote(ctx context.Context, progress func(Progress)) (*Remot
 	defer end()
 	f.mu.Lock()
 	t := f.target
+	t.Paired = f.pairedLocked(t)
 	f.mu.Unlock()
 	if strings.TrimSpace(t.Address) == "" {
 		return nil, errors.New("type the second PC's address (a name or IP address) first")
