@@ -128,10 +128,14 @@ func (l *Lending) Start(ctx context.Context) error {
 }
 
 // NewCode has the lender show a new code, and waits for it.
-func (l *Lending) NewCode(ctx context.Context) error { return l.runAndWait(ctx, lendCodeOut, "lend", "code") }
+func (l *Lending) NewCode(ctx context.Context) error {
+	return l.runAndWait(ctx, lendCodeOut, "lend", "code")
+}
 
 // Stop ends lending (the lender started by Start ends with it) and waits.
-func (l *Lending) Stop(ctx context.Context) error { return l.runAndWait(ctx, lendStopOut, "lend", "stop") }
+func (l *Lending) Stop(ctx context.Context) error {
+	return l.runAndWait(ctx, lendStopOut, "lend", "stop")
+}
 
 func (l *Lending) runAndWait(ctx context.Context, out string, args ...string) error {
 	path, err := l.launch(ctx, out, args...)
