@@ -88,7 +88,7 @@ func main() {
 				time.Sleep(400 * time.Millisecond) // let the frame paint
 				fmt.Printf("shot %s\n", name)
 				in.ReadString('\n')
-			})
+			}, demoLendCode())
 		})
 	}
 	w.ShowAndRun()

@@ -32,6 +32,9 @@ type Lending interface {
 	Status() LendStatus
 }
 
+// LendRoleLabel is the role as the setup's first page offers it.
+const LendRoleLabel = "Lend this PC's GPU to another PC"
+
 // LenderState is the lender's pairing service as far as this window knows.
 type LenderState int
 

@@ -29,6 +29,7 @@ type lendView struct {
 	refresh             func()
 	stop                context.CancelFunc
 	last                setupflow.LendState
+	quiet               bool // refresh does not settle
 }
 
 // LendRefresh is how often the view reads the lender's status again: the
@@ -92,6 +93,11 @@ func (u *UI) showLending(start bool) {
 	u.back.Enable()
 
 	act := func(f func(context.Context) error) {
+		// Busy at once; the view's own state once the step has it.
+		for _, b := range []*widget.Button{v.start, v.again, v.stopB} {
+			b.Disable()
+		}
+		v.busy.box.Show()
 		u.goAsync(func() {
 			f(u.ctx) // its failure is the view's Err
 			u.do(func() {
@@ -100,7 +106,6 @@ func (u *UI) showLending(start bool) {
 				}
 			})
 		})
-		v.refresh()
 	}
 	v.start = widget.NewButtonWithIcon("Start lending", theme.MediaPlayIcon(), func() { act(u.Flow.Lend.Start) })
 	v.start.Importance = widget.HighImportance
@@ -149,7 +154,7 @@ func (u *UI) showLending(start bool) {
 		enable(v.stopB, lv.CanStop)
 		// A state reached and nothing running: the view has settled
 		// (the autopilot's picture).
-		if lv.Busy == "" && lv.State != setupflow.LendStarting && lv.State != v.last {
+		if lv.Busy == "" && lv.State != setupflow.LendStarting && lv.State != v.last && !v.quiet {
 			v.last = lv.State
 			u.settled()
 		}
@@ -178,10 +183,22 @@ func (u *UI) showLending(start bool) {
 		para("Closing this window does not stop lending: this PC lends its GPU until Stop lending (open this setup again to get a new code or to stop)."))
 	u.body.Objects = []fyne.CanvasObject{container.NewVScroll(box)}
 	u.body.Refresh()
-	v.refresh()
 	if start && u.Flow.Lend.View(time.Now()).State == setupflow.LendOff {
+		v.quiet = true // a view about to start is no picture yet
+		v.refresh()
+		v.quiet = false
 		v.start.OnTapped()
+	} else {
+		v.refresh()
 	}
+}
+
+// LendState is the lending view's state (nil view: not shown).
+func (u *UI) lendState() (setupflow.LendState, bool) {
+	if u.lend == nil {
+		return 0, false
+	}
+	return u.lend.last, true
 }
 
 // leaveLending ends the lending view (its status reads) and gives the

@@ -178,8 +178,8 @@ func (u *UI) codeSection(paired func(*settings.Remote)) (box fyne.CanvasObject, 
 	}
 	intro := para("On that PC, choose \"" + setupflow.LendRoleLabel + "\" in Strata Companion's setup: it shows a pairing code. Pick it here, type the code and press Pair.")
 	box = section("PCs on this network that lend their GPU", container.NewVBox(intro,
-		container.NewBorder(nil, nil, nil, againB, list), none, addrForm,
-		widget.NewForm(widget.NewFormItem("Pairing code", code)), container.NewHBox(pairB), b.box))
+		list, none, addrForm,
+		widget.NewForm(widget.NewFormItem("Pairing code", code)), container.NewHBox(pairB, againB), b.box))
 	return box, !searched
 }
 

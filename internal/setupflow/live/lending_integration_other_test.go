@@ -106,11 +106,3 @@ func TestLendingWithoutPkexecSaysSudo(t *testing.T) {
 		t.Errorf("without pkexec: %v", err)
 	}
 }
-
-func TestCmdLine(t *testing.T) {
-	got := live.CmdLine([]string{`C:\Program Files\Strata Companion\strata-service.exe`, "lend", "--foreground", "--user", `PC\Sam Smith`}, `C:\Users\Sam Smith\AppData\Local\strata-companion\lend.log`)
-	want := `/d /c ""C:\Program Files\Strata Companion\strata-service.exe" "lend" "--foreground" "--user" "PC\Sam Smith" >"C:\Users\Sam Smith\AppData\Local\strata-companion\lend.log" 2>&1 && echo strata-companion-run-ended 0 >>"C:\Users\Sam Smith\AppData\Local\strata-companion\lend.log" || echo strata-companion-run-ended 1 >>"C:\Users\Sam Smith\AppData\Local\strata-companion\lend.log""`
-	if got != want {
-		t.Errorf("cmd line\n%s\nwant\n%s", got, want)
-	}
-}
