@@ -36,6 +36,7 @@ import (
 	"github.com/strata-companion/companion/app/traymodel"
 	"github.com/strata-companion/companion/app/watch"
 	"github.com/strata-companion/companion/assets"
+	"github.com/strata-companion/companion/internal/lendshown"
 	"github.com/strata-companion/companion/internal/probe"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/version"
@@ -91,6 +92,9 @@ func onReady(ctx context.Context) {
 	ctl.Quit = systray.Quit
 	ctl.Logf = log.Printf
 	ctl.NoGPUVision = noGPUVision
+	// A PC that lends its GPU shows lending from this account's own view
+	// (it may run no service).
+	ctl.ReadLending = lendshown.Read
 
 	for id := traymodel.ItemID(0); id < traymodel.NumItems; id++ {
 		go func(id traymodel.ItemID, ch <-chan struct{}) {

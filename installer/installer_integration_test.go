@@ -56,21 +56,21 @@ func TestUninstallerRemovesWhatTheInstallerMakes(t *testing.T) {
 	un := s[strings.Index(s, `Section "Uninstall"`):]
 	inst := s[:strings.Index(s, `Section "Uninstall"`)]
 
+	// Both roles' sections: each thing once.
 	var made []string
-	for _, m := range regexp.MustCompile(`(?m)^\s*File "\$\{BINDIR\}/([^"]+)"`).FindAllStringSubmatch(inst, -1) {
-		made = append(made, `$INSTDIR\`+strings.ReplaceAll(m[1], "/", `\`))
+	seen := map[string]bool{}
+	add := func(f string) {
+		if !seen[f] {
+			seen[f] = true
+			made = append(made, f)
+		}
 	}
-	for _, m := range regexp.MustCompile(`(?m)^\s*File "/oname=([^"]+)"`).FindAllStringSubmatch(inst, -1) {
-		made = append(made, `$INSTDIR\`+m[1])
+	for _, f := range madeBy(inst) {
+		add(f)
 	}
-	for _, m := range regexp.MustCompile(`(?m)^\s*WriteUninstaller "([^"]+)"`).FindAllStringSubmatch(inst, -1) {
-		made = append(made, m[1])
-	}
-	for _, m := range regexp.MustCompile(`(?m)^\s*CreateShortcut "([^"]+)"`).FindAllStringSubmatch(inst, -1) {
-		made = append(made, m[1])
-	}
-	if len(made) != len(installed)+len(agents)+4 {
-		t.Fatalf("found %d files and shortcuts in the install section, want %d (6 files, 2 agents, 4 shortcuts): %q", len(made), len(installed)+len(agents)+4, made)
+	// 4 shortcuts for running Strata, and the lend role's New pairing code.
+	if len(made) != len(installed)+len(agents)+5 {
+		t.Fatalf("found %d files and shortcuts in the install sections, want %d (6 files, 2 agents, 5 shortcuts): %q", len(made), len(installed)+len(agents)+5, made)
 	}
 	for a := range agents {
 		dir := `$INSTDIR\` + a[:strings.IndexByte(a, '\\')]
@@ -96,6 +96,99 @@ func TestUninstallerRemovesWhatTheInstallerMakes(t *testing.T) {
 	// with $StrataRoot in it anywhere.
 	for _, m := range regexp.MustCompile(`(?m)^\s*(RMDir|Delete|File|SetOutPath)\b.*\$StrataRoot.*$`).FindAllString(s, -1) {
 		t.Errorf("the script touches the Strata folder: %s", strings.TrimSpace(m))
+	}
+}
+
+// madeBy lists the files and shortcuts a part of the script makes.
+func madeBy(part string) []string {
+	var made []string
+	for _, m := range regexp.MustCompile(`(?m)^\s*File "\$\{BINDIR\}/([^"]+)"`).FindAllStringSubmatch(part, -1) {
+		made = append(made, `$INSTDIR\`+strings.ReplaceAll(m[1], "/", `\`))
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\s*File "/oname=([^"]+)"`).FindAllStringSubmatch(part, -1) {
+		made = append(made, `$INSTDIR\`+m[1])
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\s*WriteUninstaller "([^"]+)"`).FindAllStringSubmatch(part, -1) {
+		made = append(made, m[1])
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\s*CreateShortcut "([^"]+)"`).FindAllStringSubmatch(part, -1) {
+		made = append(made, m[1])
+	}
+	return made
+}
+
+// block is the script's text from the line starting with head to the next
+// line that is end (a section or a function), "" when there is none.
+func block(s, head, end string) string {
+	i := strings.Index(s, "\n"+head)
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(s[i:], "\n"+end+"\n")
+	if j < 0 {
+		return ""
+	}
+	return s[i : i+j]
+}
+
+// The lend role (a PC lending its GPU, without Strata) installs only the
+// command line and the relay, and registers no Strata service: what it
+// runs is `strata-service lend`, also in every function it calls; its
+// uninstaller undoes lending first, while strata-service.exe is there.
+func TestLendRoleInstallsNoStrataService(t *testing.T) {
+	s := readScript(t)
+	sec := block(s, `Section "-Lend this PC's GPU" SecLend`, "SectionEnd")
+	if sec == "" {
+		t.Fatal("the script has no lend section")
+	}
+	var files []string
+	for _, f := range madeBy(sec) {
+		if !strings.HasSuffix(f, ".lnk") {
+			files = append(files, strings.TrimPrefix(f, `$INSTDIR\`))
+		}
+	}
+	sort.Strings(files)
+	if got, want := strings.Join(files, " "), "LICENSE.txt strata-service.exe strata-vision-relay.exe uninstall.exe"; got != want {
+		t.Errorf("the lend role installs %s, want %s", got, want)
+	}
+	// Its section and every function it calls (one level: those call no
+	// service commands of their own but EndPrograms and ServiceCmd).
+	parts := []string{sec}
+	for _, m := range regexp.MustCompile(`(?m)^\s*Call (\w+)`).FindAllStringSubmatch(sec, -1) {
+		f := block(s, "Function "+m[1], "FunctionEnd")
+		if f == "" {
+			t.Errorf("the lend section calls %s, which the script does not define", m[1])
+		}
+		parts = append(parts, f)
+	}
+	all := strings.Join(parts, "\n")
+	for _, bad := range []*regexp.Regexp{
+		regexp.MustCompile(`ServiceCmd ["'](install|start)\b`),
+		regexp.MustCompile(`WriteReg\w+ HKLM "\$\{RUNKEY\}"`),
+		regexp.MustCompile(`strata-(tray|setup)\.exe" `),
+	} {
+		if m := bad.FindString(all); m != "" {
+			t.Errorf("the lend role registers or starts something of Strata's: %s", m)
+		}
+	}
+	if !strings.Contains(sec, `!insertmacro ServiceCmd "lend"`) {
+		t.Error("the lend role does not run strata-service lend")
+	}
+	// StopOld, shared with the Strata role, may stop the Strata service of a
+	// version installed before, never register one.
+	if f := block(s, "Function StopOld", "FunctionEnd"); !strings.Contains(f, `ServiceCmd "uninstall"`) || !strings.Contains(f, `net.exe" stop strata-lender`) {
+		t.Errorf("StopOld does not stop the old services:\n%s", f)
+	}
+	un := block(s, `Section "Uninstall"`, "SectionEnd")
+	stop, del := strings.Index(un, `!insertmacro un.ServiceCmd "lend stop"`), strings.Index(un, `Delete "$INSTDIR\strata-service.exe"`)
+	if stop < 0 || del < 0 || stop > del {
+		t.Error("the uninstaller does not run strata-service lend stop before removing strata-service.exe")
+	}
+	for _, want := range []string{`${GetOptions} $R0 "/ROLE=" $R1`, `WriteRegStr HKLM "${REGKEY}" "Role" "$Role"`, `ReadRegStr $Role HKLM "${REGKEY}" "Role"`,
+		`Page custom RolePageCreate RolePageLeave`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the script lacks %s", want)
+		}
 	}
 }
 

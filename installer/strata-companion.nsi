@@ -13,6 +13,9 @@
 ;   /STRATA=<folder>    the Strata install (the folder holding serve\server.py)
 ;   /TRAYLOGIN=1|0      start the tray at login for everyone (default: off, or
 ;                       as before on an upgrade)
+;   /ROLE=lend          lend this PC's GPU to another PC: only strata-service and
+;                       strata-vision-relay, "strata-service lend" run, no Strata
+;                       service (default: the role installed before, else Strata)
 ; Uninstaller:
 ;   /KEEPSETTINGS=0     remove the companion's settings and keys (default 1: keep)
 ;   /RESTOREVISION=1    put back the Strata config's vision block from before the
@@ -20,7 +23,8 @@
 ;
 ; Exit codes of a silent install: 0 done; 2 /STRATA is not a Strata folder;
 ; 3 installed, but the service could not be registered or started (see the
-; message and run "strata-service install" again from an administrator prompt).
+; message and run "strata-service install" again from an administrator prompt);
+; 4 (lend role) installed, but lending could not be set up.
 
 Unicode true
 ManifestSupportedOS all
@@ -55,6 +59,7 @@ ManifestDPIAware true
 !include FileFunc.nsh
 !include WinVer.nsh
 !include x64.nsh
+!include Sections.nsh
 
 Name "${PRODUCT}"
 OutFile "${OUTFILE}"
@@ -98,6 +103,15 @@ Var KeepSettings   ; uninstaller: 1 keep settings and keys
 Var RestoreVision  ; uninstaller: 1 run "strata-service vision restore"
 Var KeepBox
 Var RestoreBox
+Var Role           ; "strata": run Strata here (the default); "lend": lend this PC's GPU
+Var PrevRole       ; the role installed before ("" when none, or a version before roles)
+Var StrataRadio
+Var LendRadio
+Var LendCode       ; lend role: the pairing code shown on the Finish page ("" when lending failed)
+Var LendName       ; lend role: this PC's name on the network
+Var LendUntil      ; lend role: the code works until this time of day
+Var FinishText
+Var CodeFont
 
 ; ---- pages ----
 
@@ -110,12 +124,16 @@ Var RestoreBox
 !define MUI_WELCOMEPAGE_TEXT "This installs ${PRODUCT} ${VERSION}: it runs your Strata server as a Windows service, shows its state in the notification area, and lets you choose where Strata reads pictures.$\r$\n$\r$\nStrata itself must already be installed; ${PRODUCT} never changes the Strata install or its models.$\r$\n$\r$\nClick Next to continue."
 !insertmacro MUI_PAGE_WELCOME
 !insertmacro MUI_PAGE_LICENSE "${LICENSE}"
+Page custom RolePageCreate RolePageLeave
 !insertmacro MUI_PAGE_DIRECTORY
 Page custom StrataPageCreate StrataPageLeave
 !insertmacro MUI_PAGE_INSTFILES
+!define MUI_FINISHPAGE_TEXT "$FinishText"
+!define MUI_FINISHPAGE_TEXT_LARGE
 !define MUI_FINISHPAGE_RUN
 !define MUI_FINISHPAGE_RUN_TEXT "Open ${PRODUCT} setup now"
 !define MUI_FINISHPAGE_RUN_FUNCTION LaunchWizard
+!define MUI_PAGE_CUSTOMFUNCTION_SHOW FinishPageShow
 !insertmacro MUI_PAGE_FINISH
 
 !insertmacro MUI_UNPAGE_CONFIRM
@@ -249,7 +267,45 @@ Function FindStrata
   ${Next}
 FunctionEnd
 
+; ---- the role: run Strata here, or lend this PC's GPU ----
+
+Function RolePageCreate
+  !insertmacro MUI_HEADER_TEXT "What this PC does" "Run Strata here, or lend this PC's GPU to the PC that runs it?"
+  nsDialogs::Create 1018
+  Pop $Dialog
+  ${If} $Dialog == error
+    Abort
+  ${EndIf}
+  ${NSD_CreateFirstRadioButton} 0 0 100% 12u "&Run Strata on this PC"
+  Pop $StrataRadio
+  ${NSD_CreateLabel} 12u 13u 95% 20u "Installs the ${PRODUCT} service, its tray icon and its setup: they run your Strata server and choose where it reads pictures."
+  Pop $0
+  ${NSD_CreateAdditionalRadioButton} 0 44u 100% 12u "&Lend this PC's GPU to another PC"
+  Pop $LendRadio
+  ${NSD_CreateLabel} 12u 57u 95% 36u "For a PC without Strata, such as a gaming laptop: installs only what reads pictures for the PC that runs Strata, and shows a pairing code to type there. Strata is not installed or run here."
+  Pop $0
+  ${If} $Role == "lend"
+    ${NSD_Check} $LendRadio
+  ${Else}
+    ${NSD_Check} $StrataRadio
+  ${EndIf}
+  nsDialogs::Show
+FunctionEnd
+
+Function RolePageLeave
+  ${NSD_GetState} $LendRadio $0
+  ${If} $0 == ${BST_CHECKED}
+    StrCpy $Role "lend"
+  ${Else}
+    StrCpy $Role "strata"
+  ${EndIf}
+  Call ApplyRole
+FunctionEnd
+
 Function StrataPageCreate
+  ${If} $Role == "lend"
+    Abort ; a lending PC has no Strata
+  ${EndIf}
   !insertmacro MUI_HEADER_TEXT "Strata folder" "Where is Strata installed on this PC?"
   nsDialogs::Create 1018
   Pop $Dialog
@@ -325,6 +381,7 @@ Function .onInit
     Quit
   ${EndIf}
 
+  StrCpy $FinishText "$(MUI_TEXT_FINISH_INFO_TEXT)"
   StrCpy $Upgrade 0
   ReadRegStr $0 HKLM "${UNINSTKEY}" "DisplayVersion"
   ${If} $0 != ""
@@ -350,6 +407,27 @@ Function .onInit
     ${EndIf}
   ${EndIf}
 
+  ; The role: as installed before, unless /ROLE says otherwise.
+  ReadRegStr $PrevRole HKLM "${REGKEY}" "Role"
+  ${If} $PrevRole == ""
+  ${AndIf} $Upgrade == 1
+    StrCpy $PrevRole "strata" ; versions before roles ran Strata
+  ${EndIf}
+  StrCpy $Role $PrevRole
+  ${If} $Role != "lend"
+    StrCpy $Role "strata"
+  ${EndIf}
+  ClearErrors
+  ${GetOptions} $R0 "/ROLE=" $R1
+  ${IfNot} ${Errors}
+    ${If} $R1 == "lend"
+      StrCpy $Role "lend"
+    ${Else}
+      StrCpy $Role "strata"
+    ${EndIf}
+  ${EndIf}
+  Call ApplyRole
+
   StrCpy $StrataRoot ""
   ClearErrors
   ${GetOptions} $R0 "/STRATA=" $R1
@@ -371,15 +449,11 @@ Section "-${PRODUCT}" SecMain
   SetShellVarContext all
   SetOutPath "$INSTDIR"
 
-  ; Upgrade in place: stop the service and remove its registration with the
-  ; old program (it knows how), end the programs that hold files open, then
-  ; replace the files. Settings in ${DATADIR} are not touched.
-  ${If} ${FileExists} "$INSTDIR\strata-service.exe"
-    DetailPrint "Stopping the ${PRODUCT} service of the version installed before"
-    !insertmacro ServiceCmd "stop"
-    !insertmacro ServiceCmd "uninstall"
-  ${EndIf}
-  Call EndPrograms
+  ; Upgrade in place: stop what the version installed before runs (StopOld),
+  ; then replace the files. Settings in ${DATADIR} are not touched.
+  Call StopOld
+  ; A PC that lent its GPU before: its own Start menu entry goes.
+  Delete "$SMPROGRAMS\${PRODUCT}\New pairing code.lnk"
 
   File "${BINDIR}/strata-service.exe"
   File "${BINDIR}/strata-vision-relay.exe"
@@ -395,15 +469,7 @@ Section "-${PRODUCT}" SecMain
   SetOutPath "$INSTDIR"
   WriteUninstaller "$INSTDIR\uninstall.exe"
 
-  ; The companion's own folders. The secrets folder is for administrators and
-  ; the service (LocalSystem) only.
-  CreateDirectory "${DATADIR}\logs"
-  CreateDirectory "${DATADIR}\secrets"
-  nsExec::Exec 'icacls "${DATADIR}\secrets" /inheritance:r /grant:r *S-1-5-18:(OI)(CI)F *S-1-5-32-544:(OI)(CI)F'
-  Pop $0
-  ${If} $0 != 0
-    DetailPrint "Could not restrict the secrets folder to administrators (icacls exit code $0)"
-  ${EndIf}
+  Call DataFolders
 
   CreateDirectory "$SMPROGRAMS\${PRODUCT}"
   CreateShortcut "$SMPROGRAMS\${PRODUCT}\${PRODUCT} Setup.lnk" "$INSTDIR\strata-setup.exe" "" "$INSTDIR\strata-setup.exe" 0 SW_SHOWNORMAL "" "Choose where Strata reads pictures and set up the Strata server"
@@ -417,25 +483,11 @@ Section "-${PRODUCT}" SecMain
     DeleteRegValue HKLM "${RUNKEY}" "${RUNVALUE}"
   ${EndIf}
 
-  WriteRegStr HKLM "${REGKEY}" "InstallDir" "$INSTDIR"
-  WriteRegStr HKLM "${REGKEY}" "Version" "${VERSION}"
   ${If} $StrataRoot != ""
     WriteRegStr HKLM "${REGKEY}" "StrataRoot" "$StrataRoot"
   ${EndIf}
-
-  WriteRegStr HKLM "${UNINSTKEY}" "DisplayName" "${PRODUCT}"
-  WriteRegStr HKLM "${UNINSTKEY}" "DisplayVersion" "${VERSION}"
-  WriteRegStr HKLM "${UNINSTKEY}" "Publisher" "${PUBLISHER}"
-  WriteRegStr HKLM "${UNINSTKEY}" "URLInfoAbout" "${URL}"
-  WriteRegStr HKLM "${UNINSTKEY}" "DisplayIcon" "$INSTDIR\strata-setup.exe,0"
-  WriteRegStr HKLM "${UNINSTKEY}" "InstallLocation" "$INSTDIR"
-  WriteRegStr HKLM "${UNINSTKEY}" "UninstallString" '"$INSTDIR\uninstall.exe"'
-  WriteRegStr HKLM "${UNINSTKEY}" "QuietUninstallString" '"$INSTDIR\uninstall.exe" /S'
-  WriteRegDWORD HKLM "${UNINSTKEY}" "NoModify" 1
-  WriteRegDWORD HKLM "${UNINSTKEY}" "NoRepair" 1
-  ${GetSize} "$INSTDIR" "/S=0K" $0 $1 $2
-  IntFmt $0 "0x%08X" $0
-  WriteRegDWORD HKLM "${UNINSTKEY}" "EstimatedSize" $0
+  StrCpy $1 "strata-setup.exe"
+  Call WriteInstallEntries
 
   ; Register and start the service (strata-service's install/start contract).
   ${If} $StrataRoot != ""
@@ -452,14 +504,230 @@ Section "-${PRODUCT}" SecMain
   ${EndIf}
 SectionEnd
 
+
+; The lend role: this PC lends its GPU to the PC that runs Strata. Only the
+; command line (which sets lending up and runs the lender service) and the
+; relay (the agent the paired PC runs here over ssh); no Strata service, no
+; tray, no setup. "strata-service lend" opens the ssh server, installs the
+; agent for the signed-in user, registers the lender service
+; (strata-lender) and makes the pairing code the Finish page shows.
+Section "-Lend this PC's GPU" SecLend
+  SetShellVarContext all
+  SetOutPath "$INSTDIR"
+  Call StopOld
+
+  File "${BINDIR}/strata-service.exe"
+  File "${BINDIR}/strata-vision-relay.exe"
+  File "/oname=LICENSE.txt" "${LICENSE}"
+  WriteUninstaller "$INSTDIR\uninstall.exe"
+  Call DataFolders
+
+  ; What running Strata here installed before goes (this PC lends now).
+  Delete "$INSTDIR\strata-tray.exe"
+  Delete "$INSTDIR\strata-setup.exe"
+  Delete "$INSTDIR\linux-amd64\strata-vision-relay"
+  RMDir "$INSTDIR\linux-amd64"
+  Delete "$INSTDIR\linux-arm64\strata-vision-relay"
+  RMDir "$INSTDIR\linux-arm64"
+  Delete "$SMPROGRAMS\${PRODUCT}\${PRODUCT} Setup.lnk"
+  Delete "$SMPROGRAMS\${PRODUCT}\${PRODUCT} Tray.lnk"
+  DeleteRegValue HKLM "${RUNKEY}" "${RUNVALUE}"
+  DeleteRegValue HKLM "${REGKEY}" "StrataRoot"
+
+  ; A code works once, for 10 minutes: a new one from the Start menu, as
+  ; administrator (the shortcut's "run as administrator" flag, byte 0x15
+  ; bit 0x20 of the .lnk: SLDF_RUNAS_USER).
+  CreateDirectory "$SMPROGRAMS\${PRODUCT}"
+  CreateShortcut "$SMPROGRAMS\${PRODUCT}\New pairing code.lnk" "$SYSDIR\cmd.exe" '/s /c ""$INSTDIR\strata-service.exe" lend code & pause"' "$INSTDIR\strata-service.exe" 0 SW_SHOWNORMAL "" "Show a new pairing code for the PC that runs Strata"
+  ClearErrors
+  FileOpen $0 "$SMPROGRAMS\${PRODUCT}\New pairing code.lnk" a
+  ${IfNot} ${Errors}
+    FileSeek $0 0x15 SET
+    FileReadByte $0 $1
+    IntOp $1 $1 | 0x20
+    FileSeek $0 0x15 SET
+    FileWriteByte $0 $1
+    FileClose $0
+  ${EndIf}
+  CreateShortcut "$SMPROGRAMS\${PRODUCT}\${PRODUCT} Logs.lnk" "${DATADIR}\logs"
+  CreateShortcut "$SMPROGRAMS\${PRODUCT}\Uninstall ${PRODUCT}.lnk" "$INSTDIR\uninstall.exe"
+
+  StrCpy $1 "strata-service.exe"
+  Call WriteInstallEntries
+
+  ; Set lending up (the installer has the administrator rights it needs);
+  ; the lender service it registers makes the code.
+  StrCpy $LendCode ""
+  !insertmacro ServiceCmd "lend"
+  ${If} $0 == 0
+    StrCpy $R8 "$PROFILE\AppData\Local\StrataCompanion\lending.json"
+    StrCpy $R9 "code"
+    Call ShownValue
+    StrCpy $LendCode $R0
+    StrCpy $R9 "name"
+    Call ShownValue
+    StrCpy $LendName $R0
+    StrCpy $R9 "expires"
+    Call ShownValue
+    StrCpy $LendUntil $R0 5 11 ; 2026-11-29T14:05:00+01:00: this PC's time of day
+  ${EndIf}
+  ${If} $LendCode == ""
+    SetErrorLevel 4
+    StrCpy $FinishText "${PRODUCT} is installed, but this PC could not start lending its GPU (strata-service exit code $0).$\r$\n$\r$\nFix what the installer's details said, then run this installer again."
+    MessageBox MB_ICONEXCLAMATION|MB_OK "This PC could not start lending its GPU (strata-service exit code $0; the details are in this window).$\r$\n$\r$\nFix what they say, then run this installer again." /SD IDOK
+  ${Else}
+    DetailPrint "Pairing code: $LendCode (works once, until $LendUntil)"
+    StrCpy $FinishText "This PC lends its GPU as $LendName.$\r$\n$\r$\nOn the PC that runs Strata, open ${PRODUCT}'s setup, pick $LendName on its Second PC page and type this code. It works once, until $LendUntil. A new one: Start menu, ${PRODUCT}, New pairing code."
+  ${EndIf}
+SectionEnd
+
+; ApplyRole runs the role's section only.
+Function ApplyRole
+  ${If} $Role == "lend"
+    !insertmacro UnselectSection ${SecMain}
+    !insertmacro SelectSection ${SecLend}
+  ${Else}
+    !insertmacro SelectSection ${SecMain}
+    !insertmacro UnselectSection ${SecLend}
+  ${EndIf}
+FunctionEnd
+
+; StopOld ends what the version installed before runs, so that its files
+; can be replaced: the Strata service is stopped and unregistered by the old
+; program (it knows how); the lender service is stopped (lend registers it
+; again), or, when this PC now runs Strata, lending is undone; then the
+; programs that hold files open are ended.
+Function StopOld
+  ${If} ${FileExists} "$INSTDIR\strata-service.exe"
+    ${If} $PrevRole == "lend"
+      ${If} $Role == "lend"
+        DetailPrint "Stopping the lender service of the version installed before"
+        nsExec::ExecToLog '"$SYSDIR\net.exe" stop strata-lender'
+        Pop $0
+      ${Else}
+        DetailPrint "This PC runs Strata now: it stops lending its GPU"
+        !insertmacro ServiceCmd "lend stop"
+      ${EndIf}
+    ${Else}
+      DetailPrint "Stopping the ${PRODUCT} service of the version installed before"
+      !insertmacro ServiceCmd "stop"
+      !insertmacro ServiceCmd "uninstall"
+    ${EndIf}
+  ${EndIf}
+  Call EndPrograms
+FunctionEnd
+
+; DataFolders makes the companion's own folders. The secrets folder is for
+; administrators and the services (LocalSystem) only.
+Function DataFolders
+  CreateDirectory "${DATADIR}\logs"
+  CreateDirectory "${DATADIR}\secrets"
+  nsExec::Exec 'icacls "${DATADIR}\secrets" /inheritance:r /grant:r *S-1-5-18:(OI)(CI)F *S-1-5-32-544:(OI)(CI)F'
+  Pop $0
+  ${If} $0 != 0
+    DetailPrint "Could not restrict the secrets folder to administrators (icacls exit code $0)"
+  ${EndIf}
+FunctionEnd
+
+; WriteInstallEntries writes what Windows and a later install read: the
+; companion's key (the role included) and the Add/Remove Programs entry,
+; with the program in $1 as its icon.
+Function WriteInstallEntries
+  WriteRegStr HKLM "${REGKEY}" "InstallDir" "$INSTDIR"
+  WriteRegStr HKLM "${REGKEY}" "Version" "${VERSION}"
+  WriteRegStr HKLM "${REGKEY}" "Role" "$Role"
+
+  WriteRegStr HKLM "${UNINSTKEY}" "DisplayName" "${PRODUCT}"
+  WriteRegStr HKLM "${UNINSTKEY}" "DisplayVersion" "${VERSION}"
+  WriteRegStr HKLM "${UNINSTKEY}" "Publisher" "${PUBLISHER}"
+  WriteRegStr HKLM "${UNINSTKEY}" "URLInfoAbout" "${URL}"
+  WriteRegStr HKLM "${UNINSTKEY}" "DisplayIcon" "$INSTDIR\$1,0"
+  WriteRegStr HKLM "${UNINSTKEY}" "InstallLocation" "$INSTDIR"
+  WriteRegStr HKLM "${UNINSTKEY}" "UninstallString" '"$INSTDIR\uninstall.exe"'
+  WriteRegStr HKLM "${UNINSTKEY}" "QuietUninstallString" '"$INSTDIR\uninstall.exe" /S'
+  WriteRegDWORD HKLM "${UNINSTKEY}" "NoModify" 1
+  WriteRegDWORD HKLM "${UNINSTKEY}" "NoRepair" 1
+  ${GetSize} "$INSTDIR" "/S=0K" $0 $1 $2
+  IntFmt $0 "0x%08X" $0
+  WriteRegDWORD HKLM "${UNINSTKEY}" "EstimatedSize" $0
+FunctionEnd
+
+; ShownValue: $R0 = the string field named $R9 of the lending view in the
+; file $R8 (internal/lendshown, as the lender writes it: one field a line,
+;   "name": "value",), "" when there is none.
+Function ShownValue
+  Push $0
+  Push $1
+  Push $2
+  Push $3
+  Push $4
+  Push $5
+  StrCpy $R0 ""
+  StrCpy $2 '  "$R9": "'
+  StrLen $3 $2
+  ClearErrors
+  FileOpen $0 $R8 r
+  ${IfNot} ${Errors}
+    ${Do}
+      ClearErrors
+      FileRead $0 $1
+      ${If} ${Errors}
+        ${Break}
+      ${EndIf}
+      StrCpy $4 $1 $3
+      ${If} $4 == $2
+        StrCpy $1 $1 "" $3
+        StrCpy $5 0
+        ${Do}
+          StrCpy $4 $1 1 $5
+          ${If} $4 == '"'
+          ${OrIf} $4 == ""
+            ${Break}
+          ${EndIf}
+          IntOp $5 $5 + 1
+        ${Loop}
+        StrCpy $R0 $1 $5
+        ${Break}
+      ${EndIf}
+    ${Loop}
+    FileClose $0
+  ${EndIf}
+  Pop $5
+  Pop $4
+  Pop $3
+  Pop $2
+  Pop $1
+  Pop $0
+FunctionEnd
+
+; FinishPageShow: the lend role's Finish page shows the pairing code, large,
+; where the "open setup" box would be (there is no setup on a lending PC).
+Function FinishPageShow
+  ${If} $Role == "lend"
+    SendMessage $mui.FinishPage.Run ${BM_SETCHECK} ${BST_UNCHECKED} 0
+    ShowWindow $mui.FinishPage.Run ${SW_HIDE}
+    ${If} $LendCode != ""
+      ${NSD_CreateLabel} 120u 122u 195u 24u "$LendCode"
+      Pop $0
+      SetCtlColors $0 "${MUI_TEXTCOLOR}" "${MUI_BGCOLOR}"
+      CreateFont $CodeFont "$(^Font)" "20" "700"
+      SendMessage $0 ${WM_SETFONT} $CodeFont 0
+    ${EndIf}
+  ${EndIf}
+FunctionEnd
+
 ; Programs started from here must not inherit the installer's administrator
 ; rights: explorer.exe starts them as the signed-in user.
 Function LaunchWizard
+  ${If} $Role == "lend"
+    Return ; no setup on a lending PC
+  ${EndIf}
   Exec '"$WINDIR\explorer.exe" "$INSTDIR\strata-setup.exe"'
 FunctionEnd
 
 Function .onInstSuccess
   ${If} $TrayLogin == 1
+  ${AndIf} $Role != "lend"
   ${AndIfNot} ${Silent}
     Exec '"$WINDIR\explorer.exe" "$INSTDIR\strata-tray.exe"'
   ${EndIf}
@@ -469,6 +737,7 @@ FunctionEnd
 
 Function un.onInit
   SetShellVarContext all
+  ReadRegStr $Role HKLM "${REGKEY}" "Role"
   StrCpy $KeepSettings 1
   StrCpy $RestoreVision 0
   ${GetParameters} $R0
@@ -497,13 +766,20 @@ Function un.OptionsPageCreate
   Pop $KeepBox
   ${NSD_CreateLabel} 12u 13u 95% 20u "They are in ${DATADIR}: the second PC's address, its pinned host key and the companion's own ssh key."
   Pop $0
+  ${If} $KeepSettings == 1
+    ${NSD_Check} $KeepBox
+  ${EndIf}
+  ${If} $Role == "lend"
+    ; A lending PC has no Strata to put back; lending is undone in any case.
+    ${NSD_CreateLabel} 0 40u 100% 28u "This PC stops lending its GPU: the paired PCs can no longer read pictures here, and the ssh server goes back to how it was before."
+    Pop $0
+    nsDialogs::Show
+    Return
+  ${EndIf}
   ${NSD_CreateCheckbox} 0 40u 100% 12u "&Put back Strata's picture (vision) settings from before ${PRODUCT} changed them"
   Pop $RestoreBox
   ${NSD_CreateLabel} 12u 53u 95% 28u "Leave this off to keep Strata configured as it is now. Strata itself, its models and its other settings are never changed or removed."
   Pop $0
-  ${If} $KeepSettings == 1
-    ${NSD_Check} $KeepBox
-  ${EndIf}
   ${If} $RestoreVision == 1
     ${NSD_Check} $RestoreBox
   ${EndIf}
@@ -517,16 +793,30 @@ Function un.OptionsPageLeave
   ${Else}
     StrCpy $KeepSettings 0
   ${EndIf}
-  ${NSD_GetState} $RestoreBox $0
-  ${If} $0 == ${BST_CHECKED}
-    StrCpy $RestoreVision 1
-  ${Else}
-    StrCpy $RestoreVision 0
+  StrCpy $RestoreVision 0
+  ${If} $Role != "lend"
+    ${NSD_GetState} $RestoreBox $0
+    ${If} $0 == ${BST_CHECKED}
+      StrCpy $RestoreVision 1
+    ${EndIf}
   ${EndIf}
 FunctionEnd
 
 Section "Uninstall"
   SetShellVarContext all
+
+  ; A lending PC: lending undone first (the lender service gone, the paired
+  ; PCs' keys out, the agent gone, the ssh server as it was), while
+  ; strata-service.exe is still here to do it.
+  ${If} $Role == "lend"
+  ${AndIf} ${FileExists} "$INSTDIR\strata-service.exe"
+    !insertmacro un.ServiceCmd "lend stop"
+    ${If} $0 != 0
+      MessageBox MB_ICONEXCLAMATION|MB_OKCANCEL "Lending could not be undone completely (exit code $0; the details are in this window): the paired PCs may still read pictures here.$\r$\n$\r$\nClick Cancel to keep ${PRODUCT} and try again later, or OK to remove it anyway." /SD IDOK IDOK +2
+        Abort
+      SetErrorLevel 3
+    ${EndIf}
+  ${EndIf}
 
   ${If} $RestoreVision == 1
   ${AndIf} ${FileExists} "$INSTDIR\strata-service.exe"
@@ -537,6 +827,7 @@ Section "Uninstall"
   ${EndIf}
 
   ${If} ${FileExists} "$INSTDIR\strata-service.exe"
+  ${AndIf} $Role != "lend"
     !insertmacro un.ServiceCmd "stop"
     !insertmacro un.ServiceCmd "uninstall"
     ${If} $0 != 0
@@ -563,6 +854,7 @@ Section "Uninstall"
   Delete "$SMPROGRAMS\${PRODUCT}\${PRODUCT} Tray.lnk"
   Delete "$SMPROGRAMS\${PRODUCT}\${PRODUCT} Logs.lnk"
   Delete "$SMPROGRAMS\${PRODUCT}\Uninstall ${PRODUCT}.lnk"
+  Delete "$SMPROGRAMS\${PRODUCT}\New pairing code.lnk"
   RMDir "$SMPROGRAMS\${PRODUCT}"
 
   ; The login entry: ours (all users), and one the tray may have made for the

@@ -18,7 +18,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/fakeencoder"
-	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/testenv"
 )
@@ -42,7 +42,7 @@ func TestStrataDrivesTheBuiltRelayIntegration(t *testing.T) {
 	fakeencoder.WriteModel(model, 20)
 	// The second PC's folder, as `remote prepare` leaves it.
 	remoteDir := t.TempDir()
-	rm, rmodel := relay.RemoteFiles(mmproj, model)
+	rm, rmodel := remote.RemoteFiles(mmproj, model)
 	cp := func(from, to string, mode os.FileMode) {
 		if err := testenv.CopyFile(from, to, mode); err != nil {
 			t.Fatal(err)

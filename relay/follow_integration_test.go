@@ -33,6 +33,7 @@ import (
 	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/testenv"
 	"github.com/strata-companion/companion/internal/wol"
@@ -158,7 +159,7 @@ func newRig(t *testing.T, sshdOpts testenv.SSHDOptions, remoteEnv string) *rig {
 	g.mmproj, g.model = filepath.Join(g.root, "mmproj-BF16.gguf"), filepath.Join(g.root, "model-00001-of-00003.gguf")
 	fakeencoder.WriteMmproj(g.mmproj, rigEmbd)
 	fakeencoder.WriteModel(g.model, 20)
-	rm, rmodel := relay.RemoteFiles(g.mmproj, g.model)
+	rm, rmodel := remote.RemoteFiles(g.mmproj, g.model)
 	cp := func(from, to string, mode os.FileMode) {
 		if err := testenv.CopyFile(from, to, mode); err != nil {
 			t.Fatal(err)

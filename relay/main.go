@@ -21,6 +21,7 @@ import (
 	"github.com/strata-companion/companion/internal/gguf"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/version"
 )
@@ -185,19 +186,19 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}
 	// The second PC's device, image tokens and threads come from what
-	// prepare found there and what the user chose (relay.RemoteDevice),
+	// prepare found there and what the user chose (remote.RemoteDevice),
 	// never from the --gpu, --threads and --max-tokens Strata passes: those
 	// are the config's, which says gpu false so that Strata does not count
 	// the relay as a GPU encoder.
 	target := func(r settings.Remote) relay.Target {
-		a := relay.AgentArgsFor(r, sa.Mmproj, sa.Model, sa.Extra)
+		a := remote.AgentArgsFor(r, sa.Mmproj, sa.Model, sa.Extra)
 		cmd, err := a.Command()
-		return relay.Target{Host: r.Host, Dial: relay.SSHDialer(r), AgentCommand: cmd, IdleStopS: r.IdleStopS, Device: relay.RemoteDevice(r), Err: err, OS: a.OS}
+		return relay.Target{Host: r.Host, Dial: remote.SSHDialer(r), AgentCommand: cmd, IdleStopS: r.IdleStopS, Device: remote.RemoteDevice(r), Err: err, OS: a.OS}
 	}
 	rep := relay.NewServiceReporter(nil)
 	rl := relay.New(relay.Options{
 		Host:        "(none set)",
-		Dial:        relay.SSHDialer(settings.Remote{}),
+		Dial:        remote.SSHDialer(settings.Remote{}),
 		NEmbd:       nEmbd,
 		Settings:    sf.Get,
 		Target:      target,

@@ -47,6 +47,8 @@ func main() {
 	}
 
 	a := app.NewWithID("io.github.strata-companion.companion")
+	// fyne's theme with detail text readable in both variants (WCAG AA).
+	a.Settings().SetTheme(pages.Theme())
 	// The app's icon on the window and the taskbar in every build (only
 	// `fyne package` builds get it from FyneApp.toml by themselves).
 	icon := fyne.NewStaticResource("app.png", assets.PNG("app"))

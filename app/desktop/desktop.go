@@ -7,12 +7,13 @@ package desktop
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+
+	"github.com/strata-companion/companion/internal/elevate"
 )
 
 // Desktop implements trayctl.Desktop for this platform.
@@ -39,8 +40,12 @@ func (Desktop) OpenSetup(page string) error {
 
 // SetupPath finds strata-setup: beside the running tray first (the installer
 // puts them together), then on PATH.
-func SetupPath() (string, error) {
-	name := "strata-setup"
+func SetupPath() (string, error) { return findProgram("strata-setup") }
+
+// ServicePath finds strata-service the same way (lending's commands).
+func ServicePath() (string, error) { return findProgram("strata-service") }
+
+func findProgram(name string) (string, error) {
 	if runtime.GOOS == "windows" {
 		name += ".exe"
 	}
@@ -53,7 +58,19 @@ func SetupPath() (string, error) {
 	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	return "", errors.New("strata-setup was not found next to strata-tray or on PATH; reinstall Strata Companion")
+	return "", fmt.Errorf("%s was not found next to strata-tray or on PATH; reinstall Strata Companion", name)
+}
+
+// RunElevated runs strata-service with args with administrator rights and
+// waits for it (trayctl.Desktop): Windows asks with the UAC prompt, Linux
+// with pkexec (polkit's prompt); where neither can ask, the error says what
+// to run by hand.
+func (Desktop) RunElevated(ctx context.Context, args ...string) error {
+	exe, err := ServicePath()
+	if err != nil {
+		return err
+	}
+	return elevate.Run(ctx, exe, args...)
 }
 
 // Confirm asks a yes/no question with the platform's dialog.

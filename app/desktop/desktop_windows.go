@@ -3,7 +3,6 @@ package desktop
 import (
 	"context"
 	"fmt"
-
 	"unsafe"
 
 	"golang.org/x/sys/windows"

@@ -20,7 +20,9 @@ import (
 	"github.com/strata-companion/companion/app/traymodel"
 	"github.com/strata-companion/companion/app/watch"
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/elevate"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/lendshown"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
 )
@@ -44,7 +46,17 @@ type Desktop interface {
 	Open(target string) error
 	// OpenSetup starts strata-setup, on page when not "".
 	OpenSetup(page string) error
+	// RunElevated runs strata-service with args with administrator rights
+	// (Windows: the UAC prompt; Linux: pkexec) and waits for it. ErrDeclined:
+	// the user said no to the prompt. Any other error's text says what
+	// happened and what to do (where no prompt can ask: the command to run
+	// by hand).
+	RunElevated(ctx context.Context, args ...string) error
 }
+
+// ErrDeclined is RunElevated's answer when the user declined the
+// administrator prompt: nothing was done, and there is nothing to tell.
+var ErrDeclined = elevate.ErrDeclined
 
 // Autostart is the "Start tray at login" switch.
 type Autostart interface {
@@ -77,6 +89,12 @@ type Controller struct {
 	// PC's GPU can read pictures: "" when it can, else why not in a few
 	// words (the probe's view: the GPU choice is greyed out then).
 	NoGPUVision func(ctx context.Context) string
+	// ReadLending reads this account's view of lending this PC's GPU
+	// (lendshown.Read; os.ErrNotExist: it does not lend). nil: the tray
+	// never shows lending. Read when the tray starts, with the autostart
+	// entry, after each lending command, and every Refresh while a code is
+	// valid (another PC may pair with it then).
+	ReadLending func() (*lendshown.Shown, error)
 
 	work chan func()
 	stop chan struct{} // closed when Run returns
@@ -95,6 +113,7 @@ type Controller struct {
 	readingConfigs bool
 	configsRead    bool
 	configsFor     string
+	lendErr        string // the last error reading the lending view (logged once)
 }
 
 // New returns a controller with its work queue; fill in the fields before Run.
@@ -174,11 +193,16 @@ func (c *Controller) Run(ctx context.Context) {
 		case <-timer.C:
 			if time.Since(c.lastLocal) >= localEvery/2 {
 				c.loadLocal()
+			} else if c.in.Lending.CodeAt(c.now()) != "" {
+				c.readLending()
 			}
 			c.resolvePending()
 			c.show()
 		}
 		next := localEvery - time.Since(c.lastLocal)
+		if c.in.Lending.CodeAt(c.now()) != "" && fast < next {
+			next = fast // a PC may pair with the code: look at the view again
+		}
 		if d := traymodel.NextChange(c.in, c.now(), fast); d > 0 && d < next {
 			next = d
 		}
@@ -199,6 +223,7 @@ func (c *Controller) Run(ctx context.Context) {
 func (c *Controller) loadLocal() {
 	c.lastLocal = time.Now()
 	c.takeSettings()
+	c.readLending()
 	if c.Autostart != nil {
 		on, err := c.Autostart.Enabled()
 		if err != nil {
@@ -229,6 +254,24 @@ func (c *Controller) takeSettings() {
 			c.remoteAddr = fmt.Sprintf("%s:%d", c.remoteAddr, r.Port)
 		}
 	}
+}
+
+// readLending takes this account's view of lending from its file.
+func (c *Controller) readLending() {
+	if c.ReadLending == nil {
+		return
+	}
+	l, err := c.ReadLending()
+	if err != nil {
+		l = nil
+		if !errors.Is(err, os.ErrNotExist) && err.Error() != c.lendErr {
+			c.logf("reading this account's view of lending: %v", err)
+		}
+		c.lendErr = err.Error()
+	} else {
+		c.lendErr = ""
+	}
+	c.in.Lending = l
 }
 
 func (c *Controller) show() {
@@ -453,7 +496,7 @@ func (c *Controller) click(id traymodel.ItemID) {
 				if r, err := cl.SwitchConfig(ctx, controlapi.ConfigRequest{Config: e.Path, IfRunning: running, DryRun: true}); err == nil {
 					d = traymodel.WithBusy(d, r.Busy)
 					if d.Confirm && r.TextOnly {
-						const off = " Pictures are off for that model: it has no image projector of its own."
+						const off = " Pictures are off for that model: the service found no image projector of its own in the Strata install."
 						d.Explain += off
 						d.Question = strings.TrimSuffix(d.Question, " Continue?") + off + " Continue?"
 					}
@@ -579,6 +622,16 @@ func (c *Controller) click(id traymodel.ItemID) {
 		} else {
 			c.in.FallbackCPU = want
 		}
+	case traymodel.ItemLendCode:
+		if c.in.Lending == nil || c.in.LendAction != "" || c.in.Lending.CodeAt(now) != "" {
+			break // a valid code is shown: nothing to get
+		}
+		c.lend(traymodel.LendActionCode, "Get a new pairing code", traymodel.Decision{}, "lend", "code")
+	case traymodel.ItemLendStop:
+		if c.in.Lending == nil || c.in.LendAction != "" {
+			break
+		}
+		c.lend(traymodel.LendActionStop, "Stop lending", traymodel.DecideStopLending(c.in.Lending), "lend", "stop")
 	case traymodel.ItemQuit:
 		if c.Quit != nil {
 			c.Quit()
@@ -680,6 +733,60 @@ func (c *Controller) act(title string, p *traymodel.Pending, decide func(context
 				c.notify(traymodel.Notice{Topic: "tray.action", Title: title, Body: d.Explain})
 			}
 			c.in.Pending = p
+			c.show()
+		})
+	}()
+	c.show()
+}
+
+// lend runs a lending command (`strata-service lend code`, `lend stop`)
+// with administrator rights, off the controller's goroutine: it asks first
+// when d says so, shows the command under way in the menu, then reads the
+// lending view again and says how it ended. It needs no service: a lending
+// PC may run none.
+func (c *Controller) lend(action, title string, d traymodel.Decision, args ...string) {
+	if c.Desktop == nil {
+		return
+	}
+	c.in.LendAction = action
+	ctx := c.ctx
+	go func() {
+		err := func() error {
+			if d.Confirm {
+				yes, asked := c.Desktop.Confirm(ctx, title, d.Question)
+				if asked && !yes {
+					return errCancelled
+				}
+				if !asked {
+					c.post(func() {
+						c.notify(traymodel.Notice{Topic: "tray.action", Title: title, Body: d.Explain + " Going ahead: there is no dialog program (zenity) to ask with."})
+					})
+				}
+			}
+			// Stopping undoes the ssh server's setup too (Windows: minutes at most).
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+			defer cancel()
+			return c.Desktop.RunElevated(rctx, args...)
+		}()
+		c.post(func() {
+			c.in.LendAction = ""
+			c.readLending()
+			switch {
+			case errors.Is(err, errCancelled) || errors.Is(err, ErrDeclined):
+			case err != nil:
+				c.logf("%s: %v", title, err)
+				c.notify(traymodel.Notice{Topic: "tray.action", Title: title + ": not done", Body: err.Error(), Urgent: true})
+			case action == traymodel.LendActionCode && c.in.Lending.CodeAt(c.now()) != "":
+				l := c.in.Lending
+				c.notify(traymodel.Notice{Topic: "tray.action", Title: "Pairing code " + l.Code,
+					Body: "Type it in the setup of the PC that runs Strata (its Second PC page). It works once, until " + traymodel.Clock(l.Expires, c.now()) + "."})
+			case action == traymodel.LendActionCode:
+				c.notify(traymodel.Notice{Topic: "tray.action", Title: title,
+					Body: "The command ended well, but no valid code came back for this account: try again."})
+			case action == traymodel.LendActionStop:
+				c.notify(traymodel.Notice{Topic: "tray.action", Title: "Stopped lending this PC's GPU",
+					Body: "The paired PCs can no longer read pictures here, and what lending changed is put back."})
+			}
 			c.show()
 		})
 	}()

@@ -91,12 +91,36 @@ func (c *countNotifier) titles() []string {
 
 // fakeDesktop answers confirmations and records what was opened.
 type fakeDesktop struct {
-	mu      sync.Mutex
-	answer  bool
-	asked   []string
-	opened  []string
-	setups  []string
-	noDialg bool
+	mu       sync.Mutex
+	answer   bool
+	asked    []string
+	opened   []string
+	setups   []string
+	noDialg  bool
+	elevated [][]string
+	// onElevated plays the elevated command (nil: it succeeds).
+	onElevated func(args []string) error
+}
+
+func (d *fakeDesktop) RunElevated(_ context.Context, args ...string) error {
+	d.mu.Lock()
+	d.elevated = append(d.elevated, args)
+	f := d.onElevated
+	d.mu.Unlock()
+	if f != nil {
+		return f(args)
+	}
+	return nil
+}
+
+func (d *fakeDesktop) elevatedRuns() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for _, a := range d.elevated {
+		out = append(out, strings.Join(a, " "))
+	}
+	return out
 }
 
 func (d *fakeDesktop) Confirm(_ context.Context, title, q string) (bool, bool) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/strata-companion/companion/assets"
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/lendshown"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -29,6 +30,9 @@ const (
 	ItemLastPicture                // status: where the last picture was read, wakes, failovers (hidden when none)
 	ItemLastMeasured               // status: the last trial picture measured where pictures are read now (hidden when none)
 	ItemProgress                   // status: an action in progress (hidden when none)
+	ItemLendCode                   // lending: the pairing code, or "Get a new pairing code..." (hidden unless this PC lends)
+	ItemLendPaired                 // status: the PCs paired to this one's GPU (hidden unless this PC lends)
+	ItemLendStop                   // lending: Stop lending... (hidden unless this PC lends)
 	ItemVisionGPU                  // choice: vision on this PC's GPU
 	ItemVisionCPU                  // choice: vision on this PC's CPU
 	ItemVisionRemote               // choice: vision on the second PC
@@ -156,6 +160,13 @@ type Input struct {
 	NoGPUVision string
 	// Measured is the settings' last trial pictures per place (nil: none).
 	Measured *settings.Measured
+	// Lending is this account's view of lending this PC's GPU (nil: this
+	// PC does not lend; lendshown.Read), read from its file: a lending PC
+	// may run no service at all.
+	Lending *lendshown.Shown
+	// LendAction is a lending command under way (LendActionCode,
+	// LendActionStop; "" when none).
+	LendAction string
 }
 
 // DetailWidth is the most characters a status line under the first one
@@ -292,6 +303,10 @@ func Build(in Input) Menu {
 	m.Items[ItemSetup] = Item{Title: "Open setup...", Visible: true, Enabled: true}
 	m.Items[ItemAutostart] = Item{Title: "Start tray at login", Visible: true, Enabled: true, Checked: in.Autostart}
 	m.Items[ItemQuit] = Item{Title: "Quit tray", Visible: true, Enabled: true}
+	buildLend(&m, in)
+	if LenderOnly(in) {
+		lenderOnly(&m, in)
+	}
 	return m
 }
 
@@ -722,7 +737,16 @@ func Duration(d time.Duration) string {
 // A starting server's "for 40 s" and a pending action move every few
 // seconds (fast). Everything else is a time of day ("since 09:14", "last
 // picture 10:02"), which moves only at midnight, when it gains its date.
+// A valid pairing code goes when it expires.
 func NextChange(in Input, now time.Time, fast time.Duration) time.Duration {
+	d := nextChange(in, now, fast)
+	if e := lendNextChange(in, now); e > 0 && (d == 0 || e < d) {
+		d = e
+	}
+	return d
+}
+
+func nextChange(in Input, now time.Time, fast time.Duration) time.Duration {
 	if in.Pending != nil {
 		return fast
 	}

@@ -42,7 +42,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/strata-companion/companion/internal/fakeencoder"
-	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/testenv"
 )
@@ -244,7 +244,7 @@ func setup(b *testing.B, l link) *env {
 	e.mmproj, e.model = filepath.Join(local, "mmproj.gguf"), filepath.Join(local, "model-00001-of-00002.gguf")
 	fakeencoder.WriteMmproj(e.mmproj, nEmbd)
 	fakeencoder.WriteModel(e.model, 100)
-	rm, rmodel := relay.RemoteFiles(e.mmproj, e.model)
+	rm, rmodel := remote.RemoteFiles(e.mmproj, e.model)
 	cp := func(from, to string, mode os.FileMode) {
 		d, err := os.ReadFile(from)
 		if err != nil {
@@ -478,7 +478,7 @@ func encodeMS(b *testing.B, out string) float64 {
 }
 
 func (e *env) encArgs(variant, wrapper string) string {
-	rm, rmodel := relay.RemoteFiles(e.mmproj, e.model)
+	rm, rmodel := remote.RemoteFiles(e.mmproj, e.model)
 	return fmt.Sprintf("%s/%s/%s --mmproj %s/%s --model %s/%s --gpu --max-tokens %d", e.remoteDir, variant, wrapper, e.remoteDir, rm, e.remoteDir, rmodel, nTokens)
 }
 

@@ -628,6 +628,9 @@ func TestWindowsGUIUnderWine(t *testing.T) {
 	g.key("Return") // Next
 	_, img = g.installerPage("the licence page", img)
 	g.key("Return") // I Agree
+	_, img = g.installerPage("the role page", img)
+	g.keepShot("installer-role")
+	g.key("Return") // Next: Run Strata on this PC (the default)
 	_, img = g.installerPage("the install folder page", img)
 	g.key("Return") // Next
 	_, img = g.installerPage("the Strata folder page", img)
@@ -640,6 +643,9 @@ func TestWindowsGUIUnderWine(t *testing.T) {
 	g.keepShot("installer-finish")
 	if v := g.regValue(regKey, "StrataRoot"); v != "" {
 		t.Errorf("the installer remembered a Strata folder (%q) though none was chosen", v)
+	}
+	if v := g.regValue(regKey, "Role"); v != "strata" {
+		t.Errorf("the installer remembered the role %q, want strata (Run Strata on this PC)", v)
 	}
 	if v := g.regValue(runKeyHKLM, "StrataCompanionTray"); !strings.Contains(v, "strata-tray.exe") {
 		t.Errorf("the installer's sign-in entry for the tray: %q", v)
@@ -815,6 +821,8 @@ func TestWindowsGUIUnderWine(t *testing.T) {
 	g.key("Return")
 	_, img = g.installerPage("the licence page (again)", img)
 	g.key("Return")
+	_, img = g.installerPage("the role page (again)", img)
+	g.key("Return")
 	_, img = g.installerPage("the install folder page (again)", img)
 	g.key("Return")
 	_, img = g.installerPage("the Strata folder page, found", img)
@@ -884,8 +892,8 @@ func (g *gui) secondPCDetour(wz win, img *image.Image) {
 }
 
 // The colours of fyne's success and warning words (the same in its light
-// and dark themes): the Pictures page's measured line ("Measured here:
-// 0.62 s per picture, start 1.9 s") is the only success-coloured text on
+// and dark themes): the Pictures page's measured line ("0.62 s per picture,
+// measured here · start 1.9 s") is the only success-coloured text on
 // it, a failed trial's line ("The trial picture failed: ...") the only
 // warning-coloured one.
 var (
@@ -934,8 +942,8 @@ func (g *gui) measureCPU(wz win, img *image.Image) {
 }
 
 // measuredKept checks, after Apply, that the companion settings hold the
-// CPU's trial (what the Pictures page showed as "Measured here: ... per
-// picture, start ...") and no other place's (only the CPU was measured),
+// CPU's trial (what the Pictures page showed as "... per picture, measured
+// here · start ...") and no other place's (only the CPU was measured),
 // and logs the figures.
 func (g *gui) measuredKept() {
 	g.t.Helper()
@@ -957,5 +965,5 @@ func (g *gui) measuredKept() {
 			g.t.Errorf("a %s trial was kept, though only the CPU's Measure here was pressed: %+v", p, o)
 		}
 	}
-	g.t.Logf("the Pictures page's measured line: Measured here: %s per picture, start %s (on %s)", settings.Secs(m.PictureS), settings.Secs(m.StartS), m.Device)
+	g.t.Logf("the Pictures page's measured line: %s per picture, measured here · start %s (on %s)", settings.Secs(m.PictureS), settings.Secs(m.StartS), m.Device)
 }

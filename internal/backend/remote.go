@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/strata-companion/companion/internal/controlapi"
-	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/prepare"
 	"github.com/strata-companion/companion/internal/secondpc"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
@@ -35,7 +35,7 @@ func (b *Backend) RecordPairing(ctx context.Context, r settings.Remote) error {
 }
 
 // RecordPrepare stores what prepare found on the paired PC.
-func (b *Backend) RecordPrepare(ctx context.Context, res relay.PrepareResult) error {
+func (b *Backend) RecordPrepare(ctx context.Context, res prepare.Result) error {
 	_, err := b.RecordRemote(ctx, controlapi.RemoteRecord{Prepare: secondpc.Prepared(res)})
 	return err
 }

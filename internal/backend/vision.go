@@ -85,7 +85,7 @@ func describe(p settings.Placement) string { return p.Words("") }
 // "restore" puts the newest backup of the config back.
 func (b *Backend) SetVision(ctx context.Context, req controlapi.VisionRequest) (*VisionResult, error) {
 	if req.Placement == "restore" {
-		return b.restore(ctx, req.Backup, req.DryRun)
+		return b.restore(ctx, req.Backup, req.DryRun, restarts(req))
 	}
 	if req.Backup != "" {
 		return nil, &RequestError{errors.New("backup is only for restore")}
@@ -190,6 +190,12 @@ func (b *Backend) SetVision(ctx context.Context, req controlapi.VisionRequest) (
 	}
 	settingsChange := string(sText) != string(before)
 	switch {
+	case res.RestartNeeded && !restarts(req):
+		what := "it reads pictures " + describe(pl)
+		if pl == settings.PlacementOff {
+			what = "pictures are off"
+		}
+		res.Message = fmt.Sprintf("%s: %s from its next start.", notRestarted, what)
 	case res.RestartNeeded:
 		verb := "read pictures " + describe(pl)
 		if pl == settings.PlacementOff {
@@ -246,9 +252,18 @@ func (b *Backend) putBack(before []byte) error {
 	return settings.WriteBytes(b.o.SettingsPath, before)
 }
 
+// notRestarted begins what a config change means when no one restarts
+// Strata after it (the request says restart: false: this program has no
+// service beside it, or the wizard restarts it later).
+const notRestarted = "Strata reads its config only at start and is not restarted now"
+
+// restarts says whether whoever makes req restarts Strata after a config
+// write (the service does unless the request says restart: false).
+func restarts(req controlapi.VisionRequest) bool { return req.Restart == nil || *req.Restart }
+
 // restore puts the newest backup of the config back and records the
 // placement it has in the settings.
-func (b *Backend) restore(ctx context.Context, backup string, dryRun bool) (*VisionResult, error) {
+func (b *Backend) restore(ctx context.Context, backup string, dryRun, restart bool) (*VisionResult, error) {
 	unlock, err := b.lockFor(ctx, dryRun)
 	if err != nil {
 		return nil, err
@@ -289,6 +304,9 @@ func (b *Backend) restore(ctx context.Context, backup string, dryRun bool) (*Vis
 	}
 	res := &VisionResult{Placement: pl, Diff: ch.Diff(), Notes: ch.Notes, RestartNeeded: ch.Changed(),
 		Message: "Strata will restart to use the restored config (it reads it only at start)."}
+	if !restart {
+		res.Message = notRestarted + ": it uses the restored config from its next start."
+	}
 	if dryRun {
 		return res, nil
 	}

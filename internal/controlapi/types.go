@@ -321,7 +321,7 @@ type RemoteRecord struct {
 	Unpair bool `json:"unpair,omitempty"`
 }
 
-// RemotePrepared is relay.PrepareResult on the wire.
+// RemotePrepared is prepare.Result on the wire.
 type RemotePrepared struct {
 	OS          string `json:"os,omitempty"`
 	Arch        string `json:"arch,omitempty"`
@@ -396,8 +396,9 @@ type ConfigResponse struct {
 	Diff    string `json:"diff,omitempty"`
 	Message string `json:"message"`
 	Busy    bool   `json:"busy,omitempty"`
-	// TextOnly: the new config has no projector of its own, so it starts
-	// without pictures (Message says so in words).
+	// TextOnly: the new config has no vision block and no projector of its
+	// own was found in the install, so it starts without pictures (Message
+	// says why in words).
 	TextOnly bool `json:"text_only,omitempty"`
 }
 

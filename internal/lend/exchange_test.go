@@ -1,6 +1,7 @@
 package lend
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -212,5 +213,62 @@ func TestGarbledFramesAreBounded(t *testing.T) {
 	_, err := Pair(context.Background(), a, "ABCDEFGH", req)
 	if err == nil || !strings.Contains(err.Error(), "did not answer") {
 		t.Fatalf("garbled answer = %v", err)
+	}
+}
+
+// recorder keeps every byte this PC sent (what a listener on the LAN sees).
+type recorder struct {
+	net.Conn
+	sent []byte
+}
+
+func (r *recorder) Write(p []byte) (int, error) {
+	r.sent = append(r.sent, p...)
+	return r.Conn.Write(p)
+}
+
+// An eavesdropper that saw a whole pairing cannot pair later from it: its
+// replay of this PC's messages, on a lender holding the very same code
+// (not yet used), is refused and granted nothing; and nothing it saw holds
+// the code.
+func TestEavesdropperCannotReplay(t *testing.T) {
+	code, _ := NewCode()
+	a, b := net.Pipe()
+	rec := &recorder{Conn: a}
+	go Serve(context.Background(), b, NewMemBook(code, time.Minute), func(context.Context, Request) (*Grant, error) { return &Grant{HostKey: "k"}, nil })
+	if _, err := Pair(context.Background(), rec, code, req); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	if strings.Contains(string(rec.sent), string(code)) {
+		t.Fatal("the code travelled in the clear")
+	}
+	// Replay both messages to a fresh lender with the same code.
+	c, d := net.Pipe()
+	granted := false
+	book := NewMemBook(code, time.Minute)
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(context.Background(), d, book, func(context.Context, Request) (*Grant, error) { granted = true; return &Grant{}, nil })
+		d.Close()
+	}()
+	r := bytes.NewReader(rec.sent)
+	var first m1
+	var third m3
+	readFrame(r, &first)
+	readFrame(r, &third)
+	writeFrame(c, first)
+	var answer m2
+	readFrame(c, &answer)
+	writeFrame(c, third)
+	var last m4
+	readFrame(c, &last)
+	<-done
+	if granted || last.RefusedError == nil || last.Kind != RefusedWrong {
+		t.Fatalf("replay: granted %v, answer %+v", granted, last.RefusedError)
+	}
+	// The real code still works afterwards (the replay cost one try).
+	if g, err, _ := run(t, book, code, nil); err != nil || g == nil {
+		t.Fatalf("the real code after a replay: %v", err)
 	}
 }

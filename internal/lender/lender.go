@@ -97,7 +97,10 @@ func Setup(ctx context.Context, o Options) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	if acct.Privileged {
+	// Root never lends (its key would reach everything); on Windows the
+	// account that lends is usually an administrator, and its key is still
+	// forced to the agent's gate (docs/security.md).
+	if acct.Privileged && runtime.GOOS != "windows" {
 		return nil, fmt.Errorf("the account %s is an administrator (or root): lend for a normal account (--user NAME), so the paired PC can run only that account's agent", acct.Name)
 	}
 	bin := o.AgentBinary
@@ -223,9 +226,19 @@ func openSSH(ctx context.Context, o Options, r *Record) error {
 
 func openWindowsSSH(ctx context.Context, o Options, r *Record) error {
 	steps := windowsSSHSteps(o.SSHPort, o.PairPort)
-	if _, err := o.Run(ctx, []string{"sc.exe", "query", "sshd"}); err != nil {
+	// An installed service answers with its state (wine's sc.exe exits 0
+	// for any name, so the words decide, not the exit code alone).
+	installed := func() bool {
+		out, err := o.Run(ctx, []string{"sc.exe", "query", "sshd"})
+		return err == nil && strings.Contains(string(out), "STATE")
+	}
+	if !installed() {
 		o.Progress(steps[0].Say)
-		if out, err := o.Run(ctx, steps[0].Argv); err != nil {
+		out, err := o.Run(ctx, steps[0].Argv)
+		if err == nil && !installed() {
+			err = errors.New("the sshd service is still missing afterwards")
+		}
+		if err != nil {
 			return capabilityError(out, err)
 		}
 		r.Installed = true
@@ -233,7 +246,9 @@ func openWindowsSSH(ctx context.Context, o Options, r *Record) error {
 	for _, s := range steps[1:] {
 		o.Progress(s.Say)
 		if out, err := o.Run(ctx, s.Argv); err != nil {
-			return fmt.Errorf("%s: %v: %s", strings.Join(s.Argv, " "), err, bytes.TrimSpace(out))
+			return fmt.Errorf("Windows refused to %s (%s: %v %s); nothing after it was done: do it by hand (Services: OpenSSH SSH Server; "+
+				"Windows Defender Firewall: allow TCP ports %d and %d on Private networks), then lend again",
+				s.Say, strings.Join(s.Argv, " "), err, bytes.TrimSpace(out), o.SSHPort, o.PairPort)
 		}
 	}
 	r.SSHServer, r.SSHEnabled, r.FirewallRule = "sshd", true, FirewallRuleName
@@ -324,14 +339,8 @@ func hostKey(ctx context.Context, addr string) (ssh.PublicKey, error) {
 // grant is the lender's work for a request the code proved: the key
 // authorized for the agent's gate only, and what the PC must pin.
 func grant(ctx context.Context, r *Record, local net.Addr, req lend.Request) (*lend.Grant, error) {
-	pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(req.PublicKey))
+	pub, err := checkRequest(req)
 	if err != nil {
-		return nil, fmt.Errorf("the other PC's key is unreadable: %v", err)
-	}
-	if !pairing.SafeComment(req.Comment) {
-		return nil, fmt.Errorf("the key's name %q may hold only letters, digits and @ . _ -", req.Comment)
-	}
-	if err := pairing.CheckGatePins(req.Allow, req.Encoder); err != nil {
 		return nil, err
 	}
 	acct, err := account.Lookup(r.User)
@@ -375,6 +384,27 @@ func grant(ctx context.Context, r *Record, local net.Addr, req lend.Request) (*l
 	}
 	return &lend.Grant{Name: r.Name, HostKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(hk))), User: r.User, Port: r.SSHPort,
 		OS: goos, Arch: runtime.GOARCH, AgentDir: r.AgentDir, KeysFile: r.KeysFile, MAC: macOf(ip)}, nil
+}
+
+// checkRequest is what a request proved by the code may ask for: one
+// public key, a line name of the companion's own (so it can replace or
+// remove no line of the account's: `authorized-keys add` replaces the
+// lines of that name), and gate pins of the usual form.
+func checkRequest(req lend.Request) (ssh.PublicKey, error) {
+	pub, _, opts, rest, err := ssh.ParseAuthorizedKey([]byte(req.PublicKey))
+	if err != nil || len(rest) > 0 || len(opts) > 0 {
+		return nil, fmt.Errorf("the other PC's key is unreadable (%v)", err)
+	}
+	if !pairing.SafeComment(req.Comment) || !strings.HasPrefix(req.Comment, pairing.CommentPrefix) {
+		return nil, fmt.Errorf("the key's name %q must start with %s and hold only letters, digits and @ . _ -", req.Comment, pairing.CommentPrefix)
+	}
+	if err := pairing.CheckGatePins(req.Allow, req.Encoder); err != nil {
+		return nil, err
+	}
+	if len(req.From) > 255 || strings.ContainsAny(req.From, "\r\n") {
+		return nil, errors.New("the other PC's name is not one line of at most 255 bytes")
+	}
+	return pub, nil
 }
 
 // macOf is the hardware address of the card holding ip (for Wake-on-LAN).

@@ -99,6 +99,9 @@ type StopReport struct {
 	Undone      []Step
 }
 
+// ErrStopNeedsAdmin: lend stop runs without the rights it needs.
+var ErrStopNeedsAdmin = errors.New("stopping lending changes the ssh server and another account's files: run it as root (sudo strata-service lend stop), or from an administrator's window on Windows")
+
 // Stop ends lending: the paired PCs' keys out (every other line byte for
 // byte), the lent agent and its encoder ended now, the agent folder gone,
 // the firewall rule and the ssh server as they were before lend.
@@ -107,7 +110,7 @@ func Stop(ctx context.Context, o Options) (*StopReport, error) {
 		return nil, err
 	}
 	if !account.Privileged() {
-		return nil, errors.New("stopping lending changes the ssh server and another account's files: run it as root (sudo strata-service lend stop), or from an administrator's window on Windows")
+		return nil, ErrStopNeedsAdmin
 	}
 	r, err := Load()
 	if err != nil {

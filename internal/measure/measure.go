@@ -178,30 +178,92 @@ func Run(ctx context.Context, t *Trial, progress func(Progress)) (*Result, error
 		return nil, fmt.Errorf("cannot make a folder for the trial picture: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	img, base, err := writePicture(dir)
+	if err != nil {
+		return nil, err
+	}
+	env, err := trialEnv(t, dir)
+	if err != nil {
+		return nil, err
+	}
+	e, err := startEncoder(ctx, t, env, bound, progress)
+	if err != nil {
+		return nil, err
+	}
+	defer e.close()
+	ready, err := e.waitReady()
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.readPictures(img, base, ready)
+	if err != nil {
+		return nil, err
+	}
+	if strings.Contains(e.tail.all(), "failed to initialize CUDA") {
+		res.Note = "the encoder found no usable GPU (CUDA did not start) and read the picture on the CPU: this is not a GPU figure; check the NVIDIA driver"
+	}
+	e.stop(true)
+	res.When = time.Now()
+	res.TrialSeconds = round2(time.Since(e.start).Seconds())
+	return res, nil
+}
 
+// writePicture writes the standard picture in dir under Strata's own
+// naming; base is its path less the extension, for the results.
+func writePicture(dir string) (img, base string, err error) {
 	pic := StandardPicture()
 	sum := sha256.Sum256(pic)
-	name := hex.EncodeToString(sum[:16])
-	img := filepath.Join(dir, name+".img") // Strata's own naming
+	base = filepath.Join(dir, hex.EncodeToString(sum[:16]))
+	img = base + ".img" // Strata's own naming
 	if err := os.WriteFile(img, pic, 0o600); err != nil {
-		return nil, fmt.Errorf("cannot write the trial picture in %s: %w", dir, err)
+		return "", "", fmt.Errorf("cannot write the trial picture in %s: %w", dir, err)
 	}
-	env := append(os.Environ(), t.Env...)
-	if t.Relay {
-		st := t.RelaySettings
-		if st == nil {
-			return nil, problem(KindNotPaired, "no second PC is paired yet: pair one on the second-PC page first")
-		}
-		sf := filepath.Join(dir, "settings.json")
-		if err := st.Save(sf); err != nil {
-			return nil, fmt.Errorf("cannot write the relay's settings for the trial: %w", err)
-		}
-		// The relay reads its settings from this copy, and its reports go
-		// nowhere: a trial is no picture of Strata's, and the service's
-		// state must not count it.
-		env = append(env, "STRATA_COMPANION_SETTINGS="+sf, "STRATA_COMPANION_HOME="+filepath.Join(dir, "home"))
-	}
+	return img, base, nil
+}
 
+// trialEnv is the encoder's environment. The relay reads its settings from
+// a copy in dir, and its reports go nowhere: a trial is no picture of
+// Strata's, and the service's state must not count it.
+func trialEnv(t *Trial, dir string) ([]string, error) {
+	env := append(os.Environ(), t.Env...)
+	if !t.Relay {
+		return env, nil
+	}
+	st := t.RelaySettings
+	if st == nil {
+		return nil, problem(KindNotPaired, "no second PC is paired yet: pair one on the second-PC page first")
+	}
+	sf := filepath.Join(dir, "settings.json")
+	if err := st.Save(sf); err != nil {
+		return nil, fmt.Errorf("cannot write the relay's settings for the trial: %w", err)
+	}
+	return append(env, "STRATA_COMPANION_SETTINGS="+sf, "STRATA_COMPANION_HOME="+filepath.Join(dir, "home")), nil
+}
+
+// encoderRun is the trial's running encoder: its input, its output lines,
+// its end, the bound, and the phase progress reports.
+type encoderRun struct {
+	ctx      context.Context
+	t        *Trial
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	stdout   *os.File
+	tail     *tailWriter
+	lines    chan string
+	exited   chan struct{}
+	tickDone chan struct{}
+	deadline *time.Timer
+	bound    time.Duration
+	start    time.Time
+	progress func(Progress)
+
+	phaseMu sync.Mutex
+	phase   Phase
+}
+
+// startEncoder starts the encoder, reports PhaseStarting at once and then
+// about every 100 ms, and starts the bound.
+func startEncoder(ctx context.Context, t *Trial, env []string, bound time.Duration, progress func(Progress)) (*encoderRun, error) {
 	cmd := exec.Command(t.Exe, t.Args...)
 	cmd.Dir, cmd.Env = t.Dir, env
 	proctree.Prepare(cmd)
@@ -216,176 +278,190 @@ func Run(ctx context.Context, t *Trial, progress func(Progress)) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	defer stdout.Close()
 	cmd.Stdout = pw
-	tail := &tailWriter{}
-	cmd.Stderr = tail
-
-	start := time.Now()
-	var phaseMu sync.Mutex
-	phase := PhaseStarting
-	report := func() {
-		if progress == nil {
-			return
-		}
-		phaseMu.Lock()
-		p := phase
-		phaseMu.Unlock()
-		progress(Progress{Phase: p, Elapsed: time.Since(start), Bound: bound})
-	}
-	setPhase := func(p Phase) {
-		phaseMu.Lock()
-		phase = p
-		phaseMu.Unlock()
-		report()
-	}
+	e := &encoderRun{ctx: ctx, t: t, cmd: cmd, stdin: stdin, stdout: stdout, tail: &tailWriter{}, bound: bound, progress: progress,
+		lines: make(chan string, 4), exited: make(chan struct{}), tickDone: make(chan struct{}), phase: PhaseStarting}
+	cmd.Stderr = e.tail
+	e.start = time.Now()
 	err = cmd.Start()
 	pw.Close()
 	if err != nil {
+		stdout.Close()
 		return nil, problem(KindNoEncoder, "the encoder %s could not be started: %v", t.Exe, err)
 	}
-	report() // PhaseStarting, at once
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	lines := make(chan string, 4)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			lines <- strings.TrimRight(sc.Text(), "\r")
-		}
-		close(lines)
-	}()
-	tickDone := make(chan struct{})
-	go func() {
-		tk := time.NewTicker(100 * time.Millisecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-tickDone:
-				return
-			case <-tk.C:
-				report()
-			}
-		}
-	}()
-	deadline := time.NewTimer(bound)
-	defer deadline.Stop()
+	e.report() // PhaseStarting, at once
+	go func() { _ = cmd.Wait(); close(e.exited) }()
+	go e.readLines()
+	go e.tick()
+	e.deadline = time.NewTimer(bound)
+	return e, nil
+}
 
-	// stop ends the encoder: QUIT and the end of its input, a short grace
-	// (the relay ends its agent on the second PC in well under a second),
-	// then its whole process tree is killed. It always waits for the exit.
-	stop := func(graceful bool) {
-		close(tickDone)
-		setPhaseQuiet(&phaseMu, &phase, PhaseStopping)
-		_, _ = io.WriteString(stdin, "QUIT\n")
-		_ = stdin.Close()
-		grace := 200 * time.Millisecond
-		if t.Relay {
-			grace = 1500 * time.Millisecond
-		}
-		if !graceful {
-			grace /= 2
-		}
+func (e *encoderRun) readLines() {
+	sc := bufio.NewScanner(e.stdout)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		e.lines <- strings.TrimRight(sc.Text(), "\r")
+	}
+	close(e.lines)
+}
+
+func (e *encoderRun) tick() {
+	tk := time.NewTicker(100 * time.Millisecond)
+	defer tk.Stop()
+	for {
 		select {
-		case <-exited:
-		case <-time.After(grace):
-			proctree.Kill(cmd)
-			<-exited
+		case <-e.tickDone:
+			return
+		case <-tk.C:
+			e.report()
 		}
-		go func() {
-			for range lines { // what it printed last, unread: let the reader end
-			}
-		}()
 	}
+}
 
-	// next waits for one line, the bound, Cancel or the encoder's end.
-	next := func() (string, error) {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				<-exited
-				return "", io.EOF
-			}
-			return l, nil
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-deadline.C:
-			return "", errBound
-		}
-	}
-	fail := func(err error, what string) (*Result, error) {
-		stop(false)
-		switch {
-		case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-			return nil, problem(KindCanceled, "the trial was cancelled %s: nothing was measured, and the encoder was stopped", what)
-		case errors.Is(err, errBound):
-			return nil, problem(KindTimeout, "the trial was stopped after %s %s (the longest a trial may take): %s", words(bound), what, slowAdvice(t))
-		}
-		return nil, err
-	}
+// close releases what the run holds once it is over.
+func (e *encoderRun) close() {
+	e.deadline.Stop()
+	e.stdout.Close()
+}
 
-	first, err := next()
+func (e *encoderRun) report() {
+	if e.progress == nil {
+		return
+	}
+	e.phaseMu.Lock()
+	p := e.phase
+	e.phaseMu.Unlock()
+	e.progress(Progress{Phase: p, Elapsed: time.Since(e.start), Bound: e.bound})
+}
+
+func (e *encoderRun) setPhase(p Phase) {
+	setPhaseQuiet(&e.phaseMu, &e.phase, p)
+	e.report()
+}
+
+// stop ends the encoder: QUIT and the end of its input, a short grace
+// (the relay ends its agent on the second PC in well under a second),
+// then its whole process tree is killed. It always waits for the exit.
+// It is called once.
+func (e *encoderRun) stop(graceful bool) {
+	close(e.tickDone)
+	setPhaseQuiet(&e.phaseMu, &e.phase, PhaseStopping)
+	_, _ = io.WriteString(e.stdin, "QUIT\n")
+	_ = e.stdin.Close()
+	grace := 200 * time.Millisecond
+	if e.t.Relay {
+		grace = 1500 * time.Millisecond
+	}
+	if !graceful {
+		grace /= 2
+	}
+	select {
+	case <-e.exited:
+	case <-time.After(grace):
+		proctree.Kill(e.cmd)
+		<-e.exited
+	}
+	go func() {
+		for range e.lines { // what it printed last, unread: let the reader end
+		}
+	}()
+}
+
+// next waits for one line, the bound, Cancel or the encoder's end.
+func (e *encoderRun) next() (string, error) {
+	select {
+	case l, ok := <-e.lines:
+		if !ok {
+			<-e.exited
+			return "", io.EOF
+		}
+		return l, nil
+	case <-e.ctx.Done():
+		return "", e.ctx.Err()
+	case <-e.deadline.C:
+		return "", errBound
+	}
+}
+
+// fail stops the encoder and says why the trial ended while doing what.
+func (e *encoderRun) fail(err error, what string) error {
+	e.stop(false)
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return problem(KindCanceled, "the trial was cancelled %s: nothing was measured, and the encoder was stopped", what)
+	case errors.Is(err, errBound):
+		return problem(KindTimeout, "the trial was stopped after %s %s (the longest a trial may take): %s", words(e.bound), what, slowAdvice(e.t))
+	}
+	return err
+}
+
+// waitReady waits for the encoder's READY and returns how long it took.
+func (e *encoderRun) waitReady() (time.Duration, error) {
+	first, err := e.next()
 	if err != nil {
 		if errors.Is(err, io.EOF) {
-			stop(false)
-			return nil, problem(KindDidNotStart, "the encoder ended before it was ready%s", said(tail.last()))
+			e.stop(false)
+			return 0, problem(KindDidNotStart, "the encoder ended before it was ready%s", said(e.tail.last()))
 		}
-		return fail(err, "while the encoder was starting")
+		return 0, e.fail(err, "while the encoder was starting")
 	}
 	if !strings.HasPrefix(first, "READY") {
-		stop(false)
+		e.stop(false)
 		msg := strings.TrimSpace(strings.TrimPrefix(first, "ERR"))
-		return nil, problem(KindDidNotStart, "the encoder did not start: %s", msg)
+		return 0, problem(KindDidNotStart, "the encoder did not start: %s", msg)
 	}
-	ready := time.Since(start)
-	setPhase(PhaseReading)
+	ready := time.Since(e.start)
+	e.setPhase(PhaseReading)
+	return ready, nil
+}
 
-	encode := func(out string) (time.Duration, string, error) {
-		t0 := time.Now()
-		if _, err := io.WriteString(stdin, "ENC "+img+" "+out+"\n"); err != nil {
-			return 0, "", problem(KindDidNotStart, "the encoder stopped before the picture%s", said(tail.last()))
-		}
-		l, err := next()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return 0, "", problem(KindPicture, "the encoder stopped while reading the picture%s", said(tail.last()))
-			}
-			return 0, "", err
-		}
-		return time.Since(t0), l, nil
-	}
-	took, line, err := encode(filepath.Join(dir, name+".sve"))
+// readPictures reads the picture img (to base.sve) and measures it.
+// Through the relay the first picture paid for the connection and the
+// second PC's encoder start; a second one (to base-2.sve) is what every
+// later picture costs.
+func (e *encoderRun) readPictures(img, base string, ready time.Duration) (*Result, error) {
+	t := e.t
+	took, line, err := e.encode(img, base+".sve")
 	if err != nil {
-		return fail(err, "while the picture was read")
+		return nil, e.fail(err, "while the picture was read")
 	}
 	res := &Result{Placement: t.Placement, Device: t.Device, Host: t.Host, StrataVersion: t.StrataVersion}
 	if err := parseOK(line, res, t); err != nil {
-		stop(false)
+		e.stop(false)
 		return nil, err
 	}
 	res.StartSeconds, res.PictureSeconds = round2(ready.Seconds()), round2(took.Seconds())
-	if t.Relay {
-		// The first picture paid for the connection and the second PC's
-		// encoder start; the second is what every later picture costs.
-		took2, line2, err := encode(filepath.Join(dir, name+"-2.sve"))
-		if err != nil {
-			return fail(err, "while the second picture was read")
-		}
-		if err := parseOK(line2, res, t); err != nil {
-			stop(false)
-			return nil, err
-		}
-		res.PictureSeconds = round2(took2.Seconds())
-		res.StartSeconds = round2((ready + max(0, took-took2)).Seconds())
+	if !t.Relay {
+		return res, nil
 	}
-	if strings.Contains(tail.all(), "failed to initialize CUDA") {
-		res.Note = "the encoder found no usable GPU (CUDA did not start) and read the picture on the CPU: this is not a GPU figure; check the NVIDIA driver"
+	took2, line2, err := e.encode(img, base+"-2.sve")
+	if err != nil {
+		return nil, e.fail(err, "while the second picture was read")
 	}
-	stop(true)
-	res.When = time.Now()
-	res.TrialSeconds = round2(time.Since(start).Seconds())
+	if err := parseOK(line2, res, t); err != nil {
+		e.stop(false)
+		return nil, err
+	}
+	res.PictureSeconds = round2(took2.Seconds())
+	res.StartSeconds = round2((ready + max(0, took-took2)).Seconds())
 	return res, nil
+}
+
+// encode sends one ENC of img (its result to out) and waits for its answer.
+func (e *encoderRun) encode(img, out string) (time.Duration, string, error) {
+	t0 := time.Now()
+	if _, err := io.WriteString(e.stdin, "ENC "+img+" "+out+"\n"); err != nil {
+		return 0, "", problem(KindDidNotStart, "the encoder stopped before the picture%s", said(e.tail.last()))
+	}
+	l, err := e.next()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return 0, "", problem(KindPicture, "the encoder stopped while reading the picture%s", said(e.tail.last()))
+		}
+		return 0, "", err
+	}
+	return time.Since(t0), l, nil
 }
 
 func setPhaseQuiet(mu *sync.Mutex, p *Phase, v Phase) { mu.Lock(); *p = v; mu.Unlock() }

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/strata-companion/companion/internal/probe"
-	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/testenv"
 )
@@ -236,7 +236,7 @@ func newSecondPC(t *testing.T, in install, rm settings.Remote) *secondPC {
 	dir := t.TempDir()
 	relayBin := testenv.Program(t, "../../relay", testenv.BuildOptions{Name: "strata-vision-relay"})
 	enc := standin(t)
-	rmm, rmodel := relay.RemoteFiles(in.mmproj, in.model)
+	rmm, rmodel := remote.RemoteFiles(in.mmproj, in.model)
 	for _, c := range []struct {
 		from, to string
 		mode     os.FileMode

@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/probe"
 	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
 )
@@ -192,7 +193,7 @@ func GPU(in Inputs) (*Trial, error) {
 	if err != nil {
 		return nil, err
 	}
-	tokens := relay.GPUMaxTokens
+	tokens := remote.GPUMaxTokens
 	if v := in.Config.Vision; v.GPU && v.MaxTokens > 0 {
 		tokens = v.MaxTokens
 	}
@@ -239,7 +240,7 @@ func Remote(in Inputs) (*Trial, error) {
 	cp.FallbackCPU = nil // a trial of the second PC never falls back to this PC
 	r := rm
 	cp.Remote = &r
-	dev := relay.RemoteDevice(rm)
+	dev := remote.RemoteDevice(rm)
 	where := "its CPU"
 	if dev.GPU {
 		where = "its GPU"

@@ -159,6 +159,10 @@ func (l *Local) SetVision(ctx context.Context, req controlapi.VisionRequest) (*c
 	if req.DryRun {
 		what = "" // a dry run writes nothing
 	}
+	// No service runs Strata beside this process: nothing restarts it
+	// after a config change, and the words say so.
+	no := false
+	req.Restart = &no
 	res, err := l.backend(what).SetVision(ctx, req)
 	if err != nil {
 		return nil, controlapi.StatusOf(err)

@@ -24,6 +24,9 @@ import (
 	"github.com/strata-companion/companion/internal/fakeencoder"
 	"github.com/strata-companion/companion/internal/framing"
 	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/prepare"
+	"github.com/strata-companion/companion/internal/relay/remote"
+	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/sshx"
 	"github.com/strata-companion/companion/internal/testenv"
 )
@@ -93,7 +96,7 @@ func TestAgentOnlyKeyRunsOnlyTheAgentIntegration(t *testing.T) {
 	defer c.Close()
 	agentPath := filepath.Join(pcDir, "strata-vision-relay")
 	q := func(argv ...string) string {
-		s, err := relay.QuoteCommand("linux", argv)
+		s, err := remotecmd.Quote("linux", argv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,9 +141,9 @@ func TestAgentOnlyKeyRunsOnlyTheAgentIntegration(t *testing.T) {
 	mm, model := filepath.Join(bins, "mmproj.gguf"), filepath.Join(bins, "m-00001-of-00002.gguf")
 	fakeencoder.WriteMmproj(mm, 32)
 	fakeencoder.WriteModel(model, 10)
-	remote := res.Remote
-	remote.KeyFile = e.keyFile
-	pres, err := relay.Prepare(ctx, relay.PrepareOptions{Remote: remote, Mmproj: mm, Model: model,
+	paired := res.Remote
+	paired.KeyFile = e.keyFile
+	pres, err := prepare.Prepare(ctx, prepare.Options{Remote: paired, Mmproj: mm, Model: model,
 		AgentBinary: o.AgentBinary, LocalEncoder: standin, LocalOS: "linux", LocalArch: runtime.GOARCH, MaxTokens: 4})
 	if err != nil {
 		t.Fatalf("prepare through the agent-only key: %v", err)
@@ -161,7 +164,7 @@ func TestAgentOnlyKeyRunsOnlyTheAgentIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	var said strings.Builder
-	if _, err := relay.Prepare(ctx, relay.PrepareOptions{Remote: remote, Mmproj: mm, Model: model, Progress: &said,
+	if _, err := prepare.Prepare(ctx, prepare.Options{Remote: paired, Mmproj: mm, Model: model, Progress: &said,
 		AgentBinary: o.AgentBinary, LocalEncoder: updated, LocalOS: "linux", LocalArch: runtime.GOARCH, MaxTokens: 4}); err != nil {
 		t.Fatalf("prepare after an update of this PC's strata-vision: %v", err)
 	}
@@ -169,7 +172,7 @@ func TestAgentOnlyKeyRunsOnlyTheAgentIntegration(t *testing.T) {
 		t.Errorf("after an unpinned build: encoder sum %s (want the pinned %s); prepare said:\n%s", sumOf(t, encoder), pinned, said.String())
 	}
 	os.Rename(encoder, encoder+".away")
-	_, err = relay.Prepare(ctx, relay.PrepareOptions{Remote: remote, Mmproj: mm, Model: model,
+	_, err = prepare.Prepare(ctx, prepare.Options{Remote: paired, Mmproj: mm, Model: model,
 		AgentBinary: o.AgentBinary, LocalEncoder: updated, LocalOS: "linux", LocalArch: runtime.GOARCH, MaxTokens: 4})
 	if err == nil || !strings.Contains(err.Error(), "was not allowed when it was paired") {
 		t.Errorf("prepare with an unpinned build and no encoder there: %v", err)
@@ -184,7 +187,7 @@ func TestAgentOnlyKeyRunsOnlyTheAgentIntegration(t *testing.T) {
 	other := testenv.Program(t, "github.com/strata-companion/companion/relay", testenv.BuildOptions{Name: "strata-vision-relay",
 		Flags: []string{"-ldflags=-X github.com/strata-companion/companion/internal/version.Version=other"}})
 	before := sumOf(t, agentPath)
-	_, err = relay.Prepare(ctx, relay.PrepareOptions{Remote: remote, Mmproj: mm, Model: model,
+	_, err = prepare.Prepare(ctx, prepare.Options{Remote: paired, Mmproj: mm, Model: model,
 		AgentBinary: func(string, string) (string, error) { return other, nil }, LocalOS: "linux", LocalArch: runtime.GOARCH})
 	if err == nil || !strings.Contains(err.Error(), "pair the second PC again") {
 		t.Errorf("prepare with another agent build through the agent-only key: %v", err)
@@ -222,13 +225,13 @@ func TestAgentOnlyKeyRunsOnlyTheAgentIntegration(t *testing.T) {
 	}
 
 	// Pictures through the key, as the relay reads them.
-	rm, rmodel := relay.RemoteFiles(mm, model)
-	args := relay.AgentArgs{OS: "linux", RemoteDir: pcDir, Encoder: "strata-vision", Mmproj: rm, Model: rmodel, MaxTokens: 4}
+	rm, rmodel := remote.RemoteFiles(mm, model)
+	args := remote.AgentArgs{OS: "linux", RemoteDir: pcDir, Encoder: "strata-vision", Mmproj: rm, Model: rmodel, MaxTokens: 4}
 	agentCmd, err := args.Command()
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl := relay.New(relay.Options{Host: remote.Host, Dial: relay.SSHDialer(remote), AgentCommand: agentCmd, NEmbd: 32})
+	rl := relay.New(relay.Options{Host: paired.Host, Dial: remote.SSHDialer(paired), AgentCommand: agentCmd, NEmbd: 32})
 	img := filepath.Join(t.TempDir(), "p.img")
 	os.WriteFile(img, append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte("px"), 100)...), 0o600)
 	if reply := rl.Encode(ctx, img, img+".sve"); !strings.HasPrefix(reply, "OK ") {
@@ -248,7 +251,7 @@ func TestAgentOnlyKeyRunsOnlyTheAgentIntegration(t *testing.T) {
 		t.Errorf("an unpinned encoder outside the folder: %v %q; want refused", err, out)
 	}
 	// prepare pointed at it says exactly what to run.
-	_, err = relay.Prepare(ctx, relay.PrepareOptions{Remote: remote, Mmproj: mm, Model: model, EncoderPath: standin,
+	_, err = prepare.Prepare(ctx, prepare.Options{Remote: paired, Mmproj: mm, Model: model, EncoderPath: standin,
 		AgentBinary: o.AgentBinary, LocalOS: "linux", LocalArch: runtime.GOARCH, MaxTokens: 4})
 	if err == nil || !strings.Contains(err.Error(), "strata-service remote pair --encoder "+standin+" "+e.ep.String()) {
 		t.Errorf("prepare with an unpinned absolute encoder: %v; want the command to run", err)
@@ -258,7 +261,7 @@ func TestAgentOnlyKeyRunsOnlyTheAgentIntegration(t *testing.T) {
 	if res2, err := Pair(ctx, o2); err != nil || !strings.Contains(res2.Line, " --encoder "+standin+" ") {
 		t.Fatalf("pairing again with the encoder pinned: %v %+v", err, res2)
 	}
-	rl = relay.New(relay.Options{Host: remote.Host, Dial: relay.SSHDialer(remote), AgentCommand: absCmd, NEmbd: 32})
+	rl = relay.New(relay.Options{Host: paired.Host, Dial: remote.SSHDialer(paired), AgentCommand: absCmd, NEmbd: 32})
 	if reply := rl.Encode(ctx, img, img+".sve"); !strings.HasPrefix(reply, "OK ") {
 		t.Errorf("a picture with the pinned encoder %s: %q", standin, reply)
 	}

@@ -8,7 +8,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/prepare"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/remotecmd"
 )
 
@@ -29,7 +30,7 @@ func installer(shell, arch string, agentBin func(goos, goarch string) (string, e
 	if shell == "windows" {
 		if agentBin != nil {
 			if remoteDir == "" {
-				remoteDir = relay.DefaultRemoteDir
+				remoteDir = prepare.DefaultRemoteDir
 			}
 			return agentInstaller{bin: agentBin, arch: arch, dir: remoteDir}
 		}
@@ -53,8 +54,8 @@ func (a agentInstaller) exe(ctx context.Context, c *ssh.Client) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	remote := relay.RemoteJoin("windows", a.dir, relay.AgentName("windows"))
-	if _, err := relay.UploadSFTP(ctx, c, local, relay.SFTPPath("windows", remote), nil); err != nil {
+	remote := remote.RemoteJoin("windows", a.dir, remote.AgentName("windows"))
+	if _, err := prepare.UploadSFTP(ctx, c, local, prepare.SFTPPath("windows", remote), nil); err != nil {
 		return "", fmt.Errorf("copying the companion's agent to the second PC: %w", err)
 	}
 	return remote, nil
@@ -69,7 +70,7 @@ func (a agentInstaller) install(ctx context.Context, c *ssh.Client, line, commen
 	if override != "" {
 		argv = append(argv, "--file", override)
 	}
-	cmd, err := relay.QuoteCommand("windows", argv)
+	cmd, err := remotecmd.Quote("windows", argv)
 	if err != nil {
 		return "", err
 	}
@@ -88,7 +89,7 @@ func (a agentInstaller) remove(ctx context.Context, c *ssh.Client, pub ssh.Publi
 	if override != "" {
 		argv = append(argv, "--file", override)
 	}
-	cmd, err := relay.QuoteCommand("windows", argv)
+	cmd, err := remotecmd.Quote("windows", argv)
 	if err != nil {
 		return err
 	}
@@ -105,7 +106,7 @@ func (a agentInstaller) path(ctx context.Context, c *ssh.Client, override string
 	if override != "" {
 		argv = append(argv, "--file", override)
 	}
-	cmd, err := relay.QuoteCommand("windows", argv)
+	cmd, err := remotecmd.Quote("windows", argv)
 	if err != nil {
 		return "", err
 	}

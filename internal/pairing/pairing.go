@@ -8,6 +8,8 @@ package pairing
 
 import (
 	"github.com/strata-companion/companion/internal/agentcmd"
+	"github.com/strata-companion/companion/internal/relay/prepare"
+	"github.com/strata-companion/companion/internal/relay/remote"
 
 	"context"
 	"crypto/ed25519"
@@ -28,7 +30,6 @@ import (
 	"github.com/strata-companion/companion/internal/atomicfile"
 	"github.com/strata-companion/companion/internal/linkprobe"
 	"github.com/strata-companion/companion/internal/locations"
-	"github.com/strata-companion/companion/internal/relay"
 	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
@@ -65,12 +66,12 @@ type Options struct {
 	// Progress, when set, is told each step in words.
 	Progress func(step string)
 	// AgentBinary, when set, returns a strata-vision-relay build for the
-	// second PC's OS and architecture (as relay.PrepareOptions.AgentBinary).
+	// second PC's OS and architecture (as prepare.Options.AgentBinary).
 	// On a Windows second PC it is copied over sftp into RemoteDir and
 	// installs the key itself (ACLs by golang.org/x/sys/windows); without
 	// it a PowerShell script does (see docs/second-pc.md).
 	AgentBinary func(goos, goarch string) (string, error)
-	// RemoteDir is where the agent goes (default relay.DefaultRemoteDir,
+	// RemoteDir is where the agent goes (default prepare.DefaultRemoteDir,
 	// where prepare puts it too, so prepare finds it up to date).
 	RemoteDir string
 	// By default the companion's key is pinned to the agent (agent-only):
@@ -89,7 +90,7 @@ type Options struct {
 	AllowInstall []string
 	// LocalEncoder is this PC's strata-vision (the one prepare copies):
 	// when the second PC has this PC's OS and architecture, its sum and its
-	// libraries' (relay.InstallSums) are pinned too.
+	// libraries' (prepare.InstallSums) are pinned too.
 	LocalEncoder string
 	// Encoder is a strata-vision already on the second PC outside the
 	// agent's folder (an absolute path there, e.g. a Strata engine
@@ -129,9 +130,13 @@ type Result struct {
 // GateCommand is the forced command of an agent-only key: the agent in
 // agentDir as `gate`, with what pairing pins (agent.Gate reads them).
 func GateCommand(goos, agentDir string, allow []string, encoder, keys string) []string {
-	return agentcmd.Command{Program: relay.RemoteJoin(goos, agentDir, relay.AgentName(goos)), Verb: agentcmd.VerbGate,
+	return agentcmd.Command{Program: remote.RemoteJoin(goos, agentDir, remote.AgentName(goos)), Verb: agentcmd.VerbGate,
 		Gate: agentcmd.Gate{Allow: allow, Encoder: encoder, Keys: keys}}.Argv(goos)
 }
+
+// CommentPrefix starts the name of every authorized_keys line the
+// companion writes.
+const CommentPrefix = "strata-companion@"
 
 // DefaultComment names the companion's authorized_keys lines.
 func DefaultComment() string {
@@ -139,7 +144,7 @@ func DefaultComment() string {
 	if err != nil || h == "" {
 		h = "this-pc"
 	}
-	return "strata-companion@" + safeComment.ReplaceAllString(h, "-")
+	return CommentPrefix + safeComment.ReplaceAllString(h, "-")
 }
 
 var safeComment = regexp.MustCompile(`[^A-Za-z0-9@._-]`)
@@ -224,14 +229,14 @@ func Pair(ctx context.Context, o Options) (*Result, error) {
 		}
 		dir := o.RemoteDir
 		if dir == "" {
-			dir = relay.DefaultRemoteDir
+			dir = prepare.DefaultRemoteDir
 		}
-		if agentDir, err = relay.InstallAgent(ctx, c, goos, dir, bin); err != nil {
+		if agentDir, err = prepare.InstallAgent(ctx, c, goos, dir, bin); err != nil {
 			return nil, fmt.Errorf("copying the companion's agent to %s: %w", ep, err)
 		}
 		allow := append([]string(nil), o.AllowInstall...)
 		if o.LocalEncoder != "" && goos == runtime.GOOS && arch == runtime.GOARCH {
-			sums, err := relay.InstallSums(o.LocalEncoder)
+			sums, err := prepare.InstallSums(o.LocalEncoder)
 			if err != nil {
 				return nil, fmt.Errorf("this PC's encoder %s, to allow on the second PC: %w", o.LocalEncoder, err)
 			}
@@ -245,7 +250,7 @@ func Pair(ctx context.Context, o Options) (*Result, error) {
 			return nil, fmt.Errorf("finding the authorized_keys file on %s: %w", ep, err)
 		}
 		gate := GateCommand(goos, agentDir, allow, o.Encoder, keys)
-		if forced, err = relay.QuoteCommand(goos, gate); err != nil {
+		if forced, err = remotecmd.Quote(goos, gate); err != nil {
 			return nil, err
 		}
 		res.Allowed = allow
@@ -350,7 +355,7 @@ func prove(ctx context.Context, ep sshx.Endpoint, signer ssh.Signer, hostKey ssh
 	defer sess.Close()
 	if agentDir != "" {
 		// The gate runs the agent's version, and nothing else.
-		cmd, err := agentcmd.Command{Program: relay.RemoteJoin(goos, agentDir, relay.AgentName(goos)), Verb: agentcmd.VerbVersion}.Quote(goos)
+		cmd, err := agentcmd.Command{Program: remote.RemoteJoin(goos, agentDir, remote.AgentName(goos)), Verb: agentcmd.VerbVersion}.Quote(goos)
 		if err != nil {
 			return err
 		}
@@ -493,7 +498,7 @@ func unpairThroughGate(ctx context.Context, c *ssh.Client, r settings.Remote) er
 	if r.RemoteDir == "" || r.OS == "" {
 		return errors.New("no agent folder recorded")
 	}
-	cmd, err := agentcmd.Command{Program: relay.RemoteJoin(r.OS, r.RemoteDir, relay.AgentName(r.OS)), Verb: agentcmd.VerbUnpair}.Quote(r.OS)
+	cmd, err := agentcmd.Command{Program: remote.RemoteJoin(r.OS, r.RemoteDir, remote.AgentName(r.OS)), Verb: agentcmd.VerbUnpair}.Quote(r.OS)
 	if err != nil {
 		return err
 	}

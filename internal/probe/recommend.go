@@ -14,9 +14,9 @@ import (
 // What people measured with Strata (docs/strata.md: RTX 5080 16 GB server, second
 // PC with an RTX 3060 laptop GPU over 10 GbE, one 1024x1024 picture at 1024
 // image tokens). Every estimate starts from one of these.
-// ReferenceMachine names where those figures were measured: an estimate
-// says so wherever it quotes one, so no figure reads as measured on this PC.
-const ReferenceMachine = "the reference machine (RTX 5080 16 GB server, 8 CPU threads; RTX 3060 laptop second PC over 10 GbE)"
+// An estimate names "the reference machine" wherever it quotes one of
+// them, so no figure reads as measured on this PC; it names only the part
+// of that machine it rests on (its CPU, its RTX 5080), not the whole.
 
 const (
 	measuredGPUSeconds     = 1.63  // local GPU, RTX 5080
@@ -89,6 +89,10 @@ type Estimate struct {
 	FreesMiB       int `json:"frees_mib"`
 	// Basis says what the figures rest on.
 	Basis string `json:"basis"`
+	// MeasuredHere: PictureSeconds is the last trial picture measured here
+	// (`probe --measure`, the wizard's Measure), not an estimate; Basis
+	// says when (RecommendMeasured).
+	MeasuredHere bool `json:"measured_here,omitempty"`
 }
 
 // Recommendation is where the encoder should run, and why.
@@ -161,7 +165,7 @@ func cpuEstimate(c CPU) Estimate {
 	f := (1 - cpuParallel) + cpuParallel*float64(measuredCPUThreads)/float64(threads)
 	return Estimate{Placement: settings.PlacementCPU, Available: true,
 		PictureSeconds: round2(measuredCPUSeconds * f), EncoderVRAMMiB: 0, FreesMiB: measuredEncoderVRAMMiB,
-		Basis: fmt.Sprintf("an estimate, not measured here: 15.27 s measured with 8 threads on %s, scaled to %s (%s), assuming 90%% of the work spreads over threads and a similar speed per core", ReferenceMachine, plural(threads, "thread"), note)}
+		Basis: fmt.Sprintf("an estimate, not measured here: 15.27 s measured with 8 threads on the reference machine's CPU, scaled to %s (%s), assuming 90%% of the work spreads over threads and a similar speed per core", plural(threads, "thread"), note)}
 }
 
 // EstimateRemote estimates a picture read on the second PC: its GPU's encode
@@ -243,6 +247,20 @@ func secs(s float64) string {
 
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
 
+// measuredHere puts the trial measured here (m; nil: none) in place of e's
+// estimate, as settings.ShownPicture decides.
+func measuredHere(e *Estimate, m *settings.Measurement) {
+	fig := settings.ShownPicture(e.PictureSeconds, m)
+	if !e.Available || fig.Measured == nil {
+		return
+	}
+	e.PictureSeconds, e.MeasuredHere = fig.Seconds, true
+	e.Basis = "measured here: " + fig.Measured.Summary()
+	if fig.Measured.Device != "" {
+		e.Basis += " on " + fig.Measured.Device
+	}
+}
+
 // Recommend chooses where the encoder should run, from this PC's probe and
 // (optionally) the second PC's. The GPU with the most VRAM is taken as the
 // one serving the model. The rules, in order:
@@ -254,6 +272,15 @@ func round2(v float64) float64 { return math.Round(v*100) / 100 }
 //   - no usable GPU: the second PC if reachable, else the CPU (AMD on Linux
 //     included), else (AMD on Windows) off.
 func Recommend(local *Report, remote *RemoteFacts) Recommendation {
+	return RecommendMeasured(local, remote, nil)
+}
+
+// RecommendMeasured is Recommend with the trial pictures measured here
+// (the settings' last measurements; nil: none): a place measured shows its
+// measured figure instead of the estimate (settings.ShownPicture), in its
+// estimate and in the reason. The choice itself weighs VRAM as before.
+func RecommendMeasured(local *Report, remote *RemoteFacts, measured *settings.Measured) Recommendation {
+	m := &settings.Settings{Measured: measured}
 	if local == nil {
 		local = &Report{}
 	}
@@ -278,6 +305,7 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 		s, basis := gpuEncodeSeconds(*serving)
 		gpuEst.Available, gpuEst.PictureSeconds = true, s
 		gpuEst.Basis = fmt.Sprintf("on %s, which serves the model: %s; the encoder takes 1383 MiB there (measured on the reference machine's RTX 5080), about %.0f GiB less expert cache", label(*serving), basis, expertCacheGainGiB)
+		measuredHere(&gpuEst, m.LastMeasured(settings.PlacementGPU))
 	} else {
 		gpuEst.EncoderVRAMMiB = 0
 		gpuEst.Basis = "no NVIDIA GPU here can run Strata's encoder (RTX 20 or newer with driver 525+)"
@@ -313,12 +341,17 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 	}
 	if local.OS == "windows" && hasAMD && serving == nil {
 		cpuEst = Estimate{Placement: settings.PlacementCPU, Basis: "with an AMD card on Windows, Strata's HIP build does not run the image encoder"}
+	} else {
+		measuredHere(&cpuEst, m.LastMeasured(settings.PlacementCPU))
 	}
 	rec.Estimates = append(rec.Estimates, cpuEst)
 
 	var remEst Estimate
 	if remote != nil {
 		remEst = EstimateRemote(remote)
+		if rm := m.LastMeasured(settings.PlacementRemote); remEst.Available && rm != nil && (rm.Host == "" || rm.Host == remote.Host) {
+			measuredHere(&remEst, rm)
+		}
 		rec.Estimates = append(rec.Estimates, remEst)
 		rec.Warnings = append(rec.Warnings, remoteWarnings(remote)...)
 	}
@@ -331,7 +364,7 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 	}
 
 	vs := func(a, b Estimate) string {
-		return fmt.Sprintf("about %s per picture against %s", Seconds(a.PictureSeconds), Seconds(b.PictureSeconds))
+		return fmt.Sprintf("%s per picture against %s", secsShort(a), strings.TrimPrefix(secsShort(b), "about "))
 	}
 	freed := fmt.Sprintf("frees %d MiB of VRAM on %%s for the expert cache (about +%.0f GiB: 3112 -> 3641 experts measured on the reference machine's 16 GB RTX 5080)", measuredEncoderVRAMMiB, expertCacheGainGiB)
 
@@ -343,8 +376,8 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 			label(*spare), spare.Index, label(*serving), measuredEncoderVRAMMiB, expertCacheGainGiB, Seconds(spareEst.PictureSeconds))
 	case serving != nil && serving.TotalMiB >= bigCardMiB:
 		rec.Placement = settings.PlacementGPU
-		rec.Reason = fmt.Sprintf("%s has %s: the encoder's 1.4 GB is a small share of it, and pictures take about %s there (%s on the CPU)",
-			label(*serving), gb(serving.TotalMiB), Seconds(gpuEst.PictureSeconds), secsShort(cpuEst))
+		rec.Reason = fmt.Sprintf("%s has %s: the encoder's 1.4 GB is a small share of it, and pictures take %s there (%s on the CPU)",
+			label(*serving), gb(serving.TotalMiB), secsShort(gpuEst), secsShort(cpuEst))
 	case serving != nil && remoteOK:
 		rec.Placement = settings.PlacementRemote
 		rec.Reason = fmt.Sprintf("%s has %s: reading pictures on %s %s, at %s on this GPU",
@@ -355,8 +388,8 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 			label(*serving), gb(serving.TotalMiB), secsShort(cpuEst))
 	case serving != nil:
 		rec.Placement = settings.PlacementGPU
-		rec.Reason = fmt.Sprintf("%s has %s and no second PC is available: pictures are read on this GPU (about %s, against %s on the CPU), which costs 1383 MiB of VRAM; a second PC would give that back",
-			label(*serving), memWords(*serving), Seconds(gpuEst.PictureSeconds), secsShort(cpuEst))
+		rec.Reason = fmt.Sprintf("%s has %s and no second PC is available: pictures are read on this GPU (%s, against %s on the CPU), which costs 1383 MiB of VRAM; a second PC would give that back",
+			label(*serving), memWords(*serving), secsShort(gpuEst), secsShort(cpuEst))
 		if serving.TotalMiB >= 0 && serving.TotalMiB <= midCardMiB {
 			rec.Warnings = append(rec.Warnings, Finding{SeverityWarning,
 				fmt.Sprintf("%s has %s: with the encoder on it, Strata also shrinks prompt chunks", label(*serving), gb(serving.TotalMiB)),
@@ -364,7 +397,7 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 		}
 	case remoteOK:
 		rec.Placement = settings.PlacementRemote
-		rec.Reason = fmt.Sprintf("no GPU here can run Strata's encoder: %s reads pictures in about %s (the CPU: %s)", hostWord(remote), Seconds(remEst.PictureSeconds), secsShort(cpuEst))
+		rec.Reason = fmt.Sprintf("no GPU here can run Strata's encoder: %s reads pictures in %s (the CPU: %s)", hostWord(remote), secsShort(remEst), secsShort(cpuEst))
 	case cpuEst.Available:
 		rec.Placement = settings.PlacementCPU
 		why := "no NVIDIA GPU here can run Strata's encoder"
@@ -375,6 +408,9 @@ func Recommend(local *Report, remote *RemoteFacts) Recommendation {
 			why = "with an AMD card on Linux, Strata's encoder runs on the CPU"
 		}
 		rec.Reason = fmt.Sprintf("%s: pictures are read on the CPU, about %s each (estimated from the reference machine)", why, Seconds(cpuEst.PictureSeconds))
+		if cpuEst.MeasuredHere {
+			rec.Reason = fmt.Sprintf("%s: pictures are read on the CPU, %s each as measured here", why, settings.Secs(cpuEst.PictureSeconds))
+		}
 	default:
 		rec.Placement = settings.PlacementOff
 		rec.Reason = "with an AMD card on Windows, Strata cannot run its image encoder on this PC: pair a second PC with an NVIDIA card to read pictures"
@@ -428,21 +464,22 @@ func memWords(g GPU) string {
 	return gb(g.TotalMiB)
 }
 
+// secsShort is an estimate's time in a reason: "about 1.6 s", "0.78 s
+// measured here", "not possible".
 func secsShort(e Estimate) string {
 	if !e.Available {
 		return "not possible"
 	}
+	if e.MeasuredHere {
+		return settings.Secs(e.PictureSeconds) + " measured here"
+	}
 	return "about " + Seconds(e.PictureSeconds)
 }
 
-// Seconds writes a picture time for people, the same way everywhere it is
-// shown: "1.6 s", "0.8 s", and whole seconds from 10 s on ("111 s").
-func Seconds(s float64) string {
-	if s >= 9.95 { // 9.96 is "10 s", not "10.0 s"
-		return fmt.Sprintf("%.0f s", s)
-	}
-	return fmt.Sprintf("%.1f s", s)
-}
+// Seconds writes an estimated picture time for people, the same way
+// everywhere it is shown (settings.RoughSecs): "1.6 s", "0.8 s", and whole
+// seconds from 10 s on ("111 s").
+func Seconds(s float64) string { return settings.RoughSecs(s) }
 
 func plural(n int, word string) string {
 	if n == 1 {

@@ -260,3 +260,43 @@ func TestEstimatesNameTheReferenceMachine(t *testing.T) {
 		}
 	}
 }
+
+// Issue 40: once a trial picture was measured here, its figure replaces the
+// estimate in the estimates and in the reason (no "about 111 s" beside a
+// measured 0.78 s); a second PC's figure counts only for that PC; and the
+// CPU's estimate names the reference machine's CPU, not its GPUs.
+func TestMeasuredFiguresReplaceTheEstimates(t *testing.T) {
+	if e := Recommend(report("linux", 2), nil).Estimates; !strings.Contains(e[1].Basis, "reference machine's CPU") || strings.Contains(e[1].Basis, "RTX") {
+		t.Errorf("the CPU estimate's basis: %q", e[1].Basis)
+	}
+	at := func(s float64, host string) *settings.Measurement {
+		return &settings.Measurement{PictureS: s, StartS: 0.4, When: "2026-12-05T10:30:00Z", Device: "this PC's CPU, 1 thread", Host: host}
+	}
+	rec := RecommendMeasured(report("linux", 2), nil, &settings.Measured{CPU: at(0.78, "")})
+	if rec.Placement != settings.PlacementCPU || !strings.Contains(rec.Reason, "0.78 s each as measured here") || strings.Contains(rec.Reason, "about") {
+		t.Errorf("reason %q", rec.Reason)
+	}
+	for _, e := range rec.Estimates {
+		if e.Placement == settings.PlacementCPU && (!e.MeasuredHere || e.PictureSeconds != 0.78 || !strings.Contains(e.Basis, "measured here: 0.78 s per picture")) {
+			t.Errorf("cpu estimate %+v", e)
+		}
+	}
+
+	ms := &settings.Measured{GPU: at(1.42, ""), CPU: at(11.8, ""), Remote: at(2.61, "another-pc")}
+	rec = RecommendMeasured(report("windows", 16, rtx5080), remote3060, ms)
+	for _, e := range rec.Estimates {
+		want := map[settings.Placement]bool{settings.PlacementGPU: e.Device == nil, settings.PlacementCPU: true}[e.Placement]
+		if e.MeasuredHere != want {
+			t.Errorf("%s (device %v): measured here %v, want %v", e.Placement, e.Device, e.MeasuredHere, want)
+		}
+	}
+	if !strings.Contains(rec.Reason, "1.4 s measured here") || strings.Contains(rec.Reason, "1.6 s") {
+		t.Errorf("reason %q", rec.Reason)
+	}
+	ms.Remote.Host = remote3060.Host
+	for _, e := range RecommendMeasured(report("windows", 16, rtx5080), remote3060, ms).Estimates {
+		if e.Placement == settings.PlacementRemote && (!e.MeasuredHere || e.PictureSeconds != 2.61) {
+			t.Errorf("the second PC's own figure was not taken: %+v", e)
+		}
+	}
+}

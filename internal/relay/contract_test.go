@@ -10,6 +10,7 @@ import (
 	"github.com/strata-companion/companion/internal/agent"
 	"github.com/strata-companion/companion/internal/agentcmd"
 	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/settings"
 )
@@ -30,7 +31,7 @@ type contractPC struct {
 }
 
 func (pc contractPC) agentPath() string {
-	return remotecmd.Join(pc.goos, pc.dir, relay.AgentName(pc.goos))
+	return remotecmd.Join(pc.goos, pc.dir, remote.AgentName(pc.goos))
 }
 
 var contractPCs = []contractPC{
@@ -48,7 +49,7 @@ func contractRemotes(pc contractPC) []settings.Remote {
 	idx := func(i int) *int { return &i }
 	one := []settings.RemoteGPU{{Index: 0, Name: "NVIDIA GeForce RTX 3060 Laptop GPU", TotalMiB: 6144}}
 	two := []settings.RemoteGPU{{Index: 0, Name: "NVIDIA GeForce RTX 3050", TotalMiB: 8192}, {Index: 1, Name: "NVIDIA GeForce RTX 4090", TotalMiB: 24564}}
-	encoders := []string{"", "bin/" + strings.TrimSuffix(relay.AgentName(pc.goos), relay.AgentName(pc.goos)) + "strata-vision", pc.pinned}
+	encoders := []string{"", "bin/" + strings.TrimSuffix(remote.AgentName(pc.goos), remote.AgentName(pc.goos)) + "strata-vision", pc.pinned}
 	if pc.goos == "windows" {
 		encoders[1] = `bin\strata-vision.exe`
 	}
@@ -117,7 +118,7 @@ func TestRelayGateAndAgentAgreeOnEveryCommandLine(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: Strata's arguments: %v", name, err)
 				}
-				a := relay.AgentArgsFor(r, sa.Mmproj, sa.Model, sa.Extra)
+				a := remote.AgentArgsFor(r, sa.Mmproj, sa.Model, sa.Extra)
 				line, err := a.Command()
 				if err != nil {
 					t.Errorf("%s: the relay cannot build its line: %v", name, err)
@@ -152,12 +153,12 @@ func TestRelayGateAndAgentAgreeOnEveryCommandLine(t *testing.T) {
 					continue
 				}
 				cfg := agent.ConfigFrom(back.Agent)
-				d := relay.RemoteDevice(r)
+				d := remote.RemoteDevice(r)
 				wantEnc := remotecmd.Join(pc.goos, pc.dir, a.Encoder)
 				if r.EncoderPath == pc.pinned {
 					wantEnc = pc.pinned
 				}
-				rm, rmodel := relay.RemoteFiles(sa.Mmproj, sa.Model)
+				rm, rmodel := remote.RemoteFiles(sa.Mmproj, sa.Model)
 				want := agent.Config{
 					Encoder: wantEnc, Mmproj: remotecmd.Join(pc.goos, pc.dir, rm), Model: remotecmd.Join(pc.goos, pc.dir, rmodel),
 					GPU: d.GPU, Threads: d.Threads, MaxTokens: d.MaxTokens, IdleStop: cfg.IdleStop, CUDADevice: -1, ExtraArgs: cfg.ExtraArgs,
@@ -226,7 +227,7 @@ func hostileTails(goos string) []string {
 func TestRelayRefusesToBuildAHostileLine(t *testing.T) {
 	for _, goos := range []string{"linux", "windows"} {
 		for _, dir := range []string{"/x;id", "/x$(id)", `C:\x & calc`, "-oProxyCommand=x", "/x\nid"} {
-			a := relay.AgentArgsFor(settings.Remote{OS: goos, RemoteDir: dir}, "/m/mmproj.gguf", "/m/model.gguf", nil)
+			a := remote.AgentArgsFor(settings.Remote{OS: goos, RemoteDir: dir}, "/m/mmproj.gguf", "/m/model.gguf", nil)
 			if line, err := a.Command(); err == nil {
 				t.Errorf("%s %q: built %q", goos, dir, line)
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/strata-companion/companion/internal/gguf"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -15,10 +16,10 @@ import (
 
 // LocalCPUDevice is this PC's CPU at Strata's own CPU settings: the
 // settings' threads, else half the cores; 300 image tokens unless chosen.
-func LocalCPUDevice(st *settings.Settings) Device {
-	d := Device{CUDADevice: -1, MaxTokens: st.CPUMaxTokens, Threads: st.CPUThreads, Why: settings.PlacementCPU.Name("")}
+func LocalCPUDevice(st *settings.Settings) remote.Device {
+	d := remote.Device{CUDADevice: -1, MaxTokens: st.CPUMaxTokens, Threads: st.CPUThreads, Why: settings.PlacementCPU.Name("")}
 	if d.MaxTokens <= 0 {
-		d.MaxTokens = CPUMaxTokens
+		d.MaxTokens = remote.CPUMaxTokens
 	}
 	if d.Threads <= 0 {
 		d.Threads = max(1, runtime.NumCPU()/2)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -35,12 +36,12 @@ func TestHostileRecordIsNeverUsed(t *testing.T) {
 			Settings: func() (*settings.Settings, error) { return st, nil },
 			Target: func(settings.Remote) Target {
 				targeted.Add(1)
-				return Target{Host: rm.Host, Dial: func(context.Context, time.Duration) (Conn, error) {
+				return Target{Host: rm.Host, Dial: func(context.Context, time.Duration) (remote.Conn, error) {
 					dialed.Add(1)
 					return nil, context.Canceled
 				}}
 			},
-			Dial: func(context.Context, time.Duration) (Conn, error) { dialed.Add(1); return nil, context.Canceled },
+			Dial: func(context.Context, time.Duration) (remote.Conn, error) { dialed.Add(1); return nil, context.Canceled },
 		})
 		reply := r.Encode(context.Background(), img, img+".sve")
 		r.Close()
@@ -58,7 +59,7 @@ func TestHostileRecordIsNeverUsed(t *testing.T) {
 func TestAgentCommandRefusesShellSyntax(t *testing.T) {
 	for _, goos := range []string{"linux", "windows"} {
 		for _, dir := range []string{"$(id>/tmp/x)", `C:\x" & calc & "`, "a;id", "%COMSPEC%"} {
-			if cmd, err := (AgentArgs{OS: goos, RemoteDir: dir, Encoder: "strata-vision", Mmproj: "m.gguf", Model: "v.gguf"}).Command(); err == nil {
+			if cmd, err := (remote.AgentArgs{OS: goos, RemoteDir: dir, Encoder: "strata-vision", Mmproj: "m.gguf", Model: "v.gguf"}).Command(); err == nil {
 				t.Errorf("%s %q: command %q built", goos, dir, cmd)
 			}
 		}

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -45,10 +46,10 @@ func TestHostileKeyFileIsRefusedAtOnce(t *testing.T) {
 		rm := settings.Remote{Host: "127.0.0.1", Port: 1, User: "u", KeyFile: c.key, OS: "linux",
 			HostKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(hk)))}
 		st := &settings.Settings{Vision: settings.PlacementRemote, Remote: &rm}
-		r := New(Options{Host: rm.Host, Dial: SSHDialer(rm), AgentCommand: "agent",
+		r := New(Options{Host: rm.Host, Dial: remote.SSHDialer(rm), AgentCommand: "agent",
 			Settings: func() (*settings.Settings, error) { return st, nil },
 			Target: func(rm settings.Remote) Target {
-				return Target{Host: rm.Host, Dial: SSHDialer(rm), AgentCommand: "agent", OS: "linux"}
+				return Target{Host: rm.Host, Dial: remote.SSHDialer(rm), AgentCommand: "agent", OS: "linux"}
 			}})
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()

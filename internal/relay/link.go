@@ -12,6 +12,7 @@ import (
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/framing"
 	"github.com/strata-companion/companion/internal/relay/bounds"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/sshx"
 )
 
@@ -41,7 +42,7 @@ type link struct {
 	inPicture atomic.Bool             // a picture is on the second PC: its link is checked often
 
 	// The picture's (one at a time; see above).
-	conn      Conn
+	conn      remote.Conn
 	connStop  chan struct{} // closed to stop the conn's monitor
 	connDead  chan string   // the monitor's reason when it closed the conn
 	check     *linkCheck    // what the conn's monitor learns of its link
@@ -63,11 +64,11 @@ type linkConfig struct {
 // settings name another (use), read by the monitor and the retry.
 type linkTarget struct {
 	host         string
-	dial         Dialer
+	dial         remote.Dialer
 	agentCommand string
 }
 
-type connRef struct{ c Conn }
+type connRef struct{ c remote.Conn }
 
 func newLink(cfg linkConfig, t linkTarget, out *output) *link {
 	l := &link{cfg: cfg, out: out}
@@ -107,7 +108,7 @@ func (l *link) forget() {
 // checked every bounds.KeepalivePicture and a silence is judged every
 // bounds.Check (liveness.go), until endPicture. It returns the check of the
 // connection in use and that connection.
-func (l *link) beginPicture() (*linkCheck, Conn) {
+func (l *link) beginPicture() (*linkCheck, remote.Conn) {
 	l.inPicture.Store(true)
 	if l.check != nil {
 		l.check.wake()
@@ -162,7 +163,7 @@ func (e *dialError) Error() string { return e.msg }
 // connect (TCP and the ssh handshake) and, separately, the round trip
 // measured by one keepalive on the open connection. A failure is reported
 // on the transition to unreachable only.
-func (l *link) dial(ctx context.Context) (Conn, error) {
+func (l *link) dial(ctx context.Context) (remote.Conn, error) {
 	t := l.target.Load()
 	dial, host := t.dial, t.host
 	t0 := time.Now()
@@ -225,7 +226,7 @@ func (l *link) dialMessage(err error) string {
 // Between pictures, nothing from the second PC for ConnectTimeout
 // (bounds.IdleLinkLost) closes the connection, which ends any wait on it: a
 // PC that vanished without a word is noticed within that, plus one check.
-func (l *link) monitor(c Conn, lc *linkCheck, stop chan struct{}, dead chan string) {
+func (l *link) monitor(c remote.Conn, lc *linkCheck, stop chan struct{}, dead chan string) {
 	defer l.wg.Done()
 	// It wakes every bounds.Check during a picture, every
 	// bounds.KeepaliveIdle between pictures (an idle relay wakes seldom),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/relay/bounds"
+	"github.com/strata-companion/companion/internal/relay/remote"
 )
 
 // Telling a lost link from a hung agent, while a picture is in flight.
@@ -120,7 +121,7 @@ func silenceBound(s *agentSession) time.Duration {
 // a hung agent's session is closed and the agent signalled, a lost link's
 // connection closed (c). The returned func stops the watch and says what it
 // concluded (waitOn: nothing) and after how long a silence.
-func (l *link) watchSend(s *agentSession, lc *linkCheck, c Conn) func() (verdict, time.Duration) {
+func (l *link) watchSend(s *agentSession, lc *linkCheck, c remote.Conn) func() (verdict, time.Duration) {
 	type found struct {
 		v     verdict
 		quiet time.Duration

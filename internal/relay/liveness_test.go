@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/framing"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -50,7 +51,7 @@ func (c *silentConn) stopped() <-chan struct{} {
 	return ch
 }
 
-func (c *silentConn) Start(string) (Proc, error) {
+func (c *silentConn) Start(string) (remote.Proc, error) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c.mu.Lock()
@@ -94,7 +95,7 @@ func (c *silentConn) Start(string) (Proc, error) {
 			}()
 		}
 	}()
-	return Proc{Stdin: inW, Stdout: outR, Stderr: strings.NewReader(""),
+	return remote.Proc{Stdin: inW, Stdout: outR, Stderr: strings.NewReader(""),
 		Close: func() error { inW.Close(); outR.Close(); return nil }}, nil
 }
 
@@ -181,7 +182,7 @@ func TestLostLinkToldFromHungAgent(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			conn := newSilentConn(tc.upload)
-			dial := func(context.Context, time.Duration) (Conn, error) { return conn, nil }
+			dial := func(context.Context, time.Duration) (remote.Conn, error) { return conn, nil }
 			r := New(Options{Host: "pc-1", Dial: dial, AgentCommand: "agent", NEmbd: 8})
 			inW, out, done := runRelay(t, r)
 			size := 4000
@@ -251,7 +252,7 @@ func TestLinkCutBetweenPicturesClosesTheConnection(t *testing.T) {
 	var mu sync.Mutex
 	var evs []events.Event
 	dials := 0
-	dial := func(context.Context, time.Duration) (Conn, error) {
+	dial := func(context.Context, time.Duration) (remote.Conn, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if dials++; dials > 1 {
@@ -307,7 +308,7 @@ func TestLostLinkWithWakeOnLANDoesNotWaitForAWake(t *testing.T) {
 	r := New(Options{
 		Settings: func() (*settings.Settings, error) { return st, nil },
 		Target: func(settings.Remote) Target {
-			return Target{Host: "pc-1", AgentCommand: "agent", Dial: func(context.Context, time.Duration) (Conn, error) { return conn, nil }}
+			return Target{Host: "pc-1", AgentCommand: "agent", Dial: func(context.Context, time.Duration) (remote.Conn, error) { return conn, nil }}
 		},
 		Wake:  func(string, string, int) error { wakes.Add(1); return nil },
 		NEmbd: 8,

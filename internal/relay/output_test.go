@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -28,7 +29,7 @@ func TestEveryEventNamesThisRelay(t *testing.T) {
 	r := New(Options{
 		Settings: func() (*settings.Settings, error) { return st, nil },
 		Target: func(settings.Remote) Target {
-			return Target{Host: "pc", Dial: func(context.Context, time.Duration) (Conn, error) {
+			return Target{Host: "pc", Dial: func(context.Context, time.Duration) (remote.Conn, error) {
 				return nil, errors.New("no route to host")
 			}}
 		},

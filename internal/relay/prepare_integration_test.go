@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/strata-companion/companion/internal/gguf"
+	"github.com/strata-companion/companion/internal/relay/prepare"
+	"github.com/strata-companion/companion/internal/relay/remote"
 )
 
 func TestPrepareAnEmptySecondPCThenResumeAndSkipIntegration(t *testing.T) {
@@ -22,7 +24,7 @@ func TestPrepareAnEmptySecondPCThenResumeAndSkipIntegration(t *testing.T) {
 	pc.remote.RemoteDir = empty
 	pc.remote.EncoderPath = ""
 	var log syncBuffer
-	opts := PrepareOptions{
+	opts := prepare.Options{
 		Remote: pc.remote, Mmproj: pc.mmproj, Model: pc.model,
 		AgentBinary: func(goos, goarch string) (string, error) {
 			if goos != runtime.GOOS || goarch != runtime.GOARCH {
@@ -33,15 +35,15 @@ func TestPrepareAnEmptySecondPCThenResumeAndSkipIntegration(t *testing.T) {
 		LocalEncoder: standin, LocalOS: runtime.GOOS, LocalArch: runtime.GOARCH,
 		MaxTokens: 4, Progress: &log,
 	}
-	res, err := Prepare(context.Background(), opts)
+	res, err := prepare.Prepare(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("prepare: %v\n%s", err, log.String())
 	}
 	if res.NEmbd != pc.nEmbd || res.RemoteDir != empty || res.EncoderPath != "strata-vision" || res.OS != "linux" {
 		t.Fatalf("result %+v\n%s", res, log.String())
 	}
-	rm, rmodel := RemoteFiles(pc.mmproj, pc.model)
-	for _, n := range []string{AgentName("linux"), rm, rmodel, "strata-vision"} {
+	rm, rmodel := remote.RemoteFiles(pc.mmproj, pc.model)
+	for _, n := range []string{remote.AgentName("linux"), rm, rmodel, "strata-vision"} {
 		if _, err := os.Stat(filepath.Join(empty, n)); err != nil {
 			t.Fatalf("%s not on the second PC: %v\n%s", n, err, log.String())
 		}
@@ -64,7 +66,7 @@ func TestPrepareAnEmptySecondPCThenResumeAndSkipIntegration(t *testing.T) {
 	os.WriteFile(pc.mmproj, big, 0o644) // still a valid GGUF: the tail is ignored
 	os.WriteFile(filepath.Join(empty, rm+".part"), big[:2<<20], 0o600)
 	log = syncBuffer{}
-	if _, err := Prepare(context.Background(), opts); err != nil {
+	if _, err := prepare.Prepare(context.Background(), opts); err != nil {
 		t.Fatalf("second prepare: %v\n%s", err, log.String())
 	}
 	out := log.String()
@@ -75,7 +77,7 @@ func TestPrepareAnEmptySecondPCThenResumeAndSkipIntegration(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(empty, rm)); !bytes.Equal(b, big) {
 		t.Fatal("the resumed mmproj differs")
 	}
-	waitGone(t, "the agent or encoder after prepare", filepath.Join(empty, AgentName("linux")), filepath.Join(empty, "strata-vision"))
+	waitGone(t, "the agent or encoder after prepare", filepath.Join(empty, remote.AgentName("linux")), filepath.Join(empty, "strata-vision"))
 }
 
 func TestPrepareSaysWhatIsMissingIntegration(t *testing.T) {
@@ -84,7 +86,7 @@ func TestPrepareSaysWhatIsMissingIntegration(t *testing.T) {
 	relayBin, _ := binaries(t)
 	pc.remote.RemoteDir = t.TempDir()
 	var log syncBuffer
-	_, err := Prepare(context.Background(), PrepareOptions{
+	_, err := prepare.Prepare(context.Background(), prepare.Options{
 		Remote: pc.remote, Mmproj: pc.mmproj, Model: pc.model,
 		AgentBinary: func(string, string) (string, error) { return relayBin, nil },
 		EncoderPath: "/opt/nowhere/strata-vision", Progress: &log,

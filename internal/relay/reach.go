@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/strata-companion/companion/internal/relay/remote"
 )
 
 // Reaching the second PC: whether it is known down (and why), the
@@ -88,7 +90,7 @@ type linkState struct {
 	why      string
 	epoch    int
 	fellBack bool
-	spare    Conn
+	spare    remote.Conn
 	stop     chan struct{} // the retry loop's, nil when none runs
 	kick     chan struct{}
 	first    chan struct{} // closed when the retry's immediate first dial ended
@@ -182,7 +184,7 @@ func (l *linkState) noteFallback() bool {
 
 // up keeps c for the next picture and ends the outage; true when the PC
 // was known down.
-func (l *linkState) up(c Conn, stop chan struct{}) bool {
+func (l *linkState) up(c remote.Conn, stop chan struct{}) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.stop != stop { // the retry was stopped meanwhile
@@ -199,7 +201,7 @@ func (l *linkState) up(c Conn, stop chan struct{}) bool {
 	return wasDown
 }
 
-func (l *linkState) takeSpare() Conn {
+func (l *linkState) takeSpare() remote.Conn {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c := l.spare

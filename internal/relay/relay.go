@@ -43,6 +43,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/relay/bounds"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -65,7 +66,7 @@ const (
 type Options struct {
 	// Host names the second PC in messages ("second PC 192.168.1.20").
 	Host string
-	Dial Dialer
+	Dial remote.Dialer
 	// AgentCommand starts the agent on the second PC (AgentArgs.Command).
 	AgentCommand string
 	// NEmbd is what READY says.
@@ -123,7 +124,7 @@ type Options struct {
 // Target is the second PC as the relay reaches it.
 type Target struct {
 	Host         string
-	Dial         Dialer
+	Dial         remote.Dialer
 	AgentCommand string
 	// IdleStopS is sent to a running agent when it changes (SetIdle).
 	IdleStopS int
@@ -134,7 +135,7 @@ type Target struct {
 	// hello names another kind (Windows against sh) is not used.
 	OS string
 	// Device is what its encoder was told to use (RemoteDevice).
-	Device Device
+	Device remote.Device
 }
 
 // Relay serves one Strata encoder session. It is three parts, each owning

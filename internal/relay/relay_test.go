@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-companion/companion/internal/relay/remote"
+	"github.com/strata-companion/companion/internal/remotecmd"
 )
 
 func TestSplitENC(t *testing.T) {
@@ -30,20 +33,20 @@ func TestSplitENC(t *testing.T) {
 }
 
 func TestAgentCommandQuoting(t *testing.T) {
-	a := AgentArgs{OS: "linux", RemoteDir: "/home/ana/strata vision", Encoder: "strata-vision", Mmproj: "mmproj-BF16.gguf", Model: "m.vocab.gguf", GPU: true, MaxTokens: 1024, IdleStopS: 300}
+	a := remote.AgentArgs{OS: "linux", RemoteDir: "/home/ana/strata vision", Encoder: "strata-vision", Mmproj: "mmproj-BF16.gguf", Model: "m.vocab.gguf", GPU: true, MaxTokens: 1024, IdleStopS: 300}
 	want := "'/home/ana/strata vision/strata-vision-relay' agent --encoder '/home/ana/strata vision/strata-vision' --mmproj '/home/ana/strata vision/mmproj-BF16.gguf' --model '/home/ana/strata vision/m.vocab.gguf' --gpu --max-tokens 1024 --idle-stop 300"
 	if got, err := a.Command(); err != nil || got != want {
 		t.Errorf("linux command:\n got %s\nwant %s", got, want)
 	}
-	w := AgentArgs{OS: "windows", RemoteDir: `C:\Strata Vision`, Encoder: `D:\strata\engine\strata-vision.exe`, Mmproj: "mm.gguf", Model: "m.vocab.gguf"}
+	w := remote.AgentArgs{OS: "windows", RemoteDir: `C:\Strata Vision`, Encoder: `D:\strata\engine\strata-vision.exe`, Mmproj: "mm.gguf", Model: "m.vocab.gguf"}
 	want = `"C:\Strata Vision\strata-vision-relay.exe" agent --encoder D:\strata\engine\strata-vision.exe --mmproj "C:\Strata Vision\mm.gguf" --model "C:\Strata Vision\m.vocab.gguf"`
 	if got, err := w.Command(); err != nil || got != want {
 		t.Errorf("windows command:\n got %s\nwant %s", got, want)
 	}
-	if m, s := RemoteFiles(`C:\models\mmproj.gguf`, "/m/Qwen3-00001-of-00009.gguf"); m != "mmproj.gguf" || s != "Qwen3-00001-of-00009.vocab.gguf" {
+	if m, s := remote.RemoteFiles(`C:\models\mmproj.gguf`, "/m/Qwen3-00001-of-00009.gguf"); m != "mmproj.gguf" || s != "Qwen3-00001-of-00009.vocab.gguf" {
 		t.Errorf("RemoteFiles = %q %q", m, s)
 	}
-	if RemoteOS("", `C:\x`) != "windows" || RemoteOS("", "/opt/x") != "linux" || RemoteOS("windows", "") != "windows" {
+	if remote.RemoteOS("", `C:\x`) != "windows" || remote.RemoteOS("", "/opt/x") != "linux" || remote.RemoteOS("windows", "") != "windows" {
 		t.Error("RemoteOS")
 	}
 }
@@ -51,7 +54,7 @@ func TestAgentCommandQuoting(t *testing.T) {
 // A dialer that never answers until its context ends: the second PC is a
 // black hole. READY must not wait for it, and ENC must end by the timeout.
 func TestReadyAtOnceAndBoundedErrWhenThePCNeverAnswers(t *testing.T) {
-	dial := func(ctx context.Context, timeout time.Duration) (Conn, error) {
+	dial := func(ctx context.Context, timeout time.Duration) (remote.Conn, error) {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		<-ctx.Done()
@@ -88,7 +91,7 @@ func TestReadyAtOnceAndBoundedErrWhenThePCNeverAnswers(t *testing.T) {
 
 func mustQuote(t *testing.T, goos string, argv []string) string {
 	t.Helper()
-	s, err := QuoteCommand(goos, argv)
+	s, err := remotecmd.Quote(goos, argv)
 	if err != nil {
 		t.Fatal(err)
 	}

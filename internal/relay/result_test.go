@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/framing"
+	"github.com/strata-companion/companion/internal/relay/remote"
 )
 
 // forgingConn is a second PC whose "agent" answers each picture with the
@@ -25,7 +26,7 @@ type forgingConn struct {
 	once    sync.Once
 }
 
-func (c *forgingConn) Start(string) (Proc, error) {
+func (c *forgingConn) Start(string) (remote.Proc, error) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	go func() {
@@ -50,7 +51,7 @@ func (c *forgingConn) Start(string) (Proc, error) {
 			}
 		}
 	}()
-	return Proc{Stdin: inW, Stdout: outR, Stderr: strings.NewReader(""),
+	return remote.Proc{Stdin: inW, Stdout: outR, Stderr: strings.NewReader(""),
 		Close: func() error { inW.Close(); outR.Close(); return nil }}, nil
 }
 func (c *forgingConn) Alive(context.Context) error { return nil }
@@ -81,7 +82,7 @@ func TestExactlyOneValidatedLinePerPicture(t *testing.T) {
 		"OK 3 1 3 6",               // good again: the session still lines up
 	}}
 	r := New(Options{Host: "pc2", NEmbd: nEmbd, AgentCommand: "agent",
-		Dial: func(context.Context, time.Duration) (Conn, error) { return conn, nil }})
+		Dial: func(context.Context, time.Duration) (remote.Conn, error) { return conn, nil }})
 	dir := t.TempDir()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/relay/bounds"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/wol"
 )
@@ -37,9 +38,9 @@ type router struct {
 
 	// The second PC in use (useTarget).
 	targetKey string
-	targetErr error  // Target.Err of the second PC in use
-	device    Device // what its encoder was told to use
-	startMS   int    // the encoder's start there as prepare measured it
+	targetErr error         // Target.Err of the second PC in use
+	device    remote.Device // what its encoder was told to use
+	startMS   int           // the encoder's start there as prepare measured it
 	wokeAt    time.Time
 
 	pic pictureNote // what the picture in hand did, for its outcome event
@@ -186,7 +187,7 @@ func (rt *router) unreachable(ctx context.Context, st *settings.Settings, img, o
 // targetKey is what makes a second PC another one (the idle stop is not:
 // it is applied to the running agent).
 func targetKey(rm settings.Remote) string {
-	d := RemoteDevice(rm)
+	d := remote.RemoteDevice(rm)
 	return fmt.Sprintf("%q %d %q %q %q %q %q %q %v %d %d %d", rm.Host, rm.Port, rm.User, rm.HostKey, rm.KeyFile, rm.RemoteDir, rm.OS, rm.EncoderPath,
 		d.GPU, d.CUDADevice, d.MaxTokens, d.Threads)
 }

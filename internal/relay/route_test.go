@@ -18,6 +18,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -26,7 +27,7 @@ import (
 func driveLines(t *testing.T, opt Options, input string) []string {
 	t.Helper()
 	if opt.Dial == nil {
-		opt.Dial = func(context.Context, time.Duration) (Conn, error) { return nil, errors.New("no second PC here") }
+		opt.Dial = func(context.Context, time.Duration) (remote.Conn, error) { return nil, errors.New("no second PC here") }
 	}
 	var out strings.Builder
 	r := New(opt)
@@ -96,7 +97,7 @@ func TestOffAndGPUAnswerAtOnceWithoutDialing(t *testing.T) {
 		st := &settings.Settings{Vision: c.p, Remote: &settings.Remote{Host: "h"}}
 		lines := driveLines(t, Options{
 			Settings: func() (*settings.Settings, error) { return st, nil },
-			Dial:     func(context.Context, time.Duration) (Conn, error) { dialed = true; return nil, errors.New("x") },
+			Dial:     func(context.Context, time.Duration) (remote.Conn, error) { dialed = true; return nil, errors.New("x") },
 		}, "ENC a.img b.sve\nQUIT\n")
 		if len(lines) != 2 || !strings.HasPrefix(lines[1], c.want) || dialed {
 			t.Errorf("%s: %q (dialed %v)", c.p, lines, dialed)
@@ -113,7 +114,7 @@ func TestKnownDownAnswersWithoutDialingAgain(t *testing.T) {
 	opt := Options{
 		Settings: func() (*settings.Settings, error) { return st, nil },
 		Target: func(settings.Remote) Target {
-			return Target{Host: "pc", Dial: func(context.Context, time.Duration) (Conn, error) {
+			return Target{Host: "pc", Dial: func(context.Context, time.Duration) (remote.Conn, error) {
 				dials <- struct{}{}
 				return nil, errors.New("no route to host")
 			}}
@@ -261,7 +262,7 @@ func TestDevicesAndFIFOsAreRefusedAtOnce(t *testing.T) {
 			lines := driveLines(t, Options{
 				Settings: func() (*settings.Settings, error) { return st, nil },
 				Target: func(settings.Remote) Target {
-					return Target{Host: "pc", Dial: func(context.Context, time.Duration) (Conn, error) { return nil, errors.New("down") }}
+					return Target{Host: "pc", Dial: func(context.Context, time.Duration) (remote.Conn, error) { return nil, errors.New("down") }}
 				},
 			}, "ENC "+img+" /tmp/x.sve\nQUIT\n")
 			if len(lines) != 2 || !strings.Contains(lines[1], img+" is not a regular file") {
@@ -281,7 +282,7 @@ func TestQuickFailureIsTriedAgainByTheNextPicture(t *testing.T) {
 	opt := Options{
 		Settings: func() (*settings.Settings, error) { return st, nil },
 		Target: func(settings.Remote) Target {
-			return Target{Host: "pc", Dial: func(context.Context, time.Duration) (Conn, error) {
+			return Target{Host: "pc", Dial: func(context.Context, time.Duration) (remote.Conn, error) {
 				dials.Add(1)
 				return nil, errors.New("connection refused")
 			}}
@@ -360,7 +361,7 @@ func TestEveryPictureHasOneOutcomeEvent(t *testing.T) {
 func driveOne(t *testing.T, opt Options, request string) []string {
 	t.Helper()
 	if opt.Dial == nil {
-		opt.Dial = func(context.Context, time.Duration) (Conn, error) { return nil, errors.New("no second PC here") }
+		opt.Dial = func(context.Context, time.Duration) (remote.Conn, error) { return nil, errors.New("no second PC here") }
 	}
 	r := New(opt)
 	inR, inW := io.Pipe()

@@ -18,6 +18,7 @@ import (
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/framing"
 	"github.com/strata-companion/companion/internal/relay/bounds"
+	"github.com/strata-companion/companion/internal/relay/remote"
 )
 
 // The agent session on the link: one running agent on the second PC, its
@@ -114,7 +115,7 @@ func (l *link) lostReason(s *agentSession, err error) string {
 // second PC's sshd allows it, else a kill of the pid it announced, run in a
 // session of its own, over the connection c. Its encoder dies with it (a
 // parent-death signal on Linux, a Job Object on Windows).
-func (l *link) killAgent(s *agentSession, c Conn) {
+func (l *link) killAgent(s *agentSession, c remote.Conn) {
 	if s.proc.Kill != nil {
 		s.proc.Kill() // refused for some accounts (sshd: "requires privilege separation")
 	}
@@ -234,7 +235,7 @@ func (s *agentSession) receiveResult(fr *framing.Reader, n int) (frame, error) {
 // agentSession is one running agent.
 type agentSession struct {
 	l       *link
-	proc    Proc
+	proc    remote.Proc
 	fw      *framing.Writer
 	hello   chan struct{}
 	info    framing.Info
@@ -312,7 +313,7 @@ func (s *agentSession) expect(id uint32, out string) {
 	s.mu.Unlock()
 }
 
-func (l *link) startSession(p Proc) *agentSession {
+func (l *link) startSession(p remote.Proc) *agentSession {
 	s := &agentSession{l: l, proc: p, hello: make(chan struct{}),
 		replies: make(chan frame, 2), done: make(chan struct{}), closing: make(chan struct{}), beats: make(chan framing.BeatInfo, 4)}
 	now := time.Now().UnixNano()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/fakeencoder"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/testenv"
 )
@@ -72,10 +73,10 @@ func newSecondPC(t *testing.T, encodeEnv string) *secondPC {
 		t.Fatal(err)
 	}
 	fakeencoder.WriteModel(pc.model, 10)
-	rm, rmodel := RemoteFiles(pc.mmproj, pc.model)
+	rm, rmodel := remote.RemoteFiles(pc.mmproj, pc.model)
 	testenv.Copy(t, pc.mmproj, filepath.Join(pc.dir, rm), 0o644)
 	fakeencoder.WriteModel(filepath.Join(pc.dir, rmodel), 10)
-	pc.agentBin = filepath.Join(pc.dir, AgentName("linux"))
+	pc.agentBin = filepath.Join(pc.dir, remote.AgentName("linux"))
 	if err := testenv.CopyFile(relayBin, pc.agentBin, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -119,8 +120,8 @@ type strata struct {
 
 func (pc *secondPC) startRelay(t *testing.T, opt Options) *strata {
 	t.Helper()
-	args := AgentArgs{OS: "linux", RemoteDir: pc.dir, Encoder: "strata-vision"}
-	args.Mmproj, args.Model = RemoteFiles(pc.mmproj, pc.model)
+	args := remote.AgentArgs{OS: "linux", RemoteDir: pc.dir, Encoder: "strata-vision"}
+	args.Mmproj, args.Model = remote.RemoteFiles(pc.mmproj, pc.model)
 	args.MaxTokens = pc.nTokens
 	args.IdleStopS = pc.remote.IdleStopS
 	if opt.AgentCommand == "" {
@@ -128,7 +129,7 @@ func (pc *secondPC) startRelay(t *testing.T, opt Options) *strata {
 	}
 	opt.Host = pc.remote.Host
 	if opt.Dial == nil {
-		opt.Dial = SSHDialer(pc.remote)
+		opt.Dial = remote.SSHDialer(pc.remote)
 	}
 	opt.NEmbd = pc.nEmbd
 	if opt.Log == nil {

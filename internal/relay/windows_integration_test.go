@@ -16,6 +16,8 @@ import (
 
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/fakeencoder"
+	"github.com/strata-companion/companion/internal/relay/prepare"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/testenv"
 )
@@ -115,7 +117,7 @@ func TestWindowsSecondPCIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	fakeencoder.WriteModel(model, 10)
-	remote := settings.Remote{
+	pcRemote := settings.Remote{
 		Host: pc.Host, Port: pc.Port, User: pc.User,
 		HostKey:   strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pc.HostSigner.PublicKey()))),
 		KeyFile:   pc.ClientKeyFile,
@@ -127,17 +129,17 @@ func TestWindowsSecondPCIntegration(t *testing.T) {
 	c := pc.Dial(t)
 	agentBytes, _ := os.ReadFile(winRelay)
 	os.MkdirAll(pc.Path(dir), 0o755)
-	agentAt := pc.Path(dir + `\` + AgentName("windows"))
+	agentAt := pc.Path(dir + `\` + remote.AgentName("windows"))
 	os.WriteFile(agentAt+".part", agentBytes[:len(agentBytes)/2], 0o644)
 	var log syncBuffer
-	up, err := UploadSFTP(context.Background(), c, winRelay, dir+"/"+AgentName("windows"), &log)
-	if err != nil || !up || !strings.Contains(log.String(), "resuming "+AgentName("windows")) {
+	up, err := prepare.UploadSFTP(context.Background(), c, winRelay, dir+"/"+remote.AgentName("windows"), &log)
+	if err != nil || !up || !strings.Contains(log.String(), "resuming "+remote.AgentName("windows")) {
 		t.Fatalf("resume: %v %v\n%s", up, err, log.String())
 	}
 	if b, _ := os.ReadFile(agentAt); !bytes.Equal(b, agentBytes) {
 		t.Fatal("the resumed agent differs")
 	}
-	if up, err := UploadSFTP(context.Background(), c, winRelay, dir+"/"+AgentName("windows"), nil); err != nil || up {
+	if up, err := prepare.UploadSFTP(context.Background(), c, winRelay, dir+"/"+remote.AgentName("windows"), nil); err != nil || up {
 		t.Fatalf("an agent already in place was uploaded again: %v %v", up, err)
 	}
 	bad := append([]byte(nil), agentBytes[:1000]...)
@@ -145,7 +147,7 @@ func TestWindowsSecondPCIntegration(t *testing.T) {
 	os.Remove(agentAt)
 	os.WriteFile(agentAt+".part", bad, 0o644)
 	log = syncBuffer{}
-	if _, err := UploadSFTP(context.Background(), c, winRelay, SFTPPath("windows", dir+`\`+AgentName("windows")), &log); err != nil || strings.Contains(log.String(), "resuming") {
+	if _, err := prepare.UploadSFTP(context.Background(), c, winRelay, prepare.SFTPPath("windows", dir+`\`+remote.AgentName("windows")), &log); err != nil || strings.Contains(log.String(), "resuming") {
 		t.Fatalf("a damaged .part: %v\n%s", err, log.String())
 	}
 	if b, _ := os.ReadFile(agentAt); !bytes.Equal(b, agentBytes) {
@@ -160,8 +162,8 @@ func TestWindowsSecondPCIntegration(t *testing.T) {
 	//    the vocabulary stub and the Windows encoder through the agent.
 	log = syncBuffer{}
 	t0 := time.Now()
-	res, err := Prepare(context.Background(), PrepareOptions{
-		Remote: remote, Mmproj: mmproj, Model: model,
+	res, err := prepare.Prepare(context.Background(), prepare.Options{
+		Remote: pcRemote, Mmproj: mmproj, Model: model,
 		AgentBinary: func(goos, goarch string) (string, error) {
 			if goos != "windows" || goarch != "amd64" {
 				t.Errorf("asked for an agent for %s/%s", goos, goarch)
@@ -182,7 +184,7 @@ func TestWindowsSecondPCIntegration(t *testing.T) {
 	if b, _ := os.ReadFile(agentAt); !bytes.Equal(b, agentBytes) {
 		t.Fatal("the agent prepare installed differs")
 	}
-	waitWinGone(t, "the agent after prepare", AgentName("windows"), "agent")
+	waitWinGone(t, "the agent after prepare", remote.AgentName("windows"), "agent")
 	waitWinGone(t, "the encoder after prepare", "strata-vision.exe")
 	// Prepare's agent used the default scratch folder, in %TEMP%, and removed it.
 	sess, _ := c.NewSession()
@@ -200,11 +202,11 @@ func TestWindowsSecondPCIntegration(t *testing.T) {
 	scratch := pc.Profile + `\relaytest-scratch`
 	os.MkdirAll(pc.Path(scratch), 0o755)
 	t.Cleanup(func() { os.RemoveAll(pc.Path(scratch)) })
-	rm, rmodel := RemoteFiles(mmproj, model)
-	args := AgentArgs{OS: "windows", RemoteDir: res.RemoteDir, Encoder: res.EncoderPath, Mmproj: rm, Model: rmodel,
+	rm, rmodel := remote.RemoteFiles(mmproj, model)
+	args := remote.AgentArgs{OS: "windows", RemoteDir: res.RemoteDir, Encoder: res.EncoderPath, Mmproj: rm, Model: rmodel,
 		MaxTokens: nTokens, IdleStopS: 3}
 	stderr := &syncBuffer{}
-	mk := &secondPC{nEmbd: nEmbd, stderr: stderr, remote: remote}
+	mk := &secondPC{nEmbd: nEmbd, stderr: stderr, remote: pcRemote}
 	s := mk.startRelay(t, Options{AgentCommand: mustQuote(t, "windows", append(args.Argv(), "--scratch", scratch)),
 		RequestTimeout: 60 * time.Second, ConnectTimeout: 20 * time.Second, HelloTimeout: 60 * time.Second})
 	work := t.TempDir()
@@ -216,7 +218,7 @@ func TestWindowsSecondPCIntegration(t *testing.T) {
 			}
 			return nil
 		})
-		t.Logf("%s: scratch %v, agents %v", when, names, winProcs(AgentName("windows"), "agent"))
+		t.Logf("%s: scratch %v, agents %v", when, names, winProcs(remote.AgentName("windows"), "agent"))
 	}
 	check := func(i, size int) {
 		t.Helper()
@@ -237,13 +239,13 @@ func TestWindowsSecondPCIntegration(t *testing.T) {
 
 	// 4. Idle stop: the encoder ends after 3 s without pictures, the agent stays.
 	waitWinGone(t, "the encoder after the idle stop", "strata-vision.exe")
-	if len(winProcs(AgentName("windows"), "agent")) == 0 {
+	if len(winProcs(remote.AgentName("windows"), "agent")) == 0 {
 		t.Fatal("the agent ended with the idle stop")
 	}
 	check(10, 2000) // wakes it
 
 	// 5. The agent killed: its Job Object ends the encoder with it.
-	agents := winProcs(AgentName("windows"), "agent")
+	agents := winProcs(remote.AgentName("windows"), "agent")
 	if len(agents) == 0 || len(winProcs("strata-vision.exe")) == 0 {
 		t.Fatalf("agent %v, encoder %v", agents, winProcs("strata-vision.exe"))
 	}
@@ -275,7 +277,7 @@ func TestWindowsSecondPCIntegration(t *testing.T) {
 
 	t0 = time.Now()
 	s.quit()
-	waitWinGone(t, "the agent after QUIT", AgentName("windows"))
+	waitWinGone(t, "the agent after QUIT", remote.AgentName("windows"))
 	t.Logf("the agent ended %v after QUIT", time.Since(t0))
 	waitWinGone(t, "the encoder after QUIT", "strata-vision.exe")
 	kinds := map[events.Kind]int{}

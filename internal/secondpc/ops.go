@@ -10,7 +10,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/linkprobe"
 	"github.com/strata-companion/companion/internal/pairing"
-	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
@@ -71,8 +71,8 @@ func PairedProbeOptions(opts linkprobe.Options, rm *settings.Remote) linkprobe.O
 		opts.EncoderPath = rm.EncoderPath
 	}
 	if rm.RemoteDir != "" {
-		goos := relay.RemoteOS(rm.OS, rm.RemoteDir)
-		opts.Agent = remotecmd.Join(goos, rm.RemoteDir, relay.AgentName(goos))
+		goos := remote.RemoteOS(rm.OS, rm.RemoteDir)
+		opts.Agent = remotecmd.Join(goos, rm.RemoteDir, remote.AgentName(goos))
 		opts.AgentOS = goos
 	}
 	return opts

@@ -11,7 +11,8 @@ import (
 	"strings"
 
 	"github.com/strata-companion/companion/internal/asowner"
-	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/prepare"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
 )
@@ -32,13 +33,13 @@ type PrepareChoices struct {
 	Threads, MaxTokens int
 }
 
-// PrepareOptions builds relay.Prepare's inputs for the paired second PC:
+// PrepareOptions builds prepare.Prepare's inputs for the paired second PC:
 // the mmproj and model from the config's vision block, resolved as Strata
 // resolves them (strataconfig: the config's cwd, else the install folder),
 // gpu and max_tokens as the config says, unless c says otherwise. cfg may be
 // nil when c names both files.
-func PrepareOptions(cfg *strataconfig.Config, paired settings.Remote, c PrepareChoices) (relay.PrepareOptions, error) {
-	o := relay.PrepareOptions{Remote: paired, LocalOS: runtime.GOOS, LocalArch: runtime.GOARCH}
+func PrepareOptions(cfg *strataconfig.Config, paired settings.Remote, c PrepareChoices) (prepare.Options, error) {
+	o := prepare.Options{Remote: paired, LocalOS: runtime.GOOS, LocalArch: runtime.GOARCH}
 	o.Mmproj, o.Model, o.EncoderPath, o.LocalEncoder = c.Mmproj, c.Model, c.EncoderPath, c.LocalEncoder
 	o.Threads, o.MaxTokens = c.Threads, c.MaxTokens
 	if c.RemoteDir != "" {
@@ -91,10 +92,10 @@ func PrepareOptions(cfg *strataconfig.Config, paired settings.Remote, c PrepareC
 	return o, nil
 }
 
-// Prepare runs relay.Prepare and records the result through rec.
+// Prepare runs prepare.Prepare and records the result through rec.
 // The mmproj and the model are checked here first, so a wrong path is
 // named before anything is sent.
-func Prepare(ctx context.Context, o relay.PrepareOptions, rec Recorder) (*relay.PrepareResult, error) {
+func Prepare(ctx context.Context, o prepare.Options, rec Recorder) (*prepare.Result, error) {
 	for _, f := range []struct{ what, path string }{{"vision projector (mmproj)", o.Mmproj}, {"text model", o.Model}} {
 		if st, err := os.Stat(f.path); err != nil || !st.Mode().IsRegular() {
 			return nil, fmt.Errorf("the %s %s is not a file on this PC; check vision.mmproj and vision.model in Strata's config (relative paths are taken from its cwd, else the Strata folder), or name the files (--mmproj FILE --model FILE)", f.what, f.path)
@@ -103,7 +104,7 @@ func Prepare(ctx context.Context, o relay.PrepareOptions, rec Recorder) (*relay.
 	if o.Progress == nil {
 		o.Progress = io.Discard
 	}
-	res, err := relay.Prepare(ctx, o)
+	res, err := prepare.Prepare(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +134,7 @@ func (a AgentFinder) Find(goos, goarch string) (string, error) {
 	if a.Path != "" {
 		return a.Path, nil
 	}
-	name := relay.AgentName(goos)
+	name := remote.AgentName(goos)
 	here := a.Dir
 	if here == "" {
 		exe, err := os.Executable()

@@ -7,7 +7,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/framing"
-	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/prepare"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -25,7 +25,7 @@ type Recorder interface {
 	RecordPairing(ctx context.Context, r settings.Remote) error
 	// RecordPrepare stores what prepare found (folder, encoder, n_embd, OS,
 	// arch); ApplyPrepare says how.
-	RecordPrepare(ctx context.Context, res relay.PrepareResult) error
+	RecordPrepare(ctx context.Context, res prepare.Result) error
 	// RecordUnpair forgets the second PC.
 	RecordUnpair(ctx context.Context) error
 }
@@ -47,21 +47,21 @@ func MergePairing(old *settings.Remote, n settings.Remote) settings.Remote {
 }
 
 // ApplyPrepare records a prepare result into r.
-func ApplyPrepare(r *settings.Remote, res relay.PrepareResult) {
+func ApplyPrepare(r *settings.Remote, res prepare.Result) {
 	r.RemoteDir, r.OS, r.Arch = res.RemoteDir, res.OS, res.Arch
 	r.EncoderPath, r.NEmbd = res.EncoderPath, res.NEmbd
-	r.GPUs, r.NoGPU, r.EncoderStartMS = relay.RemoteGPUs(res.GPUs), res.NoGPU, res.StartMS
+	r.GPUs, r.NoGPU, r.EncoderStartMS = prepare.RemoteGPUs(res.GPUs), res.NoGPU, res.StartMS
 }
 
 // Prepared is res on the wire (POST /v1/remote).
-func Prepared(res relay.PrepareResult) *controlapi.RemotePrepared {
+func Prepared(res prepare.Result) *controlapi.RemotePrepared {
 	return &controlapi.RemotePrepared{OS: res.OS, Arch: res.Arch, RemoteDir: res.RemoteDir, EncoderPath: res.EncoderPath, NEmbd: res.NEmbd,
-		GPUs: relay.RemoteGPUs(res.GPUs), NoGPU: res.NoGPU, EncoderStartMS: res.StartMS}
+		GPUs: prepare.RemoteGPUs(res.GPUs), NoGPU: res.NoGPU, EncoderStartMS: res.StartMS}
 }
 
 // PrepareResultOf is the wire's record back as a prepare result.
-func PrepareResultOf(p *controlapi.RemotePrepared) relay.PrepareResult {
-	res := relay.PrepareResult{OS: p.OS, Arch: p.Arch, RemoteDir: p.RemoteDir, EncoderPath: p.EncoderPath, NEmbd: p.NEmbd,
+func PrepareResultOf(p *controlapi.RemotePrepared) prepare.Result {
+	res := prepare.Result{OS: p.OS, Arch: p.Arch, RemoteDir: p.RemoteDir, EncoderPath: p.EncoderPath, NEmbd: p.NEmbd,
 		NoGPU: p.NoGPU, StartMS: p.EncoderStartMS}
 	for _, g := range p.GPUs {
 		res.GPUs = append(res.GPUs, framing.GPU{Index: g.Index, Name: g.Name, TotalMiB: g.TotalMiB})
@@ -86,7 +86,7 @@ func (a OwnerRecorder) RecordPairing(ctx context.Context, r settings.Remote) err
 	return a.record(ctx, controlapi.RemoteRecord{Pairing: &r})
 }
 
-func (a OwnerRecorder) RecordPrepare(ctx context.Context, res relay.PrepareResult) error {
+func (a OwnerRecorder) RecordPrepare(ctx context.Context, res prepare.Result) error {
 	return a.record(ctx, controlapi.RemoteRecord{Prepare: Prepared(res)})
 }
 
@@ -137,7 +137,7 @@ func (m *MemoryRecorder) RecordPairing(_ context.Context, r settings.Remote) err
 	return nil
 }
 
-func (m *MemoryRecorder) RecordPrepare(_ context.Context, res relay.PrepareResult) error {
+func (m *MemoryRecorder) RecordPrepare(_ context.Context, res prepare.Result) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.remote == nil {

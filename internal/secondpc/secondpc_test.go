@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/prepare"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
 )
@@ -80,7 +80,7 @@ func ptr[T any](v T) *T { return &v }
 
 func TestPrepareNamesAMissingFileBeforeDialing(t *testing.T) {
 	rec := NewMemoryRecorder(&settings.Remote{Host: "pc2"})
-	_, err := Prepare(context.Background(), relay.PrepareOptions{Mmproj: filepath.Join(t.TempDir(), "nope.gguf"), Model: "x"}, rec)
+	_, err := Prepare(context.Background(), prepare.Options{Mmproj: filepath.Join(t.TempDir(), "nope.gguf"), Model: "x"}, rec)
 	if err == nil || !strings.Contains(err.Error(), "nope.gguf is not a file on this PC") {
 		t.Fatalf("err = %v", err)
 	}
@@ -96,7 +96,7 @@ func RecorderContract(t *testing.T, rec Recorder) {
 	t.Helper()
 	ctx := context.Background()
 	// errors.Is in-process; the message through the control API.
-	if err := rec.RecordPrepare(ctx, relay.PrepareResult{NEmbd: 1}); err == nil || !strings.Contains(err.Error(), ErrNotPaired.Error()) {
+	if err := rec.RecordPrepare(ctx, prepare.Result{NEmbd: 1}); err == nil || !strings.Contains(err.Error(), ErrNotPaired.Error()) {
 		t.Errorf("prepare before pairing: %v", err)
 	}
 	h1, h2, h3 := testHostKey(t), testHostKey(t), testHostKey(t)
@@ -104,7 +104,7 @@ func RecorderContract(t *testing.T, rec Recorder) {
 	if err := rec.RecordPairing(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if err := rec.RecordPrepare(ctx, relay.PrepareResult{OS: "linux", Arch: "amd64", RemoteDir: "/d", EncoderPath: "strata-vision", NEmbd: 2560}); err != nil {
+	if err := rec.RecordPrepare(ctx, prepare.Result{OS: "linux", Arch: "amd64", RemoteDir: "/d", EncoderPath: "strata-vision", NEmbd: 2560}); err != nil {
 		t.Fatal(err)
 	}
 	// Pairing the same PC again keeps prepare's findings and the MAC

@@ -150,3 +150,53 @@ func (s *Settings) SetMeasured(p Placement, m Measurement) bool {
 	*sl = &m
 	return true
 }
+
+// PictureFigure is the time per picture people are shown for a place: the
+// last trial picture measured there once there is one, else the estimate.
+type PictureFigure struct {
+	Seconds float64 // 0: unknown
+	// Measured is the trial it comes from; nil: Seconds is the estimate.
+	Measured *Measurement
+}
+
+// ShownPicture decides which time per picture people read for a place, the
+// one rule for the wizard, the terminal setup, the probe and the demo: once
+// a trial picture was measured there (m), its figure replaces the estimate.
+func ShownPicture(estimate float64, m *Measurement) PictureFigure {
+	if m != nil && m.PictureS > 0 {
+		return PictureFigure{Seconds: m.PictureS, Measured: m}
+	}
+	if estimate > 0 {
+		return PictureFigure{Seconds: estimate}
+	}
+	return PictureFigure{}
+}
+
+// Words: "0.78 s per picture, measured here" or "about 111 s per picture";
+// "" when the time is unknown.
+func (f PictureFigure) Words() string {
+	switch {
+	case f.Seconds <= 0:
+		return ""
+	case f.Measured != nil:
+		return Secs(f.Seconds) + " per picture, measured here"
+	}
+	return "about " + RoughSecs(f.Seconds) + " per picture"
+}
+
+// Short is the figure beside a bar: "0.78 s (measured)", "111 s (estimate)".
+func (f PictureFigure) Short() string {
+	if f.Measured != nil {
+		return Secs(f.Seconds) + " (measured)"
+	}
+	return RoughSecs(f.Seconds) + " (estimate)"
+}
+
+// RoughSecs says an estimated time for people: "1.6 s", "0.8 s", and whole
+// seconds from 10 s on ("111 s"); an estimate claims no more.
+func RoughSecs(s float64) string {
+	if s >= 9.95 { // 9.96 is "10 s", not "10.0 s"
+		return fmt.Sprintf("%.0f s", s)
+	}
+	return fmt.Sprintf("%.1f s", s)
+}

@@ -18,7 +18,8 @@ import (
 var ctx = context.Background()
 
 func yes(context.Context, setupflow.HostKey) bool { return true }
-func no(context.Context, setupflow.HostKey) bool  { return false }
+
+func no(context.Context, setupflow.HostKey) bool { return false }
 
 func newFlow(t *testing.T, w *demo.World, opts setupflow.Options) *setupflow.Flow {
 	t.Helper()
@@ -34,7 +35,7 @@ type result[T any] struct {
 	err error
 }
 
-// must wraps a (value, error) call: must(f.Find(ctx)).ok(t).
+// must wraps a (value, error) call: must(f.Find.Search(ctx)).ok(t).
 func must[T any](v T, err error) result[T] { return result[T]{v, err} }
 
 func (r result[T]) ok(t *testing.T) T {
@@ -62,15 +63,15 @@ func driveTo(t *testing.T, f *setupflow.Flow, page setupflow.Page, placement set
 	steps := []func(){
 		func() { next(t, f, setupflow.PageFindStrata) },
 		func() {
-			must(f.Find(ctx)).ok(t)
+			must(f.Find.Search(ctx)).ok(t)
 			next(t, f, setupflow.PageThisPC)
 		},
 		func() {
-			must(f.ProbeLocal(ctx, nil)).ok(t)
+			must(f.Choice.Probe(ctx, nil)).ok(t)
 			next(t, f, setupflow.PagePlacement)
 		},
 		func() {
-			if err := f.Choose(placement, nil); err != nil {
+			if err := f.Choice.Choose(placement, nil); err != nil {
 				t.Fatal(err)
 			}
 			if placement == settings.PlacementRemote {
@@ -83,20 +84,20 @@ func driveTo(t *testing.T, f *setupflow.Flow, page setupflow.Page, placement set
 			if placement != settings.PlacementRemote {
 				return
 			}
-			f.SetTarget(setupflow.RemoteTarget{Address: "sam@192.168.1.20", Password: "hunter2"})
-			must(f.ProbeRemote(ctx, nil)).ok(t)
-			must(f.Pair(ctx, nil)).ok(t)
-			if err := f.Prepare(ctx, nil); err != nil {
+			f.SecondPC.SetTarget(setupflow.RemoteTarget{Address: "sam@192.168.1.20", Password: "hunter2"})
+			must(f.SecondPC.Probe(ctx, nil)).ok(t)
+			must(f.SecondPC.Pair(ctx, nil)).ok(t)
+			if err := f.SecondPC.Prepare(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			next(t, f, setupflow.PageReview)
 		},
 		func() {
-			must(f.PlanReview(ctx)).ok(t)
+			must(f.Apply.PlanReview(ctx)).ok(t)
 			next(t, f, setupflow.PageApply)
 		},
 		func() {
-			if err := f.Apply(ctx, nil); err != nil {
+			if err := f.Apply.Run(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
 			next(t, f, setupflow.PageDone)
@@ -123,7 +124,7 @@ func TestSecondPCWelcomeToDone(t *testing.T) {
 	}
 	var lines []string
 	driveTo(t, f, setupflow.PageApply, settings.PlacementRemote)
-	if err := f.Apply(ctx, func(p setupflow.Progress) {
+	if err := f.Apply.Run(ctx, func(p setupflow.Progress) {
 		if p.LogLine != "" {
 			lines = append(lines, p.LogLine)
 		}
@@ -168,7 +169,7 @@ func TestSecondPCWelcomeToDone(t *testing.T) {
 	if len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], "ready:") {
 		t.Errorf("the live log did not end with ready: %q", lines)
 	}
-	if ok, done := f.Applied(); !ok || !strings.Contains(strings.Join(done, " "), "second PC") {
+	if ok, done := f.Apply.Applied(); !ok || !strings.Contains(strings.Join(done, " "), "second PC") {
 		t.Errorf("done lines: %v", done)
 	}
 	if w.HostKeyAsked != 1 {
@@ -200,25 +201,6 @@ func TestPlacementsReachDone(t *testing.T) {
 	}
 }
 
-func TestGPUChoiceUnchangedConfigIsNotWritten(t *testing.T) {
-	w := demo.NewWorld("/opt/strata") // the canned config already has GPU vision
-	f := newFlow(t, w, setupflow.Options{})
-	driveTo(t, f, setupflow.PageReview, settings.PlacementGPU)
-	rv := must(f.PlanReview(ctx)).ok(t)
-	if rv.Diff != "" {
-		t.Errorf("diff for no change:\n%s", rv.Diff)
-	}
-	next(t, f, setupflow.PageApply)
-	if err := f.Apply(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range w.Calls() {
-		if strings.HasPrefix(c, "write") {
-			t.Errorf("an unchanged config was written: %v", w.Calls())
-		}
-	}
-}
-
 // snapshot is everything a cancel must leave as it was.
 type snapshot struct {
 	config         string
@@ -240,7 +222,7 @@ func TestCancelAtEveryPageChangesNothing(t *testing.T) {
 			f := newFlow(t, w, setupflow.Options{})
 			driveTo(t, f, p, settings.PlacementRemote)
 			if p == setupflow.PageReview {
-				f.SetTrayAtLogin(true)
+				f.Apply.SetTrayAtLogin(true)
 			}
 			res := f.Cancel()
 			if res.Changed {
@@ -274,10 +256,10 @@ func TestCancelDuringLongOperations(t *testing.T) {
 		run  func(ctx context.Context, f *setupflow.Flow) error
 	}
 	ops := map[string]op{
-		"find":   {setupflow.PageFindStrata, func(c context.Context, f *setupflow.Flow) error { _, err := f.Find(c); return err }},
-		"probe":  {setupflow.PageThisPC, func(c context.Context, f *setupflow.Flow) error { _, err := f.ProbeLocal(c, nil); return err }},
-		"remote": {setupflow.PageSecondPC, func(c context.Context, f *setupflow.Flow) error { _, err := f.ProbeRemote(c, nil); return err }},
-		"apply":  {setupflow.PageApply, func(c context.Context, f *setupflow.Flow) error { return f.Apply(c, nil) }},
+		"find":   {setupflow.PageFindStrata, func(c context.Context, f *setupflow.Flow) error { _, err := f.Find.Search(c); return err }},
+		"probe":  {setupflow.PageThisPC, func(c context.Context, f *setupflow.Flow) error { _, err := f.Choice.Probe(c, nil); return err }},
+		"remote": {setupflow.PageSecondPC, func(c context.Context, f *setupflow.Flow) error { _, err := f.SecondPC.Probe(c, nil); return err }},
+		"apply":  {setupflow.PageApply, func(c context.Context, f *setupflow.Flow) error { return f.Apply.Run(c, nil) }},
 	}
 	// The first failure ends the table: a flow whose Busy is never set
 	// fails in 20 s, not in 8 x 20 s.
@@ -289,7 +271,7 @@ func TestCancelDuringLongOperations(t *testing.T) {
 				f := newFlow(t, w, setupflow.Options{})
 				driveTo(t, f, o.page, settings.PlacementRemote)
 				if o.page == setupflow.PageSecondPC {
-					f.SetTarget(setupflow.RemoteTarget{Address: "sam@192.168.1.20"})
+					f.SecondPC.SetTarget(setupflow.RemoteTarget{Address: "sam@192.168.1.20"})
 				}
 				w.Delay = time.Hour // every step now waits until cancelled
 				errc := make(chan error, 1)
@@ -335,87 +317,6 @@ func TestCancelDuringLongOperations(t *testing.T) {
 	}
 }
 
-func TestApplyFailuresRollBack(t *testing.T) {
-	cases := []struct {
-		fail        string
-		running     bool // the service ran before
-		installed   bool
-		wantBack    []string // substrings of the rolled-back list
-		wantNoWrite bool
-	}{
-		{fail: "install", wantNoWrite: true},
-		{fail: "write", wantBack: []string{"service installed a moment ago was removed"}},
-		{fail: "settings", wantBack: []string{"Strata config", "service installed"}},
-		{fail: "start", wantBack: []string{"Strata config", "companion settings", "service installed"}},
-		{fail: "follow", wantBack: []string{"Strata config", "companion settings", "service installed"}},
-		{fail: "follow", installed: true, running: true, wantBack: []string{"Strata config", "companion settings", "restarted with the old config"}},
-	}
-	for _, c := range cases {
-		t.Run(c.fail, func(t *testing.T) {
-			w := demo.NewWorld("/opt/strata")
-			w.Installed, w.Running = c.installed, c.running
-			before := snap(w)
-			f := newFlow(t, w, setupflow.Options{})
-			driveTo(t, f, setupflow.PageApply, settings.PlacementCPU)
-			w.Fail[c.fail] = errors.New("boom: " + c.fail)
-			err := f.Apply(ctx, nil)
-			var ae *setupflow.ApplyError
-			if !errors.As(err, &ae) {
-				t.Fatalf("Apply: %v", err)
-			}
-			if ae.RollbackErr != nil {
-				t.Errorf("rollback failed: %v", ae.RollbackErr)
-			}
-			msg := err.Error()
-			if !strings.Contains(msg, "boom: "+c.fail) {
-				t.Errorf("the error hides the cause: %s", msg)
-			}
-			for _, s := range c.wantBack {
-				if !strings.Contains(strings.Join(ae.RolledBack, "; "), s) {
-					t.Errorf("rolled back %q, want one saying %q", ae.RolledBack, s)
-				}
-			}
-			if c.wantNoWrite && !strings.Contains(msg, "Nothing was changed") {
-				t.Errorf("message: %s", msg)
-			}
-			after := snap(w)
-			after.run = after.run && c.running // a restart with the old config is "as before"
-			if after != before {
-				t.Errorf("after the rollback: %+v, before %+v", after, before)
-			}
-			if _, err := f.Next(); err == nil {
-				t.Error("Next to Done after a failed Apply")
-			}
-			// Back to Review, fix, apply again: the flow recovers.
-			if p := must(f.Back()).ok(t); p != setupflow.PageReview {
-				t.Fatalf("Back went to %s", p)
-			}
-			delete(w.Fail, c.fail)
-			must(f.PlanReview(ctx)).ok(t)
-			next(t, f, setupflow.PageApply)
-			if err := f.Apply(ctx, nil); err != nil {
-				t.Fatalf("second Apply: %v", err)
-			}
-			next(t, f, setupflow.PageDone)
-		})
-	}
-}
-
-func TestConfigChangedSinceReviewIsNotWritten(t *testing.T) {
-	w := demo.NewWorld("/opt/strata")
-	f := newFlow(t, w, setupflow.Options{})
-	driveTo(t, f, setupflow.PageApply, settings.PlacementOff)
-	w.ConfigText += " " // someone edited the file meanwhile
-	before := w.ConfigText
-	err := f.Apply(ctx, nil)
-	if err == nil || !strings.Contains(err.Error(), "changed since you reviewed it") {
-		t.Fatalf("Apply: %v", err)
-	}
-	if w.ConfigText != before || w.Installed {
-		t.Error("something was changed")
-	}
-}
-
 func TestGuards(t *testing.T) {
 	w := demo.NewWorld("/opt/strata")
 	f := newFlow(t, w, setupflow.Options{})
@@ -423,117 +324,60 @@ func TestGuards(t *testing.T) {
 	if _, err := f.Next(); err == nil {
 		t.Error("Next without an install")
 	}
-	must(f.Find(ctx)).ok(t)
-	if err := f.SelectInstall(1); err != nil {
+	must(f.Find.Search(ctx)).ok(t)
+	if err := f.Find.SelectInstall(1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.Next(); err == nil || !strings.Contains(err.Error(), "venv") {
 		t.Errorf("Next with a broken install: %v", err)
 	}
-	if _, err := f.Browse(ctx, "/nowhere"); err == nil {
+	if _, err := f.Find.Browse(ctx, "/nowhere"); err == nil {
 		t.Error("Browse to a non-install worked")
 	}
-	must(f.Browse(ctx, "/opt/strata")).ok(t)
+	must(f.Find.Browse(ctx, "/opt/strata")).ok(t)
 	next(t, f, setupflow.PageThisPC)
 	if _, err := f.Next(); err == nil {
 		t.Error("Next before the probe finished")
 	}
-	if _, err := f.ProbeRemote(ctx, nil); err == nil {
+	if _, err := f.SecondPC.Probe(ctx, nil); err == nil {
 		t.Error("a remote probe from the This PC page")
 	}
-	must(f.ProbeLocal(ctx, nil)).ok(t)
+	must(f.Choice.Probe(ctx, nil)).ok(t)
 	next(t, f, setupflow.PagePlacement)
-	if got := f.Choice().Placement; got != settings.PlacementGPU {
+	if got := f.Choice.Current().Placement; got != settings.PlacementGPU {
 		t.Errorf("preselected %s, want the recommendation gpu", got)
 	}
-	if err := f.Choose("nowhere", nil); err == nil {
+	if err := f.Choice.Choose("nowhere", nil); err == nil {
 		t.Error("an invalid placement")
 	}
-	f.Choose(settings.PlacementRemote, nil)
+	f.Choice.Choose(settings.PlacementRemote, nil)
 	next(t, f, setupflow.PageSecondPC)
 	if _, err := f.Next(); err == nil {
 		t.Error("Next before pairing")
 	}
-	if _, err := f.Pair(ctx, nil); err == nil {
+	if _, err := f.SecondPC.Pair(ctx, nil); err == nil {
 		t.Error("Pair before a probe")
 	}
-	if _, err := f.ProbeRemote(ctx, nil); err == nil {
+	if _, err := f.SecondPC.Probe(ctx, nil); err == nil {
 		t.Error("a probe with no address")
 	}
-	f.SetTarget(setupflow.RemoteTarget{Address: "192.168.1.20", User: "sam"})
-	rep := must(f.ProbeRemote(ctx, nil)).ok(t)
+	f.SecondPC.SetTarget(setupflow.RemoteTarget{Address: "192.168.1.20", User: "sam"})
+	rep := must(f.SecondPC.Probe(ctx, nil)).ok(t)
 	if rep.PictureSeconds <= 1.63 || rep.PictureSeconds > 3 {
 		t.Errorf("remote estimate %.2f s", rep.PictureSeconds)
 	}
-	if rec := f.Recommendation(); rec.Best != settings.PlacementRemote {
+	if rec := f.Choice.Recommendation(); rec.Best != settings.PlacementRemote {
 		t.Errorf("with a probed second PC, recommended %s", rec.Best)
 	}
-	if err := f.Prepare(ctx, nil); err == nil {
+	if err := f.SecondPC.Prepare(ctx, nil); err == nil {
 		t.Error("Prepare before pairing")
 	}
-	must(f.Pair(ctx, nil)).ok(t)
+	must(f.SecondPC.Pair(ctx, nil)).ok(t)
 	if _, err := f.Next(); err == nil {
 		t.Error("Next before preparing")
 	}
-	if f.Target().Password != "" {
+	if f.SecondPC.Target().Password != "" {
 		t.Error("the password was kept after pairing")
-	}
-}
-
-func TestRemoteFailures(t *testing.T) {
-	for _, step := range []string{"remote-probe", "pair", "prepare"} {
-		t.Run(step, func(t *testing.T) {
-			w := demo.NewWorld("/opt/strata")
-			f := newFlow(t, w, setupflow.Options{})
-			driveTo(t, f, setupflow.PageSecondPC, settings.PlacementRemote)
-			f.SetTarget(setupflow.RemoteTarget{Address: "sam@192.168.1.20"})
-			w.Fail[step] = errors.New("no route to host")
-			_, err := f.ProbeRemote(ctx, nil)
-			if err == nil {
-				_, err = f.Pair(ctx, nil)
-			}
-			if err == nil {
-				err = f.Prepare(ctx, nil)
-			}
-			if err == nil || !strings.Contains(err.Error(), "no route") {
-				t.Fatalf("err %v", err)
-			}
-			if _, err := f.Next(); err == nil {
-				t.Error("Next after a failure")
-			}
-			// Back to Placement and choose the CPU instead.
-			must(f.Back()).ok(t)
-			f.Choose(settings.PlacementCPU, nil)
-			next(t, f, setupflow.PageReview)
-		})
-	}
-}
-
-func TestHostKeyRejected(t *testing.T) {
-	w := demo.NewWorld("/opt/strata")
-	f, _ := setupflow.New(ctx, w.Deps(no), setupflow.Options{})
-	driveTo(t, f, setupflow.PageSecondPC, settings.PlacementRemote)
-	f.SetTarget(setupflow.RemoteTarget{Address: "sam@192.168.1.20"})
-	if _, err := f.ProbeRemote(ctx, nil); !errors.Is(err, setupflow.ErrHostKeyRejected) {
-		t.Fatalf("err %v", err)
-	}
-}
-
-func TestProbeFailureStillOffersCPU(t *testing.T) {
-	w := demo.NewWorld("/opt/strata")
-	w.Fail["probe"] = errors.New("nvidia-smi: couldn't communicate with the NVIDIA driver")
-	f := newFlow(t, w, setupflow.Options{})
-	driveTo(t, f, setupflow.PageThisPC, "")
-	m, err := f.ProbeLocal(ctx, nil)
-	if err == nil || len(m.Warnings) == 0 {
-		t.Fatalf("probe: %v %+v", err, m)
-	}
-	next(t, f, setupflow.PagePlacement)
-	if err := f.Choose(settings.PlacementGPU, nil); err == nil {
-		t.Error("GPU chosen with no GPU found")
-	}
-	if f.Choice().Placement != settings.PlacementCPU {
-		t.Errorf("preselected %s", f.Choice().Placement)
 	}
 }
 
@@ -543,22 +387,22 @@ func TestAlreadyConfiguredStartsAtCurrentSettings(t *testing.T) {
 		Remote: &settings.Remote{Host: "192.168.1.20", User: "sam", HostKey: "ssh-ed25519 AAAA", RemoteDir: "/home/sam/sv"}}
 	w.Installed, w.Running = true, true
 	f := newFlow(t, w, setupflow.Options{})
-	if !f.Configured() || f.Page() != setupflow.PagePlacement || f.Choice().Placement != settings.PlacementRemote {
-		t.Fatalf("configured %t page %s choice %s", f.Configured(), f.Page(), f.Choice().Placement)
+	if !f.Configured() || f.Page() != setupflow.PagePlacement || f.Choice.Current().Placement != settings.PlacementRemote {
+		t.Fatalf("configured %t page %s choice %s", f.Configured(), f.Page(), f.Choice.Current().Placement)
 	}
-	must(f.ProbeLocal(ctx, nil)).ok(t)
-	if f.Choice().Placement != settings.PlacementRemote {
+	must(f.Choice.Probe(ctx, nil)).ok(t)
+	if f.Choice.Current().Placement != settings.PlacementRemote {
 		t.Error("the probe replaced the current setting with the recommendation")
 	}
 	// Switch to the GPU: Review, Apply restarts the running server.
-	f.Choose(settings.PlacementGPU, nil)
+	f.Choice.Choose(settings.PlacementGPU, nil)
 	next(t, f, setupflow.PageReview)
-	rv := must(f.PlanReview(ctx)).ok(t)
+	rv := must(f.Apply.PlanReview(ctx)).ok(t)
 	if !strings.Contains(strings.Join(rv.Service, "\n"), "restarted") {
 		t.Errorf("service lines: %v", rv.Service)
 	}
 	next(t, f, setupflow.PageApply)
-	if err := f.Apply(ctx, nil); err != nil {
+	if err := f.Apply.Run(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(w.Calls(), "start restart=true") {
@@ -582,8 +426,8 @@ func TestStartPage(t *testing.T) {
 	}
 	w.Settings = &settings.Settings{StrataRoot: "/opt/strata", ConfigPath: w.Config, Vision: settings.PlacementGPU}
 	f = newFlow(t, w, setupflow.Options{StartPage: setupflow.PageSecondPC})
-	if f.Page() != setupflow.PageSecondPC || f.Choice().Placement != settings.PlacementRemote {
-		t.Errorf("--page remote: %s %s", f.Page(), f.Choice().Placement)
+	if f.Page() != setupflow.PageSecondPC || f.Choice.Current().Placement != settings.PlacementRemote {
+		t.Errorf("--page remote: %s %s", f.Page(), f.Choice.Current().Placement)
 	}
 	if p := must(f.Back()).ok(t); p != setupflow.PagePlacement {
 		t.Errorf("Back went to %s", p)
@@ -605,9 +449,9 @@ func TestBusyRefusesSecondOperation(t *testing.T) {
 	w.Delay = time.Hour
 	var started atomic.Bool
 	done := make(chan error, 1)
-	go func() { started.Store(true); _, err := f.ProbeLocal(ctx, nil); done <- err }()
+	go func() { started.Store(true); _, err := f.Choice.Probe(ctx, nil); done <- err }()
 	testenv.WaitFor(t, 20*time.Second, "the probe to be under way (Busy set)", func() bool { return f.Busy() != "" })
-	if _, err := f.ProbeLocal(ctx, nil); !errors.Is(err, setupflow.ErrBusy) {
+	if _, err := f.Choice.Probe(ctx, nil); !errors.Is(err, setupflow.ErrBusy) {
 		t.Errorf("second probe: %v", err)
 	}
 	if _, err := f.Next(); !errors.Is(err, setupflow.ErrBusy) {
@@ -615,84 +459,4 @@ func TestBusyRefusesSecondOperation(t *testing.T) {
 	}
 	f.Cancel()
 	testenv.Receive(t, done, 20*time.Second, "the cancelled probe to end")
-}
-
-func TestTrayAtLogin(t *testing.T) {
-	w := demo.NewWorld("/opt/strata")
-	f := newFlow(t, w, setupflow.Options{})
-	driveTo(t, f, setupflow.PageReview, settings.PlacementGPU)
-	rv := must(f.PlanReview(ctx)).ok(t)
-	if rv.TrayAtLogin {
-		t.Error("start tray at login is on by default")
-	}
-	f.SetTrayAtLogin(true)
-	next(t, f, setupflow.PageApply)
-	if err := f.Apply(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	if !w.Login {
-		t.Error("the ticked box was not applied")
-	}
-}
-
-// The second-PC page's idle stop and CPU fallback reach the settings at
-// Apply (and the Review says them); the MAC pairing found shows as the
-// Wake-on-LAN state.
-func TestSecondPCOptionsAreApplied(t *testing.T) {
-	w := demo.NewWorld("/opt/strata")
-	f := newFlow(t, w, setupflow.Options{})
-	if o := f.SecondPCOptions(); o.IdleStopS != setupflow.DefaultIdleStopS || o.FallbackCPU {
-		t.Errorf("a new machine starts with %+v", o)
-	}
-	if wk := f.Wake(); wk.MAC != "" || wk.Paired || !strings.Contains(wk.Describe(), "Not set up yet: pairing records") {
-		t.Errorf("wake before pairing: %+v %q", wk, wk.Describe())
-	}
-	// Paired, but no card found: says so and how to record one.
-	if d := (setupflow.WakeState{Paired: true}).Describe(); !strings.Contains(d, "pairing found no network card") {
-		t.Errorf("paired without a MAC: %q", d)
-	}
-	driveTo(t, f, setupflow.PageReview, settings.PlacementRemote)
-	if wk := f.Wake(); wk.MAC != demo.DemoMAC || wk.Enabled || !strings.Contains(wk.Describe(), demo.DemoMAC) {
-		t.Errorf("wake after pairing: %+v %q", wk, wk.Describe())
-	}
-	if err := f.SetSecondPCOptions(setupflow.SecondPCOptions{IdleStopS: -1}); err == nil {
-		t.Error("a negative idle stop was taken")
-	}
-	if err := f.SetSecondPCOptions(setupflow.SecondPCOptions{IdleStopS: 90, FallbackCPU: true}); err != nil {
-		t.Fatal(err)
-	}
-	rv := must(f.PlanReview(ctx)).ok(t)
-	if !strings.Contains(rv.Summary, "stops after 1m30s") || !strings.Contains(rv.Summary, "this PC's CPU") {
-		t.Errorf("review summary: %q", rv.Summary)
-	}
-	next(t, f, setupflow.PageApply)
-	if err := f.Apply(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	s := w.Settings
-	if s.Remote == nil || s.Remote.IdleStopS != 90 || s.FallbackCPU == nil || !*s.FallbackCPU || s.Remote.MAC != demo.DemoMAC {
-		t.Fatalf("settings saved: %+v remote %+v", s, s.Remote)
-	}
-
-	// The next run starts from what was saved; "keep running" and no
-	// fallback are saved as such.
-	g := newFlow(t, w, setupflow.Options{})
-	if o := g.SecondPCOptions(); o.IdleStopS != 90 || !o.FallbackCPU {
-		t.Errorf("second run starts with %+v", o)
-	}
-	g.SetSecondPCOptions(setupflow.SecondPCOptions{})
-	must(g.ProbeLocal(ctx, nil)).ok(t)
-	next(t, g, setupflow.PageSecondPC)
-	next(t, g, setupflow.PageReview)
-	rv = must(g.PlanReview(ctx)).ok(t)
-	if !strings.Contains(rv.Summary, "keeps running") || !strings.Contains(rv.Summary, "fails with the reason") {
-		t.Errorf("review summary: %q", rv.Summary)
-	}
-	next(t, g, setupflow.PageApply)
-	if err := g.Apply(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	if s := w.Settings; s.Remote.IdleStopS != 0 || s.FallbackCPU == nil || *s.FallbackCPU {
-		t.Errorf("settings saved: %+v remote %+v", s, s.Remote)
-	}
 }

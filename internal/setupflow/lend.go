@@ -90,23 +90,22 @@ func (p FoundPC) Target() pairing.CodeTarget {
 
 // CodeStep is pairing by code on the Second PC page: the lenders found on
 // the network, and a pairing with one of them (or with an address typed,
-// when none is found). It holds no pairing itself: a pairing made is
-// handed to the page's pairing state (paired), after which the probe and
-// the prepare run as after a pairing by password.
+// when none is found). The pairing made is the Second PC page's own
+// (SecondPCStep.pairedByCode), after which the probe and the prepare run
+// as after a pairing by password.
 type CodeStep struct {
 	lenders Lenders
-	// begin is the flow's gate for one long operation on the Second PC page.
-	begin func(ctx context.Context, name string, pages ...Page) (context.Context, func(), error)
-	// strataRoot is the chosen Strata install ("" when none).
-	strataRoot func() string
-	// known is the second PC paired now (nil: none).
-	known func() *settings.Remote
-	// paired records a pairing made here (Cancel undoes it until Apply).
-	paired func(*settings.Remote)
+	gate    gate
+	install chosenInstall
+	pc      *SecondPCStep
 
 	mu       sync.Mutex
 	found    []FoundPC
 	searched bool
+}
+
+func newCodeStep(g gate, l Lenders, install chosenInstall, pc *SecondPCStep) *CodeStep {
+	return &CodeStep{lenders: l, gate: g, install: install, pc: pc}
 }
 
 // Available reports whether this setup can look for lenders at all.
@@ -118,7 +117,7 @@ func (c *CodeStep) Find(ctx context.Context) ([]FoundPC, error) {
 	if !c.Available() {
 		return nil, errors.New("this setup cannot look for PCs on the network: type the second PC's address")
 	}
-	ctx, end, err := c.begin(ctx, "look for PCs that lend their GPU", PageSecondPC)
+	ctx, end, err := c.gate.begin(ctx, "look for PCs that lend their GPU", PageSecondPC)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +129,7 @@ func (c *CodeStep) Find(ctx context.Context) ([]FoundPC, error) {
 	if err != nil {
 		return nil, fmt.Errorf("could not look for PCs on this network (%v): type the second PC's address", err)
 	}
-	known := c.known()
+	known := c.pc.known()
 	found := make([]FoundPC, 0, len(list))
 	for _, a := range list {
 		found = append(found, FoundPC{Announcement: a, Paired: samePC(a, known)})
@@ -185,19 +184,23 @@ func (c *CodeStep) Pair(ctx context.Context, t pairing.CodeTarget, typed string,
 	if err != nil {
 		return nil, err
 	}
-	ctx, end, err := c.begin(ctx, "pair with the second PC by its code", PageSecondPC)
+	ctx, end, err := c.gate.begin(ctx, "pair with the second PC by its code", PageSecondPC)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
-	r, err := c.lenders.PairWithCode(ctx, CodePairing{Target: t, Code: code, StrataRoot: c.strataRoot()}, orNop(progress))
+	p := CodePairing{Target: t, Code: code}
+	if in, _, ok := c.install.Selected(); ok {
+		p.StrataRoot = in.Root
+	}
+	r, err := c.lenders.PairWithCode(ctx, p, orNop(progress))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, err
 	}
-	c.paired(r)
+	c.pc.pairedByCode(r)
 	c.mu.Lock()
 	for i := range c.found {
 		c.found[i].Paired = samePC(c.found[i].Announcement, r)
@@ -235,58 +238,49 @@ func samePC(a lend.Announcement, r *settings.Remote) bool {
 	return false
 }
 
-// ---- The flow's side (the Second PC page's pairing state) ----
+// ---- The Second PC page's side ----
 
-func (f *Flow) strataRoot() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.install == nil {
-		return ""
-	}
-	return f.install.Root
-}
-
-func (f *Flow) knownRemote() *settings.Remote {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.remote == nil {
+// known is the second PC paired now (nil: none).
+func (s *SecondPCStep) known() *settings.Remote {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.remote == nil {
 		return nil
 	}
-	r := *f.remote
+	r := *s.remote
 	return &r
 }
 
 // pairedByCode records a pairing by code made in this run: not prepared
 // yet, not probed, and undone by Cancel until Apply keeps it. The target
 // becomes the paired PC, so the probe that follows signs in with the
-// companion's own key (pairedLocked).
-func (f *Flow) pairedByCode(r *settings.Remote) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.remote, f.pairedHere, f.prepared = r, true, false
-	f.report = nil
-	f.target = RemoteTarget{Address: endpointString(*r), User: r.User, UseAgent: true}
-	f.plan, f.review = nil, nil
+// companion's own key (pairedFor).
+func (s *SecondPCStep) pairedByCode(r *settings.Remote) {
+	s.mu.Lock()
+	s.remote, s.pairedHere, s.prepared = r, true, false
+	s.report = nil
+	s.target = RemoteTarget{Address: endpointString(*r), User: r.User, UseAgent: true}
+	s.mu.Unlock()
+	s.choice.secondPCForgotten() // the estimate waits for this PC's probe
+	s.changed()
 }
 
-// pairedLocked is the paired second PC when t names it (the companion's
-// key is one more way to sign in there, and the only one after a pairing
-// by code), else nil. The caller holds f.mu.
-func (f *Flow) pairedLocked(t RemoteTarget) *settings.Remote {
-	if f.remote == nil || f.remote.Host == "" {
+// pairedFor is the paired second PC when t names it (the companion's key
+// is one more way to sign in there, and the only one after a pairing by
+// code), else nil.
+func (s *SecondPCStep) pairedFor(t RemoteTarget) *settings.Remote {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.remote == nil || s.remote.Host == "" {
 		return nil
 	}
 	addr, user := t.Address, t.User
 	if i := strings.LastIndexByte(addr, '@'); i >= 0 {
 		user, addr = addr[:i], addr[i+1:]
 	}
-	if addr != endpointString(*f.remote) || (user != "" && user != f.remote.User) {
+	if addr != endpointString(*s.remote) || (user != "" && user != s.remote.User) {
 		return nil
 	}
-	r := *f.remote
+	r := *s.remote
 	return &r
-}
-
-func newCodeStep(l Lenders, f *Flow) *CodeStep {
-	return &CodeStep{lenders: l, begin: f.begin, strataRoot: f.strataRoot, known: f.knownRemote, paired: f.pairedByCode}
 }

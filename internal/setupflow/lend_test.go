@@ -49,7 +49,7 @@ func TestPairByCodeWelcomeToDone(t *testing.T) {
 	if !slices.Contains(w.Calls(), want) {
 		t.Errorf("calls %q, want %q", w.Calls(), want)
 	}
-	if _, paired, prepared := f.RemoteState(); !paired || prepared {
+	if _, paired, prepared := f.SecondPC.State(); !paired || prepared {
 		t.Errorf("after the code: paired %t prepared %t", paired, prepared)
 	}
 	if list, _ := f.Code.Found(); !list[0].Paired || list[1].Paired {
@@ -61,23 +61,23 @@ func TestPairByCodeWelcomeToDone(t *testing.T) {
 	// The probe signs in with the companion's key: no host key question
 	// (pairing pinned it).
 	asked := w.HostKeyAsked
-	rep := must(f.ProbeRemote(ctx, nil)).ok(t)
+	rep := must(f.SecondPC.Probe(ctx, nil)).ok(t)
 	if w.HostKeyAsked != asked || !hasCall(w, "remote-probe with the companion's key /etc/strata-companion/secrets/relay_ed25519") {
 		t.Errorf("the probe after a pairing by code: asked %d more, calls %q", w.HostKeyAsked-asked, w.Calls())
 	}
 	if rep.GPUName() != "NVIDIA GeForce RTX 3060 Laptop GPU" {
 		t.Errorf("report %+v", rep)
 	}
-	if err := f.Prepare(ctx, nil); err != nil {
+	if err := f.SecondPC.Prepare(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	next(t, f, setupflow.PageReview)
-	rv := must(f.PlanReview(ctx)).ok(t)
+	rv := must(f.Apply.PlanReview(ctx)).ok(t)
 	if !strings.Contains(rv.Summary, "sam@192.168.1.20 (NVIDIA GeForce RTX 3060 Laptop GPU)") {
 		t.Errorf("summary %q", rv.Summary)
 	}
 	next(t, f, setupflow.PageApply)
-	if err := f.Apply(ctx, nil); err != nil {
+	if err := f.Apply.Run(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if s := w.Settings; s.Vision != settings.PlacementRemote || s.Remote == nil || s.Remote.Host != "192.168.1.20" || s.Remote.RemoteDir == "" {
@@ -100,7 +100,7 @@ func TestPairByCodeRefused(t *testing.T) {
 	if !errors.As(err, &refused) || refused.Kind != lend.RefusedWrong || !strings.Contains(err.Error(), "get a new code") {
 		t.Fatalf("a wrong code: %v", err)
 	}
-	if _, paired, _ := f.RemoteState(); paired {
+	if _, paired, _ := f.SecondPC.State(); paired {
 		t.Error("paired after a wrong code")
 	}
 	n := len(w.Calls())

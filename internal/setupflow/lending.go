@@ -15,13 +15,12 @@ import (
 // role "Lend this PC's GPU to another PC", for a PC (a laptop) that has no
 // Strata. The lender is strata-service lend (internal/lender), which
 // changes the ssh server and another account's files, so it runs with an
-// administrator's rights, as a program of its own that goes on after this
-// window closes; this window only starts it and reads what it shows this
-// account. live.Lending runs it.
+// administrator's rights; it leaves the lender service (strata-lender)
+// lending after this window closes. This window only runs it and reads
+// what it shows this account (internal/lendshown). live.Lending runs it.
 type Lending interface {
-	// Start starts lending: the lender's setup, then its pairing service
-	// (Windows asks for an administrator's permission). It returns once the
-	// lender runs (or was refused); the lender goes on.
+	// Start starts lending: the lender's setup and its service (Windows
+	// asks for an administrator's permission). It returns when that ended.
 	Start(ctx context.Context) error
 	// NewCode has the lender show a new code (the old one stops working).
 	NewCode(ctx context.Context) error
@@ -35,21 +34,6 @@ type Lending interface {
 // LendRoleLabel is the role as the setup's first page offers it.
 const LendRoleLabel = "Lend this PC's GPU to another PC"
 
-// LenderState is the lender's pairing service as far as this window knows.
-type LenderState int
-
-const (
-	// LenderUnknown: not started from this window since this PC started
-	// (from the command line, say).
-	LenderUnknown LenderState = iota
-	// LenderRunning: started from this window (now or earlier since this
-	// PC started) and still running.
-	LenderRunning
-	// LenderEnded: it ended (Err says why when it failed), or this PC
-	// restarted since.
-	LenderEnded
-)
-
 // LendStatus is lending as this account sees it.
 type LendStatus struct {
 	// Lending: this PC lends its GPU for this account (the lender keeps a
@@ -62,11 +46,6 @@ type LendStatus struct {
 	Expires time.Time
 	// Paired names the PCs paired so far.
 	Paired []string
-	Lender LenderState
-	// Step is the lender's last step in words, while it starts.
-	Step string
-	// Err is why the lender ended, when it failed ("" otherwise).
-	Err string
 }
 
 // LendState is what the lending view shows.
@@ -75,15 +54,10 @@ type LendState int
 const (
 	// LendOff: not lending; Start lending.
 	LendOff LendState = iota
-	// LendStarting: the lender runs and has not shown a code yet.
-	LendStarting
 	// LendShowing: a code to type on the other PC.
 	LendShowing
 	// LendNoCode: lending, but no code is valid now; New code.
 	LendNoCode
-	// LendNotServing: lending is set up, its pairing service does not run
-	// (this PC restarted, or it failed); Start lending again.
-	LendNotServing
 )
 
 // LendView is the lending view's content: the GUI shows it as it is.
@@ -121,9 +95,9 @@ func (s *LendStep) Available() bool { return s != nil && s.l != nil }
 
 // Busy words.
 const (
-	lendBusyStart = "Starting lending: answer the administrator's permission question"
-	lendBusyCode  = "Asking the lender for a new code"
-	lendBusyStop  = "Stopping lending and putting this PC back as it was"
+	lendBusyStart = "Starting lending: allow it when asked for an administrator's permission; setting this PC up can take a few minutes"
+	lendBusyCode  = "Getting a new pairing code: allow it when asked for an administrator's permission"
+	lendBusyStop  = "Stopping lending and putting this PC back as it was: allow it when asked for an administrator's permission"
 )
 
 func (s *LendStep) run(ctx context.Context, busy string, fn func(context.Context) error) error {
@@ -168,29 +142,18 @@ func (s *LendStep) View(now time.Time) LendView {
 	v := LendView{Busy: busy}
 	if err != nil {
 		v.Err = err.Error()
-	} else if st.Err != "" && st.Lender == LenderEnded {
-		v.Err = st.Err
 	}
 	name := st.Name
 	if name == "" {
 		name = "this PC"
 	}
 	switch {
-	case !st.Lending && (stopped || st.Lender != LenderRunning):
+	case !st.Lending:
 		v.State, v.CanStart = LendOff, true
 		v.Text = lendOffWords()
 		if stopped {
 			v.Text = "This PC no longer lends its GPU: the paired PCs' keys are removed, the companion's agent is gone, and the ssh server is as it was before lending."
 		}
-	case !st.Lending:
-		v.State, v.CanStop = LendStarting, false
-		v.Text = "Setting up lending..."
-		if st.Step != "" {
-			v.Text = "Setting up lending: " + st.Step
-		}
-	case st.Lender == LenderEnded:
-		v.State, v.CanStart, v.CanStop = LendNotServing, true, true
-		v.Text = "This PC lends its GPU, but its pairing service is not running now (it stops when this PC restarts): press Start lending to start it again and show a code. The PCs paired already go on reading pictures here."
 	case st.Code == "" || !now.Before(st.Expires):
 		v.State, v.CanNewCode, v.CanStop = LendNoCode, true, true
 		v.Text = "No pairing code is valid now: it expired, or it paired a PC already (each code pairs one PC once). Press New code for another."
@@ -198,10 +161,6 @@ func (s *LendStep) View(now time.Time) LendView {
 		v.State, v.Code, v.CanNewCode, v.CanStop = LendShowing, st.Code, true, true
 		v.Text = fmt.Sprintf("On the PC that runs Strata, open Strata Companion's setup and choose %q; on the Second PC page, pick %s in the list and type this code. It works once, for %s (until %s).",
 			settings.PlacementRemote.Info().Label, name, remaining(st.Expires.Sub(now)), st.Expires.Local().Format("15:04"))
-		if st.Lender == LenderUnknown {
-			v.CanStart = true
-			v.Text += " If that PC cannot pair, this PC may have restarted since lending started: press Start lending."
-		}
 	}
 	if len(st.Paired) > 0 {
 		v.Paired = "Paired so far: " + strings.Join(st.Paired, ", ") + ". They read pictures on this PC's GPU while it is on; Stop lending removes their keys."

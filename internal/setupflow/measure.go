@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/strata-companion/companion/internal/measure"
@@ -41,74 +42,94 @@ type Measurer interface {
 // ErrNoMeasurer: this wizard cannot measure (no Measurer wired).
 var ErrNoMeasurer = errors.New("this setup cannot read trial pictures")
 
-// CanMeasure says whether the Pictures page offers trials.
-func (f *Flow) CanMeasure() bool { return f.d.Measurer != nil }
+// MeasureStep reads trial pictures where the encoder could run and keeps
+// them (with their failures) for the Pictures page, the recommendation from
+// measured figures and the settings Apply writes. It reads the install
+// chosen, the second PC paired and prepared, and the recommendation's
+// choice through small interfaces; prev are the settings read at start
+// (their last kept trials).
+type MeasureStep struct {
+	measurer Measurer
+	gate     gate
+	install  chosenInstall
+	pc       pairedPC
+	rec      recommender
+	prev     *settings.Settings
 
-// Measure reads one trial picture on p. The result (or the failure) is
-// kept for the page; a result goes into the settings at Apply. Cancelling
-// ctx stops the trial at once.
-func (f *Flow) Measure(ctx context.Context, p settings.Placement, progress func(TrialProgress)) (*Trial, error) {
-	if f.d.Measurer == nil {
+	mu     sync.Mutex
+	trials map[settings.Placement]*Trial
+	errs   map[settings.Placement]error
+}
+
+// pairedPC is the second PC as paired and prepared in this run or before
+// (SecondPCStep.State).
+type pairedPC interface {
+	State() (r *settings.Remote, paired, prepared bool)
+}
+
+// recommender is the recommendation from the estimates (ChoiceStep).
+type recommender interface {
+	estimate() Recommendation
+}
+
+func newMeasureStep(g gate, m Measurer, install chosenInstall, pc pairedPC, rec recommender, prev *settings.Settings) *MeasureStep {
+	return &MeasureStep{measurer: m, gate: g, install: install, pc: pc, rec: rec, prev: prev}
+}
+
+// Available says whether the Pictures page offers trials.
+func (s *MeasureStep) Available() bool { return s.measurer != nil }
+
+// Run reads one trial picture on p. The result (or the failure) is kept
+// for the page; a result goes into the settings at Apply. Cancelling ctx
+// stops the trial at once.
+func (s *MeasureStep) Run(ctx context.Context, p settings.Placement, progress func(TrialProgress)) (*Trial, error) {
+	if s.measurer == nil {
 		return nil, ErrNoMeasurer
 	}
 	if !p.ReadsPictures() {
 		return nil, fmt.Errorf("there is nothing to measure for %q", p)
 	}
-	ctx, end, err := f.begin(ctx, "measure "+string(p), PagePlacement, PageSecondPC)
+	ctx, end, err := s.gate.begin(ctx, "measure "+string(p), PagePlacement, PageSecondPC)
 	if err != nil {
 		return nil, err
 	}
 	defer end()
-	f.mu.Lock()
-	var in Install
-	if f.install != nil {
-		in = *f.install
+	in, cfg, _ := s.install.Selected()
+	rm, _, prepared := s.pc.State()
+	if !prepared {
+		rm = nil
 	}
-	cfg := f.configPath
-	var rm *settings.Remote
-	if f.remote != nil && f.prepared {
-		c := *f.remote
-		rm = &c
-	}
-	f.mu.Unlock()
 	if progress == nil {
 		progress = func(TrialProgress) {}
 	}
-	t, err := f.d.Measurer.Measure(ctx, p, in, cfg, rm, progress)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.trials == nil {
-		f.trials = map[settings.Placement]*Trial{}
-		f.trialErrs = map[settings.Placement]error{}
+	t, err := s.measurer.Measure(ctx, p, in, cfg, rm, progress)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.trials == nil {
+		s.trials = map[settings.Placement]*Trial{}
+		s.errs = map[settings.Placement]error{}
 	}
 	if err != nil {
 		if measure.KindOf(err) != measure.KindCanceled && ctx.Err() == nil {
-			f.trialErrs[p] = err
+			s.errs[p] = err
 		}
 		return nil, err
 	}
-	delete(f.trialErrs, p)
-	f.trials[p] = t
+	delete(s.errs, p)
+	s.trials[p] = t
 	return t, nil
 }
 
 // Trials are the trials of this run (and the last kept ones from the
 // settings, for places not measured now), and the failures of this run.
-func (f *Flow) Trials() (map[settings.Placement]*Trial, map[settings.Placement]error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := map[settings.Placement]*Trial{}
-	for _, p := range settings.Measurable() {
-		if m := f.prev.LastMeasured(p); m != nil {
-			out[p] = &Trial{Measurement: *m}
-		}
-	}
+func (s *MeasureStep) Trials() (map[settings.Placement]*Trial, map[settings.Placement]error) {
+	_, _, prepared := s.pc.State()
+	out := s.shown()
 	errs := map[settings.Placement]error{}
-	for p, t := range f.trials {
-		out[p] = t
-	}
-	for p, e := range f.trialErrs {
-		if p == settings.PlacementRemote && f.remote != nil && f.prepared {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p, e := range s.errs {
+		if p == settings.PlacementRemote && prepared {
 			if k := measure.KindOf(e); k == measure.KindNotPaired || k == measure.KindNotPrepared {
 				continue // said before this run paired and prepared it
 			}
@@ -118,33 +139,52 @@ func (f *Flow) Trials() (map[settings.Placement]*Trial, map[settings.Placement]e
 	return out, errs
 }
 
-// MeasuredAdvice is the recommendation from this run's measured figures:
-// where, why ("" when nothing was measured), and whether it differs from
-// the estimate's.
-func (f *Flow) MeasuredAdvice() (settings.Placement, string, bool) {
-	f.mu.Lock()
-	base := f.rec.Best
+// shown are this run's trials and, for places not measured now, the last
+// ones kept in the settings (never another second PC's than the one
+// paired now).
+func (s *MeasureStep) shown() map[settings.Placement]*Trial {
+	r, _, _ := s.pc.State()
+	out := map[settings.Placement]*Trial{}
+	for _, p := range settings.Measurable() {
+		m := s.prev.LastMeasured(p)
+		if m == nil || p == settings.PlacementRemote && r != nil && m.Host != "" && m.Host != r.Host {
+			continue // none, or another second PC's
+		}
+		out[p] = &Trial{Measurement: *m}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p, t := range s.trials {
+		out[p] = t
+	}
+	return out
+}
+
+// Advice is the recommendation from the measured figures (this run's, and
+// the ones kept in the settings for places not measured now): where, why
+// ("" when nothing was measured), and whether it differs from the
+// estimate's.
+func (s *MeasureStep) Advice() (settings.Placement, string, bool) {
+	base := s.rec.estimate().Best
 	var outs []measure.Outcome
-	for p, t := range f.trials {
+	for p, t := range s.shown() {
 		outs = append(outs, measure.Outcome{Placement: p, Result: &measure.Result{Placement: p, PictureSeconds: t.PictureS}})
 	}
-	for p, e := range f.trialErrs {
+	s.mu.Lock()
+	for p, e := range s.errs {
 		outs = append(outs, measure.Outcome{Placement: p, Err: e})
 	}
-	f.mu.Unlock()
+	s.mu.Unlock()
 	return measure.Choose(base, outs)
 }
 
-// keepTrialsLocked puts this run's trials into n (the settings Apply writes).
-func (f *Flow) keepTrialsLocked(n *settings.Settings) {
-	if len(f.trials) == 0 {
-		return
+// kept are this run's trials, which the settings keep at Apply.
+func (s *MeasureStep) kept() map[settings.Placement]*Trial {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[settings.Placement]*Trial, len(s.trials))
+	for p, t := range s.trials {
+		out[p] = t
 	}
-	if n.Measured != nil { // n is a shallow copy of the settings read before
-		m := *n.Measured
-		n.Measured = &m
-	}
-	for p, t := range f.trials {
-		n.SetMeasured(p, t.Measurement)
-	}
+	return out
 }

@@ -5,6 +5,13 @@
 // small interfaces below (restic's pattern: logic behind an interface, the
 // UI implements the printer); internal/setupflow/live adapts them to the
 // companion's libraries.
+//
+// The Flow (flow.go) holds only the pages and the one long operation; it
+// composes one step per part of the wizard, each with its own state and
+// tests: FindStep (find.go), ChoiceStep (choice.go), SecondPCStep
+// (secondpc.go), MeasureStep (measure.go) and ApplyStep (apply.go). A page
+// drives its step (flow.SecondPC.Pair); a step reads what another settled
+// through a small interface handed to it when the flow is built.
 package setupflow
 
 import (
@@ -141,17 +148,32 @@ type Option struct {
 	VRAMMiB int
 	// Note is the short explanation shown under the option.
 	Note string
+	// Measured is the last trial picture read there (this run's, else the
+	// one kept in the settings; ChoiceStep.Recommendation fills it in): its
+	// figure replaces the estimate wherever the option's time is shown.
+	Measured *settings.Measurement
+}
+
+// Picture is the option's time per picture as people read it
+// (settings.ShownPicture: the measured figure once there is one).
+func (o Option) Picture() settings.PictureFigure {
+	return settings.ShownPicture(o.PictureSeconds, o.Measured)
 }
 
 // Figures are the option's figures in words, the one wording the window
 // (wizard/pages) and the terminal (service/termsetup) show under or after
-// its label: "about 1.6 s per picture", "uses 1.4 GB of this GPU's VRAM" or
-// "frees 1.4 GB of VRAM for Strata"; none for a figure that is unknown or 0.
-// Each joins them in its own way.
+// its label: "about 1.6 s per picture" (or, once measured, "0.78 s per
+// picture, measured here", "start 0.40 s"), "uses 1.4 GB of this GPU's
+// VRAM" or "frees 1.4 GB of VRAM for Strata"; none for a figure that is
+// unknown or 0. Each joins them in its own way.
 func (o Option) Figures() []string {
 	var parts []string
-	if o.PictureSeconds > 0 {
-		parts = append(parts, "about "+FormatSeconds(o.PictureSeconds)+" per picture")
+	pic := o.Picture()
+	if w := pic.Words(); w != "" {
+		parts = append(parts, w)
+	}
+	if m := pic.Measured; m != nil {
+		parts = append(parts, "start "+settings.Secs(m.StartS))
 	}
 	switch {
 	case o.VRAMMiB > 0:
@@ -199,6 +221,14 @@ type Prober interface {
 	Probe(ctx context.Context, progress func(Progress)) (*Machine, error)
 	// Recommend uses the second PC's report when there is one (nil otherwise).
 	Recommend(local *Machine, remote *RemoteReport) Recommendation
+}
+
+// MeasuredProber is a Prober whose recommendation can quote the figures
+// measured here instead of its estimates (the live one, through
+// probe.RecommendMeasured): the Pictures page's reason then gives no
+// estimate for a place that was measured.
+type MeasuredProber interface {
+	RecommendMeasured(local *Machine, remote *RemoteReport, measured *settings.Measured) Recommendation
 }
 
 // RemoteTarget is how to reach the second PC.

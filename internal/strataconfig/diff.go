@@ -8,12 +8,13 @@ import (
 // Diff is a unified-style diff of the change with three lines of context
 // ("" when nothing changes), for a person to read before it is applied.
 // Secret values (api_key, tokens in env) are shown as <redacted>: a diff is
-// shown to whoever asked for a dry run, and printed (Redact).
+// shown to whoever asked for a dry run, and printed (Redact). Both headers
+// name the file: it is edited in place, never a new file.
 func (c *Change) Diff() string {
 	if !c.Changed() {
 		return ""
 	}
-	return Redact(unifiedDiff(c.Path, c.Path+" (new)", string(c.Old), string(c.New)))
+	return Redact(unifiedDiff(c.Path, c.Path, string(c.Old), string(c.New)))
 }
 
 func splitLines(s string) []string {

@@ -207,6 +207,9 @@ func (p *planner) plan(src []byte) ([]byte, error) {
 		}
 		set("exe", st.jsonString(relay))
 		set("remote", "true")
+		if !isRelay(v.Exe) || !v.Remote {
+			p.note(`"remote": true with strata-vision-relay as "exe": Strata hands each picture to the relay, which reads it where the companion's settings say (this PC's CPU, the second PC, or nowhere), so a later move among those needs no restart`)
+		}
 		// The relay routes each picture by the settings (second PC, this
 		// PC's CPU, off) and runs no GPU encoder here: Strata must not
 		// count it as one (it then also hides the GPU from the relay's
@@ -542,18 +545,17 @@ func (p *planner) addVisionBlock(src []byte) ([]byte, error) {
 		}), nil
 	}
 	cur, _ := fromBytes(p.path, src)
-	mmproj := p.findMMProj(cur)
+	mmproj, others := p.findMMProj(cur)
 	model := p.findModel(cur)
 	if mmproj == "" || model == "" {
-		missing := "vision projector (mmproj GGUF)"
+		e := &NoProjectorError{Dirs: p.modelDirs(), Others: others, Setup: "gpu"} // setup knows gpu|cpu|no; the GPU projector also serves a second PC
 		if mmproj != "" {
-			missing = "text model"
+			e.Missing, e.Others = "text model", nil
 		}
-		setupVision := "gpu" // setup knows gpu|cpu|no; the GPU projector also serves a second PC
 		if p.req.Placement == settings.PlacementCPU {
-			setupVision = "cpu"
+			e.Setup = "cpu"
 		}
-		return nil, fmt.Errorf("the config has no vision block and no %s was found in %s; run Strata's setup with --vision %s to download it, then try again", missing, strings.Join(p.modelDirs(), ", "), setupVision)
+		return nil, e
 	}
 	exe, err := p.localEncoder(src)
 	if err != nil {
@@ -671,35 +673,113 @@ func mmprojRank(p string, pl settings.Placement) int {
 	return 3
 }
 
-func (p *planner) findMMProj(c *Config) string {
+// NoProjectorError is a plan for a config with no vision block that found
+// no projector of the model's own (or no text model for the encoder's
+// vocabulary) in the install.
+type NoProjectorError struct {
+	Missing string   // "" (the projector) or "text model"
+	Dirs    []string // the folders searched
+	// Others are the projectors found that another config of the install
+	// uses for its own model (file name -> that config's file name).
+	Others map[string]string
+	Setup  string // Strata's setup --vision value that downloads one: gpu or cpu
+}
+
+func (e *NoProjectorError) Error() string {
+	missing := e.Missing
+	if missing == "" {
+		missing = "vision projector (mmproj GGUF)"
+	}
+	return fmt.Sprintf("the config has no vision block and no %s was found in %s%s; run Strata's setup with --vision %s to download it, then try again", missing, strings.Join(e.Dirs, ", "), e.othersText(), e.Setup)
+}
+
+// othersText names the projectors left out because they are another
+// model's ("" when none was).
+func (e *NoProjectorError) othersText() string {
+	if len(e.Others) == 0 {
+		return ""
+	}
+	var l []string
+	for f, cfg := range e.Others {
+		l = append(l, fmt.Sprintf("%s is %s's", f, cfg))
+	}
+	sort.Strings(l)
+	return " (" + strings.Join(l, "; ") + ")"
+}
+
+// Why is the reason in a sentence about the model: "no image projector of
+// its own is in DIR (…)".
+func (e *NoProjectorError) Why() string {
+	if e.Missing != "" {
+		return fmt.Sprintf("no %s for the encoder's vocabulary is in %s", e.Missing, strings.Join(e.Dirs, ", "))
+	}
+	return fmt.Sprintf("no image projector of its own is in %s%s", strings.Join(e.Dirs, ", "), e.othersText())
+}
+
+// modelBaseOf is the lower-case file name of the text model c's args name.
+func modelBaseOf(c *Config) string {
+	for _, a := range c.Args {
+		if strings.HasSuffix(strings.ToLower(a), ".gguf") && !isMMProj(a) {
+			return strings.ToLower(filepath.Base(a))
+		}
+	}
+	return ""
+}
+
+// claimed lists the projectors the install's other configs use for another
+// model than modelBase: their full path -> that config's file name.
+func (p *planner) claimed(modelBase string) map[string]string {
+	out := map[string]string{}
+	others, _ := filepath.Glob(filepath.Join(p.root, "strata-*.json"))
+	for _, o := range others {
+		if RealPath(o) == p.path {
+			continue
+		}
+		c, err := Read(o)
+		if err != nil || c.Vision == nil || c.Vision.MMProj == "" || modelBaseOf(c) == modelBase {
+			continue
+		}
+		out[filepath.Clean(c.resolve(c.Vision.MMProj))] = filepath.Base(o)
+	}
+	return out
+}
+
+// findMMProj is the model's own projector, the best for the placement: one
+// whose name names the model, or one that names no model and that no other
+// config of the install uses for its own model. others are the projectors
+// left out for that last reason (file name -> the config using it).
+func (p *planner) findMMProj(c *Config) (mmproj string, others map[string]string) {
 	var all []string
 	// Only the model's own projector: one whose name names another model
 	// is never taken.
-	modelBase := ""
-	for _, a := range c.Args {
-		if strings.HasSuffix(strings.ToLower(a), ".gguf") && !isMMProj(a) {
-			modelBase = strings.ToLower(filepath.Base(a))
-			break
-		}
-	}
+	modelBase := modelBaseOf(c)
+	claimed := p.claimed(modelBase)
 	for _, d := range p.modelDirs() {
 		depth := 3
 		if d == p.root {
 			depth = 0
 		}
 		for _, f := range ggufs(d, depth) {
-			if isMMProj(f) && projectorFits(f, modelBase) {
-				all = append(all, f)
+			if !isMMProj(f) || !projectorFits(f, modelBase) {
+				continue
 			}
+			if cfg, ok := claimed[filepath.Clean(f)]; ok && gguf.ProjectorStem(f) == "" {
+				if others == nil {
+					others = map[string]string{}
+				}
+				others[filepath.Base(f)] = cfg
+				continue
+			}
+			all = append(all, f)
 		}
 	}
 	sort.SliceStable(all, func(i, j int) bool {
 		return mmprojRank(all[i], p.req.Placement) < mmprojRank(all[j], p.req.Placement)
 	})
 	if len(all) == 0 {
-		return ""
+		return "", others
 	}
-	return all[0]
+	return all[0], nil
 }
 
 // siblingMMProj finds a better projector for pl in the folder of the current

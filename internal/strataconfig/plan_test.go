@@ -507,7 +507,8 @@ func TestDiffIsUnified(t *testing.T) {
 	}
 	d := ch.Diff()
 	for _, want := range []string{
-		"--- " + in.Config + "\n+++ " + in.Config + " (new)\n@@ -",
+		// Issue 40: an edit in place, not a new file: no "(new)".
+		"--- " + in.Config + "\n+++ " + in.Config + "\n@@ -",
 		"-    \"mmproj\": \"" + fakestrata.JSONPath(filepath.Join(in.Root, "models", fakestrata.MMProjBF16)) + "\",\n",
 		"+    \"mmproj\": \"" + fakestrata.JSONPath(filepath.Join(in.Root, "models", fakestrata.MMProjQ8)) + "\",\n",
 		"-    \"gpu\": true,\n", "+    \"gpu\": false,\n", "-    \"max_tokens\": 1024\n", "+    \"max_tokens\": 300,\n",
@@ -662,5 +663,31 @@ func TestReadOnlyConfigIsRefusedAndKept(t *testing.T) {
 	}
 	if n := len(Backups(in.Config)); n != backups {
 		t.Fatalf("backups %d -> %d: a refused change wrote one", backups, n)
+	}
+}
+
+// Issue 40: the diff that puts the relay in (the CPU and the second PC go
+// through it) says at the diff why it sets "remote": true; a plan that
+// keeps the relay says nothing of it again.
+func TestTheRelayDiffSaysWhyRemote(t *testing.T) {
+	in, base := fixture(t, "gpu-2space.json", false)
+	why := func(ch *Change) bool {
+		for _, n := range ch.Notes {
+			if strings.Contains(n, `"remote": true`) && strings.Contains(n, "this PC's CPU") && strings.Contains(n, "needs no restart") {
+				return true
+			}
+		}
+		return false
+	}
+	ch := apply(t, in.Config, req(base, settings.PlacementRemote))
+	if !strings.Contains(ch.Diff(), `+    "remote": true`) || !why(ch) {
+		t.Fatalf("notes %q for the diff:\n%s", ch.Notes, ch.Diff())
+	}
+	again, err := PlanVision(in.Config, req(base, settings.PlacementRemote))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why(again) {
+		t.Errorf("a plan that keeps the relay explains it again: %q", again.Notes)
 	}
 }

@@ -252,7 +252,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 }
 
 // usageText is a command's help: for the program, its commands; for a
-// group, its subcommands with their usage lines; for a command, its usage
+// group, its subcommands with their usage lines (and its own flags, for a
+// group that is a command too, like lend); for a command, its usage
 // line, its LongHelp and its flags.
 func usageText(c *ffcli.Command) string {
 	var b strings.Builder
@@ -272,7 +273,10 @@ func usageText(c *ffcli.Command) string {
 		for _, sub := range c.Subcommands {
 			fmt.Fprintf(&b, "  %-9s %s\n            %s\n", sub.Name, sub.ShortHelp, sub.ShortUsage)
 		}
-		fmt.Fprintf(&b, "\nRun \"strata-service %s <subcommand> --help\" for its flags.\n", cmdPath(c))
+		fmt.Fprintf(&b, "\nA subcommand's flags: strata-service %s <subcommand> -h\n", cmdPath(c))
+		if own := ownFlags(c.FlagSet); own != "" {
+			fmt.Fprintf(&b, "\nFlags of %s itself:\n%s", cmdPath(c), own)
+		}
 	default:
 		fmt.Fprintf(&b, "%s\n\nUsage: %s\n", c.ShortHelp, c.ShortUsage)
 		if c.LongHelp != "" {
@@ -284,5 +288,25 @@ func usageText(c *ffcli.Command) string {
 		c.FlagSet.PrintDefaults()
 		c.FlagSet.SetOutput(out)
 	}
+	return b.String()
+}
+
+// ownFlags are the flags of fs other than the common ones, as PrintDefaults
+// shows them ("" when it has none).
+func ownFlags(fs *flag.FlagSet) string {
+	var b strings.Builder
+	probe := flag.NewFlagSet("", flag.ContinueOnError)
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name != "strata-root" && f.Name != "config" {
+			probe.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	n := 0
+	probe.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		return ""
+	}
+	probe.SetOutput(&b)
+	probe.PrintDefaults()
 	return b.String()
 }

@@ -13,12 +13,14 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
+	"github.com/strata-companion/companion/internal/account"
 	"github.com/strata-companion/companion/internal/lend"
 	"github.com/strata-companion/companion/internal/lender"
 	"github.com/strata-companion/companion/internal/nvsmi"
@@ -71,8 +73,19 @@ func lendCmd(env *cliEnv) *ffcli.Command {
 		ShortUsage: "strata-service lend [--name NAME] [--user ACCOUNT] [--code-valid DURATION] [--dry-run] [--json] [--foreground]",
 		FlagSet:    root,
 		Subcommands: []*ffcli.Command{
-			sub("stop", "stop lending: the paired PCs' keys out, the agent gone, the ssh server as it was", func(ctx context.Context) error {
+			sub("stop", "stop lending: the lender service gone, the paired PCs' keys out, the agent gone, the ssh server as it was", func(ctx context.Context) error {
+				if !account.Privileged() {
+					return lender.ErrStopNeedsAdmin
+				}
+				// First the service that pairs and announces, so that it
+				// does neither while the rest is undone.
+				stopLenderService(o.Progress)
 				rep, err := lender.Stop(ctx, o)
+				if errors.Is(err, lender.ErrNotLending) {
+					// Stopped already (the tray, an earlier stop): done.
+					fmt.Fprintln(env.stdout, "This PC is not lending its GPU: nothing to stop.")
+					return nil
+				}
 				if rep != nil {
 					fmt.Fprintf(env.stdout, "Stopped lending this PC's GPU.\n")
 					for _, p := range rep.KeysRemoved {
@@ -97,13 +110,14 @@ func lendCmd(env *cliEnv) *ffcli.Command {
 					return err
 				}
 				fmt.Fprint(env.stdout, lender.Describe(r, time.Now()))
+				fmt.Fprintln(env.stdout, lenderServiceWords())
 				return nil
 			}),
 			sub("code", "show a new pairing code (the old one stops working)", func(ctx context.Context) error {
 				c, exp, err := lender.NewCode(ctx, o.Valid)
 				if err != nil {
 					if errors.Is(err, lender.ErrNotLending) {
-						return errors.New("this PC is not lending its GPU: run strata-service lend first")
+						return errors.New("this PC is not lending its GPU (strata-service lend starts lending)")
 					}
 					return err
 				}
@@ -129,20 +143,39 @@ func lendCmd(env *cliEnv) *ffcli.Command {
 				}
 				return nil
 			}
-			o.GPUs = localGPUs(ctx)
-			r, err := lender.Setup(ctx, o)
-			if err != nil {
-				return err
+			setup := func(ctx context.Context) (*lender.Record, error) {
+				o.GPUs = localGPUs(ctx)
+				return lender.Setup(ctx, o)
 			}
-			printCode(env, asJSON, r.Code.Code, r.Code.Expires, r)
 			if !foreground {
-				fmt.Fprintln(env.stderr, "Now keep lending: run `strata-service lend --foreground` (or the lender service) so the other PC can pair; `lend stop` undoes everything.")
+				// Set up here (its steps and errors on this console), then
+				// have the lender service keep lending.
+				r, err := setup(ctx)
+				if err != nil {
+					return err
+				}
+				r, service, why := keepLending(ctx, o, r, o.Progress)
+				printCode(env, asJSON, r.Code.Code, r.Code.Expires, r)
+				sayKeepLending(env.stderr, asJSON, service, why)
 				return nil
 			}
-			o.Announce = lend.Announce
+			// What the lender service runs: set up, show the code, then
+			// pair and announce until stopped.
+			serve := func(ctx context.Context) error {
+				r, err := setup(ctx)
+				if err != nil {
+					return err
+				}
+				printCode(env, asJSON, r.Code.Code, r.Code.Expires, r)
+				o.Announce = lend.Announce
+				return lender.Serve(ctx, o, nil)
+			}
+			if handled, err := runLenderUnderServiceManager(env, serve); handled {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return lender.Serve(ctx, o, nil)
+			return serve(ctx)
 		},
 	}
 }
@@ -264,6 +297,10 @@ func pairWithCode(ctx context.Context, env *cliEnv, typed, target string, wait, 
 	return nil
 }
 
+// namesakeGrace is how long pairing by name listens for other PCs of the
+// same name after the first answer.
+const namesakeGrace = 500 * time.Millisecond
+
 // codeTargets are the lenders target names: those announcing that name
 // (each with the host key it announced), else the address typed.
 func codeTargets(ctx context.Context, target string, wait time.Duration) ([]pairing.CodeTarget, error) {
@@ -272,13 +309,26 @@ func codeTargets(ctx context.Context, target string, wait time.Duration) ([]pair
 		return nil, &exitCode{code: 2, err: err}
 	}
 	if port == 0 && net.ParseIP(host) == nil {
-		found, _ := lend.Browse(ctx, wait)
+		// Every PC answering to that name within the wait, but no longer
+		// than namesakeGrace after the first: a lender answers at once, and
+		// another PC of the same name (an impostor) answers as fast.
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
 		var ts []pairing.CodeTarget
-		for _, a := range found {
-			if strings.EqualFold(a.Name, host) || a.Host == host {
-				ts = append(ts, pairing.CodeTarget{Name: a.Name, Host: a.Host, PairPort: a.PairPort, SSHPort: a.Port, HostKey: a.HostKey})
+		var mu sync.Mutex
+		lend.Watch(wctx, func(a lend.Announcement) {
+			if !strings.EqualFold(a.Name, host) && a.Host != host {
+				return
 			}
-		}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(ts) == 0 {
+				time.AfterFunc(namesakeGrace, cancel)
+			}
+			ts = append(ts, pairing.CodeTarget{Name: a.Name, Host: a.Host, PairPort: a.PairPort, SSHPort: a.Port, HostKey: a.HostKey})
+		})
+		mu.Lock()
+		defer mu.Unlock()
 		if len(ts) > 0 {
 			return ts, nil
 		}

@@ -68,13 +68,15 @@ func probeCmd(env *cliEnv) *ffcli.Command {
 				return runSSHProbe(ctx, env, &login, sshTarget, remoteDir, transfer, asJSON)
 			}
 			r := probe.Probe(ctx, probe.Options{NvidiaSMIPath: smiPath, Timeout: timeout})
-			rec := probe.Recommend(r, nil)
+			// The figures measured here replace the estimates of those
+			// places; the trials compare with the estimates themselves.
+			rec := probe.RecommendMeasured(r, nil, lastMeasured())
 			if measureAll {
 				if !asJSON {
 					writeProbeText(env.stdout, r, rec, configuredRemote())
 					fmt.Fprintln(env.stdout)
 				}
-				return runMeasure(ctx, env, r, rec, measureBound, asJSON)
+				return runMeasure(ctx, env, r, probe.Recommend(r, nil), measureBound, asJSON)
 			}
 			if asJSON {
 				return writeProbeJSON(env.stdout, r, rec)
@@ -89,6 +91,16 @@ func writeProbeJSON(w io.Writer, r *probe.Report, rec probe.Recommendation) erro
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(probeOutput{Schema: probeJSONSchema, Report: r, Recommendation: rec})
+}
+
+// lastMeasured is the trial pictures kept in the companion settings (nil:
+// none, or no settings).
+func lastMeasured() *settings.Measured {
+	s, err := settings.LoadDefault()
+	if err != nil {
+		return nil
+	}
+	return s.Measured
 }
 
 // configuredRemote is the second PC in the companion's settings, if any: the
@@ -169,6 +181,11 @@ func writeProbeText(w io.Writer, r *probe.Report, rec probe.Recommendation, remo
 			vram = fmt.Sprintf("takes %d MiB of VRAM on the serving GPU", e.EncoderVRAMMiB)
 		} else if e.FreesMiB > 0 {
 			vram = fmt.Sprintf("frees %d MiB of VRAM on the serving GPU", e.FreesMiB)
+		}
+		if e.MeasuredHere {
+			p("    %-8s %s, %s", name, settings.Secs(e.PictureSeconds), vram)
+			p("             %s", e.Basis)
+			continue
 		}
 		p("    %-8s %.1f s, %s", name, e.PictureSeconds, vram)
 		p("             rests on: %s", e.Basis)

@@ -2,7 +2,7 @@ package cli
 
 // `strata-service probe --measure [--json]`: a trial picture on each place
 // pictures could be read (this PC's CPU, this PC's GPU when it fits, the
-// paired second PC), its figures beside the estimates, a recommendation
+// paired second PC), its figures in place of the estimates, a recommendation
 // from them, and the figures kept in the companion settings (through the
 // service when it runs, else the in-process backend) so that `status` and
 // the tray can say "last measured". The work is internal/measure's.
@@ -106,7 +106,9 @@ func runMeasure(ctx context.Context, env *cliEnv, r *probe.Report, rec probe.Rec
 			}
 		} else {
 			m.Measured, m.Result = true, res
-			say("  %-14s measured here: %s per picture, start %s (%s)%s", c.p.Name("")+":", settings.Secs(res.PictureSeconds), settings.Secs(res.StartSeconds), res.Device, estimateNote(m.EstimateSeconds))
+			// The measured figure replaces the estimate (which the JSON
+			// keeps as estimate_seconds): it is not said beside it.
+			say("  %-14s measured here: %s per picture, start %s (%s)", c.p.Name("")+":", settings.Secs(res.PictureSeconds), settings.Secs(res.StartSeconds), res.Device)
 			if res.Note != "" {
 				say("                 note: %s", res.Note)
 			}
@@ -147,13 +149,6 @@ func durWords(d time.Duration) string {
 		return fmt.Sprintf("%d min", d/time.Minute)
 	}
 	return d.String()
-}
-
-func estimateNote(est float64) string {
-	if est <= 0 {
-		return ""
-	}
-	return fmt.Sprintf("; estimated %s", settings.Secs(est))
 }
 
 // progressPrinter shows the elapsed time on a terminal's stderr line (none

@@ -119,4 +119,19 @@ func TestProbeMeasureOnTheDemoInstall(t *testing.T) {
 		t.Errorf("status has no last-measured line:\n%s", stdout)
 	}
 	t.Logf("status:\n%s", stdout)
+
+	// Issue 40: once measured, `probe` says the measured figures where it
+	// said the estimates (the reason included), and no estimate beside them.
+	stdout, _, _ = runCLIWith(t, env, "probe")
+	t.Logf("probe after the trials:\n%s", stdout)
+	for p, r := range got {
+		if !strings.Contains(stdout, "    "+string(p)+strings.Repeat(" ", 9-len(p))+settings.Secs(r.PictureSeconds)+", ") {
+			t.Errorf("probe does not give %s's measured %s", p, settings.Secs(r.PictureSeconds))
+		}
+	}
+	for _, w := range []string{"rests on: ", "estimated", "about "} {
+		if strings.Contains(stdout, w) {
+			t.Errorf("probe still says %q beside the measured figures", w)
+		}
+	}
 }

@@ -144,7 +144,7 @@ func runSSHProbe(ctx context.Context, env *cliEnv, login *sshLogin, target, remo
 	}
 	out.Reachable, out.HostKeyPinned, out.HostKeyFingerprint, out.Remote = true, pr.Pinned, pr.HostKeyFingerprint, pr.Link
 	local := probe.Probe(ctx, probe.Options{})
-	rec := probe.Recommend(local, out.Remote.Facts())
+	rec := probe.RecommendMeasured(local, out.Remote.Facts(), lastMeasured())
 	out.Recommendation = &rec
 	if asJSON {
 		return writeJSON(env.stdout, out)
@@ -215,10 +215,21 @@ func writeSSHProbeText(w io.Writer, ep sshx.Endpoint, out sshProbeOutput, local 
 	}
 	p("  Link   %s; up %s, down %s (%d MiB each way through this ssh connection)",
 		link, speed(r.UpBytesPerSec), speed(r.DownBytesPerSec), r.TransferBytes>>20)
-	if r.Estimate.Available {
+	rec := out.Recommendation
+	measured := false
+	for _, e := range rec.Estimates {
+		if e.Placement == settings.PlacementRemote && e.MeasuredHere {
+			p("  One 1024x1024 picture read there: %s", settings.Secs(e.PictureSeconds))
+			p("    %s", e.Basis)
+			measured = true
+		}
+	}
+	switch {
+	case measured:
+	case r.Estimate.Available:
 		p("  One 1024x1024 picture read there: about %.1f s", r.Estimate.PictureSeconds)
 		p("    rests on: %s", r.Estimate.Basis)
-	} else {
+	default:
 		p("  Pictures cannot be read there: %s", r.Estimate.Basis)
 	}
 	if len(r.Findings) > 0 {
@@ -228,7 +239,6 @@ func writeSSHProbeText(w io.Writer, ep sshx.Endpoint, out sshProbeOutput, local 
 			writeFinding(w, f)
 		}
 	}
-	rec := out.Recommendation
 	p("")
 	p("Compared with this PC (%s/%s), per 1024x1024 picture:", local.OS, local.Arch)
 	for _, e := range rec.Estimates {
@@ -238,6 +248,10 @@ func writeSSHProbeText(w io.Writer, ep sshx.Endpoint, out sshProbeOutput, local 
 		}
 		if !e.Available {
 			p("    %-8s not possible: %s", name, e.Basis)
+			continue
+		}
+		if e.MeasuredHere {
+			p("    %-8s %s (measured here)", name, settings.Secs(e.PictureSeconds))
 			continue
 		}
 		p("    %-8s %.1f s", name, e.PictureSeconds)

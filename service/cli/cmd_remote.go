@@ -18,7 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/strata-companion/companion/internal/locations"
-	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/prepare"
 	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/secondpc"
 	"github.com/strata-companion/companion/internal/settings"
@@ -194,7 +194,7 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 	cmds = append(cmds, &ffcli.Command{
 		Name:       "pair",
 		ShortHelp:  "give the companion its own key on the second PC: with the code it shows (lend), or your credentials once",
-		ShortUsage: "strata-service remote pair --code CODE NAME|HOST[:PORT]  |  strata-service remote pair [user@]host[:port] [flags]",
+		ShortUsage: "strata-service remote pair [user@]host[:port] [flags], or with a lender's code: strata-service remote pair --code CODE NAME|HOST[:PORT]",
 		FlagSet: env.flagSet("remote pair", func(fs *flag.FlagSet) {
 			fs.StringVar(&pairCode, "code", "", "the pairing code the other PC shows (strata-service lend there): nothing else is asked; NAME is as remote find lists it, PORT the lender's pairing port (default 7390)")
 			fs.DurationVar(&findWait, "wait", 3*time.Second, "with --code and a NAME: how long to look for it on the network")
@@ -230,7 +230,7 @@ func remotePairingCmds(env *cliEnv) []*ffcli.Command {
 			keyAgentOnly := !shellKey && forced == ""
 			var allow []string
 			if allowEncoder != "" {
-				if allow, err = relay.InstallSums(allowEncoder); err != nil {
+				if allow, err = prepare.InstallSums(allowEncoder); err != nil {
 					return fmt.Errorf("--allow-encoder: %w", err)
 				}
 			}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
-	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/prepare"
 	"github.com/strata-companion/companion/internal/secondpc"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
@@ -37,7 +37,7 @@ func remotePrepareCmd(env *cliEnv) *ffcli.Command {
 			fs.StringVar(&encoder, "encoder", "", "strata-vision already on the second PC (absolute, or relative to the remote folder)")
 			fs.StringVar(&localEncoder, "local-encoder", "", "a strata-vision here to copy when the second PC has this PC's OS and architecture (default: ROOT/engine/strata-vision)")
 			fs.StringVar(&agentBin, "agent-binary", "", agentBinaryUsage)
-			fs.StringVar(&remoteDir, "remote-dir", "", "the folder on the second PC (default: the settings', else ~/"+relay.DefaultRemoteDir+")")
+			fs.StringVar(&remoteDir, "remote-dir", "", "the folder on the second PC (default: the settings', else ~/"+prepare.DefaultRemoteDir+")")
 			fs.BoolVar(&gpu, "gpu", false, "check the encoder on the second PC's GPU (default: as the Strata config says)")
 			fs.IntVar(&threads, "threads", 0, "CPU encoder threads on the second PC")
 			fs.IntVar(&maxTokens, "max-tokens", 0, "image tokens per picture")

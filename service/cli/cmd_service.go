@@ -335,6 +335,27 @@ func collectServiceStatus(ctx context.Context) *serviceStatus {
 	return ss
 }
 
+// managerWords names a service manager for people: "systemd", "launchd",
+// "Windows services" (kardianos' names: linux-systemd, darwin-launchd,
+// windows-service, unix-systemv, ...).
+func managerWords(m string) string {
+	switch {
+	case strings.HasSuffix(m, "-systemd"):
+		return "systemd"
+	case strings.HasSuffix(m, "-launchd"):
+		return "launchd"
+	case strings.HasPrefix(m, "windows"):
+		return "Windows services"
+	case strings.HasSuffix(m, "-systemv"):
+		return "System V init"
+	case strings.HasSuffix(m, "-openrc"):
+		return "OpenRC"
+	case strings.HasSuffix(m, "-upstart"):
+		return "Upstart"
+	}
+	return m
+}
+
 func printServiceStatus(w interface{ Write([]byte) (int, error) }, ss *serviceStatus) {
 	svc := "not installed"
 	if ss.Installed {
@@ -345,8 +366,10 @@ func printServiceStatus(w interface{ Write([]byte) (int, error) }, ss *serviceSt
 	} else if ss.Running {
 		svc = "running (not as an OS service: `strata-service run`)"
 	}
-	if ss.Manager != "" {
-		svc += " (" + ss.Manager + ")"
+	// Which manager runs it matters only for a service it runs (which
+	// tool starts and stops it); for none it is noise.
+	if m := managerWords(ss.Manager); ss.Installed && m != "" {
+		svc += " (" + m + ")"
 	}
 	fmt.Fprintf(w, "Service:    %s\n", svc)
 	if ss.Error != "" {

@@ -3,10 +3,15 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/user"
+	"runtime"
 	"strconv"
+	"strings"
+
+	kservice "github.com/kardianos/service"
 )
 
 func isAdmin() bool { return os.Geteuid() == 0 }
@@ -50,4 +55,35 @@ func prepareServiceUser(name string) error {
 		return err
 	}
 	return os.Chown(secrets, uid, gid)
+}
+
+// serviceManagerWorks says whether this system's service manager can keep
+// a service running (why not, when it cannot). kardianos picks SysV
+// scripts wherever /etc/init.d exists, also in a container whose first
+// process is a shell or a stand-in init: only a real init counts.
+func serviceManagerWorks() (bool, string) {
+	if kservice.ChosenSystem() == nil {
+		return false, "this system has no service manager strata-service knows"
+	}
+	if runtime.GOOS != "linux" {
+		return true, ""
+	}
+	b, err := os.ReadFile("/proc/1/comm")
+	switch first := strings.TrimSpace(string(b)); {
+	case err != nil:
+		return false, "this system's first process cannot be read (" + err.Error() + ")"
+	case first == "systemd" || first == "init" || first == "openrc-init":
+		return true, ""
+	default:
+		return false, "this system's first process is " + first + ", not a service manager: a container?"
+	}
+}
+
+// lenderLogWords says where the lender service's words are.
+const lenderLogWords = "see its log (journalctl -u " + lenderServiceName + ", or /var/log/" + lenderServiceName + ".err without systemd)"
+
+// runLenderUnderServiceManager: systemd and the others run `lend
+// --foreground` as it is (SIGTERM ends it).
+func runLenderUnderServiceManager(*cliEnv, func(context.Context) error) (bool, error) {
+	return false, nil
 }

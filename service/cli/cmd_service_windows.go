@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,9 @@ import (
 	"golang.org/x/sys/windows"
 	"golang.org/x/sys/windows/svc"
 	"golang.org/x/sys/windows/svc/mgr"
+	"gopkg.in/natefinch/lumberjack.v2"
+
+	"github.com/strata-companion/companion/internal/locations"
 )
 
 func isAdmin() bool { return windows.GetCurrentProcessToken().IsElevated() }
@@ -113,4 +118,83 @@ func (h *winHandler) Execute(args []string, r <-chan svc.ChangeRequest, changes 
 		}
 	}
 	return false, 0
+}
+
+// serviceManagerWorks: Windows always has its service control manager.
+func serviceManagerWorks() (bool, string) { return true, "" }
+
+// lenderLogFile is where the lender service writes (a Windows service has
+// no console).
+func lenderLogFile() string { return filepath.Join(locations.Path(locations.LogDir), "lender.log") }
+
+// lenderLogWords says where the lender service's words are.
+var lenderLogWords = "see its log, " + lenderLogFile()
+
+// runLenderUnderServiceManager runs `lend --foreground` as the lender
+// service when services.exe started it: the dispatcher is told at once
+// that it runs (the setup it does first may take longer than the 30 s
+// Windows waits), its words go to its log, and a stop ends it as Ctrl-C
+// does in a console. A run that ends by itself with an error exits with a
+// service-specific code, so the recovery actions restart it.
+func runLenderUnderServiceManager(env *cliEnv, run func(context.Context) error) (bool, error) {
+	if !startedByServiceManager() {
+		return false, nil
+	}
+	locations.EnsureDir(locations.LogDir)
+	lj := &lumberjack.Logger{Filename: lenderLogFile(), MaxSize: 5, MaxBackups: 2}
+	defer lj.Close()
+	lg := log.New(lj, "", log.LstdFlags)
+	w := logWriter{lg}
+	env.stdout, env.stderr = w, w
+	return true, svc.Run(lenderServiceName, &lenderHandler{run: run, logf: lg.Printf})
+}
+
+// logWriter turns a command's output into log lines.
+type logWriter struct{ l *log.Logger }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		if strings.TrimSpace(line) != "" {
+			w.l.Print(line)
+		}
+	}
+	return len(p), nil
+}
+
+type lenderHandler struct {
+	run  func(context.Context) error
+	logf func(string, ...any)
+}
+
+func (h *lenderHandler) Execute(args []string, r <-chan svc.ChangeRequest, changes chan<- svc.Status) (bool, uint32) {
+	changes <- svc.Status{State: svc.StartPending}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- h.run(ctx) }()
+	changes <- svc.Status{State: svc.Running, Accepts: svc.AcceptStop | svc.AcceptShutdown}
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				h.logf("the lender stopped: %v", err)
+				return true, 1
+			}
+			return false, 0
+		case c := <-r:
+			switch c.Cmd {
+			case svc.Interrogate:
+				changes <- c.CurrentStatus
+			case svc.Stop, svc.Shutdown:
+				changes <- svc.Status{State: svc.StopPending, WaitHint: 15000}
+				cancel()
+				select {
+				case <-done:
+				case <-time.After(15 * time.Second):
+					h.logf("the lender did not stop in time")
+				}
+				return false, 0
+			}
+		}
+	}
 }

@@ -39,8 +39,6 @@ type visionOptions struct {
 	yes      bool
 }
 
-const restartHint = "Strata reads the vision settings only at start: restart the Strata server for this to take effect."
-
 // visionCmd is `vision`: where pictures are read.
 func visionCmd(env *cliEnv) *ffcli.Command {
 	var o visionOptions
@@ -157,9 +155,6 @@ func runVision(ctx context.Context, env *cliEnv, o visionOptions, args []string)
 	}
 	if res.NewSecondPC != "" {
 		fmt.Fprintf(env.stdout, "The second PC is now %s: pair it with `strata-service remote pair %s` if you have not.\n", res.NewSecondPC, res.NewSecondPC)
-	}
-	if res.Written {
-		fmt.Fprintln(env.stdout, restartHint)
 	}
 	return nil
 }

@@ -82,8 +82,6 @@ func visionThroughService(ctx context.Context, env *cliEnv, ow controlapi.Owner,
 		fmt.Fprintf(env.stdout, "The service saved the config (the old one is in %s).\n", resp.Backup)
 		if resp.Restarted {
 			fmt.Fprintln(env.stdout, "The service is restarting the Strata server; follow it with `strata-service status`.")
-		} else {
-			fmt.Fprintln(env.stdout, restartHint)
 		}
 	}
 	return true, nil

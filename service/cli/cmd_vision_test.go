@@ -35,15 +35,21 @@ func TestVisionDryRunPrintsTheDiffAndWritesNothing(t *testing.T) {
 	in := visionFixture(t)
 	before, _ := os.ReadFile(in.Config)
 	// CPU: the config names the relay (which runs Strata's encoder without
-	// --gpu); the move from the GPU restarts Strata, and says so first.
+	// --gpu); the move from the GPU edits the config, which Strata reads at
+	// start. No service runs: nothing restarts it, and only that is said
+	// (issue 40: not "Strata will restart" beside "restart the server").
 	code, out, errs := cli(t, "vision", "cpu", "--threads", "6", "--dry-run", "--strata-root", in.Root, "--no-probe", "--relay", in.Relay)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{"--- " + in.Config, "-    \"gpu\": true,", "+    \"gpu\": false,", "+    \"exe\": \"" + in.Relay, "Strata will restart", "Dry run: nothing was written."} {
+	for _, want := range []string{"--- " + in.Config, "-    \"gpu\": true,", "+    \"gpu\": false,", "+    \"exe\": \"" + in.Relay,
+		"Strata reads its config only at start and is not restarted now: it reads pictures on this PC's CPU from its next start.", "Dry run: nothing was written."} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("output lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "will restart") || strings.Contains(out, "(new)") {
+		t.Fatalf("the output says what does not happen:\n%s", out)
 	}
 	after, _ := os.ReadFile(in.Config)
 	if !bytes.Equal(before, after) || len(strataconfig.Backups(in.Config)) != 0 {
@@ -59,7 +65,7 @@ func TestVisionCommandsEndToEnd(t *testing.T) {
 	orig, _ := os.ReadFile(in.Config)
 
 	code, out, errs := cli(t, "vision", "off", "--strata-root", in.Root)
-	if code != 0 || !strings.Contains(out, "restart the Strata server") || !strings.Contains(out, "-    \"--vision\",") {
+	if code != 0 || strings.Count(out, "restart") != 1 || !strings.Contains(out, "is not restarted now: pictures are off from its next start.") || !strings.Contains(out, "-    \"--vision\",") {
 		t.Fatalf("off: exit %d\n%s\n%s", code, out, errs)
 	}
 	s, _ := settings.Load(in.Settings)

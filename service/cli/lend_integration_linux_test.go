@@ -21,7 +21,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/strata-companion/companion/internal/fakeencoder"
-	"github.com/strata-companion/companion/internal/lender"
+	"github.com/strata-companion/companion/internal/lendshown"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/testenv"
@@ -166,12 +166,18 @@ func TestLendAndPairWithACodeIntegration(t *testing.T) {
 	fakeSSHD := testenv.StartSSHD(t, sshdOpts(impostor.h))
 	sshPort := func(s *testenv.SSHD) string { return fmt.Sprint(s.Port) }
 
+	// The user's path is timed (bench/lend/first-picture.sh reads these
+	// lines); the refusals the test adds between its steps are not.
+	timed := map[string]time.Duration{}
+	clock := func(step string, since time.Time) { timed[step] = time.Since(since) }
+	t0 := time.Now()
 	lendr := startLender(t, laptop, svc, "--user", owner.Name, "--name", "gaming-laptop", "--ssh-port", sshPort(sshd), "--agent-binary", relayBin)
+	clock("lend (code shown, pairing port open)", t0)
 	startLender(t, impostor, svc, "--user", other.Name, "--name", "gaming-laptop", "--ssh-port", sshPort(fakeSSHD), "--agent-binary", relayBin)
 	realFP := ssh.FingerprintSHA256(sshd.HostSigner.PublicKey())
 
 	// The owner (and only they) can read the code, for their tray.
-	shown := lender.ShownFile(owner.Home)
+	shown := lendshown.File(owner.Home)
 	if b, err := os.ReadFile(shown); err != nil || !strings.Contains(string(b), lendr.code) {
 		t.Errorf("the owner's view %s: %v\n%s", shown, err, b)
 	}
@@ -181,7 +187,9 @@ func TestLendAndPairWithACodeIntegration(t *testing.T) {
 
 	// Found within the wait: both announce the name, with their own host keys.
 	var list []found
+	t0 = time.Now()
 	testenv.WaitFor(t, 30*time.Second, "both lenders listed", func() bool { list = find(t, me, svc); return len(list) == 2 })
+	clock("remote find (3 s wait)", t0)
 	for _, f := range list {
 		if f.Name != "gaming-laptop" || len(f.GPUs) != 1 || f.GPUs[0].TotalMiB <= 0 || f.Paired {
 			t.Errorf("listed %+v", f)
@@ -220,7 +228,9 @@ func TestLendAndPairWithACodeIntegration(t *testing.T) {
 	nothingPaired("after the impostor")
 
 	// By name, with the code alone: the impostor (same name) is told apart.
+	t0 = time.Now()
 	out, e, code := pair(lendr.code, "gaming-laptop")
+	clock("remote pair --code NAME", t0)
 	if code != 0 || !strings.Contains(out, "Paired with "+owner.Name+"@"+laptop.h.Addr) {
 		t.Fatalf("pair by name: exit %d\n%s\n%s", code, out, e)
 	}
@@ -236,6 +246,16 @@ func TestLendAndPairWithACodeIntegration(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(owner.Home, ".ssh", "authorized_keys")); err != nil || fi.Mode().Perm() != 0o600 || fi.Sys().(*syscall.Stat_t).Uid != accountUID(t, owner.Name) {
 		t.Errorf("authorized_keys mode/owner: %v %v", fi.Mode(), err)
+	}
+	// Listed as paired now; lend status says what lending changed and who is paired.
+	for _, f := range find(t, me, svc) {
+		if f.Paired != (f.Host == laptop.h.Addr) {
+			t.Errorf("after pairing, listed %+v", f)
+		}
+	}
+	if out, e, code := laptop.run(t, svc, "lend", "status"); code != 0 || !strings.Contains(out, "left exactly as it was") ||
+		!strings.Contains(out, "paired: ") || !strings.Contains(out, agentDir) || strings.Contains(out, lendr.code) {
+		t.Errorf("lend status: exit %d\n%s\n%s", code, out, e)
 	}
 	// Reused: the code paired once; it pairs nothing again.
 	if _, e, code := pair(lendr.code, laptop.h.Addr); code != 1 || !strings.Contains(e, "used already") {
@@ -294,14 +314,17 @@ func TestLendAndPairWithACodeIntegration(t *testing.T) {
 	mm, model := filepath.Join(local, "mmproj.gguf"), filepath.Join(local, "m-00001-of-00002.gguf")
 	fakeencoder.WriteMmproj(mm, 48)
 	fakeencoder.WriteModel(model, 30)
+	t0 = time.Now()
 	if out, e, code := me.run(t, svc, "remote", "prepare", "--mmproj", mm, "--model", model, "--local-encoder", filepath.Join(bins, "standin"), "--max-tokens", "4"); code != 0 || !strings.Contains(out, "answered READY 48") {
 		t.Fatalf("prepare: exit %d\n%s\n%s", code, out, e)
 	}
+	clock("remote prepare", t0)
 	st, _ = settings.Load(settingsFile)
 	st.Vision = settings.PlacementRemote
 	if err := st.Save(settingsFile); err != nil {
 		t.Fatal(err)
 	}
+	t0 = time.Now()
 	r := startRelayIn(t, me, relayBin, mm, model)
 	img := filepath.Join(local, "a.img")
 	picture := func(shade uint8) {
@@ -317,6 +340,13 @@ func TestLendAndPairWithACodeIntegration(t *testing.T) {
 	if l := r.enc(t, img, filepath.Join(local, "a.sve")); !strings.HasPrefix(l, "OK ") {
 		t.Fatalf("the first picture: %q\n%s", l, r.stderr.String())
 	}
+	clock("relay start and first picture", t0)
+	var total time.Duration
+	for _, step := range []string{"lend (code shown, pairing port open)", "remote find (3 s wait)", "remote pair --code NAME", "remote prepare", "relay start and first picture"} {
+		t.Logf("bench: %-40s %8.0f ms", step, float64(timed[step].Microseconds())/1000)
+		total += timed[step]
+	}
+	t.Logf("bench: %-40s %8.0f ms", "lend to first picture (sum)", float64(total.Microseconds())/1000)
 
 	// The lender ended: unlisted within the wait, and pictures go on.
 	lendr.cmd.Process.Signal(syscall.SIGTERM)
@@ -353,6 +383,14 @@ func TestLendAndPairWithACodeIntegration(t *testing.T) {
 	for _, f := range []string{rec, shown} {
 		if _, err := os.Stat(f); !os.IsNotExist(err) {
 			t.Errorf("%s is still there after lend stop: %v", f, err)
+		}
+	}
+	// The agent's temp folder over ssh is /tmp (sshd sets no TMPDIR).
+	if left, _ := filepath.Glob("/tmp/strata-vision-relay-*"); len(left) > 0 {
+		for _, d := range left {
+			if fi, err := os.Stat(d); err == nil && fi.Sys().(*syscall.Stat_t).Uid == accountUID(t, owner.Name) {
+				t.Errorf("lend stop left the ended agent's scratch folder %s", d)
+			}
 		}
 	}
 	if !dialable(laptop.h, sshd.Port) {
@@ -426,4 +464,73 @@ func (p *relayProc) enc(t *testing.T, img, out string) string {
 	t.Helper()
 	fmt.Fprintf(p.in, "ENC %s %s\n", img, out)
 	return testenv.Receive(t, p.lines, 90*time.Second, "the relay's answer\n"+p.stderr.String())
+}
+
+// lend --dry-run lists every step for Linux and changes nothing.
+func TestLendDryRunChangesNothingIntegration(t *testing.T) {
+	home := isolate(t)
+	out, errOut, code := remoteCLI(t, "", "lend", "--dry-run", "--user", "gamer")
+	if code != 0 || !strings.Contains(out, "systemctl enable --now ssh.service") || !strings.Contains(out, "left exactly as it is") ||
+		!strings.Contains(out, "never the code") || !strings.Contains(out, "gamer") {
+		t.Fatalf("lend --dry-run: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if m, _ := filepath.Glob(filepath.Join(home, "companion", "*")); len(m) != 0 {
+		t.Errorf("the dry run wrote %v", m)
+	}
+	// Not lending: status says so, code and stop refuse in words.
+	if out, _, code := remoteCLI(t, "", "lend", "status"); code != 0 || !strings.Contains(out, "not lending") {
+		t.Errorf("lend status: exit %d %s", code, out)
+	}
+	if _, e, code := remoteCLI(t, "", "lend", "code"); code != 1 || !strings.Contains(e, "strata-service lend starts lending") {
+		t.Errorf("lend code while not lending: exit %d %s", code, e)
+	}
+}
+
+// Without root, lend says how to run it, and changes nothing.
+func TestLendAsANormalAccountIntegration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("adds an account")
+	}
+	u := testenv.NewUser(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	os.Chmod(home, 0o777)
+	cmd := exec.Command("setpriv", "--reuid", u.Name, "--regid", u.Name, "--init-groups", self, "lend", "--agent-binary", self)
+	cmd.Env = []string{envChildCLI + "=1", "HOME=" + u.Home, locations.EnvHome + "=" + home, "PATH=/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(string(out), "sudo strata-service lend") {
+		t.Fatalf("lend as %s: %v\n%s", u.Name, err, out)
+	}
+	if m, _ := filepath.Glob(filepath.Join(home, "*")); len(m) != 0 {
+		t.Errorf("lend without rights wrote %v", m)
+	}
+}
+
+// The Windows steps under wine: the dry run lists them (the firewall rule
+// for the Private profile and the local subnet only), and a real run where
+// Windows cannot add OpenSSH Server (wine has no PowerShell) says what to
+// do and records nothing.
+func TestLendOnWindowsUnderWineIntegration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sets up a wine prefix")
+	}
+	w := newWine(t)
+	svc := filepath.Join(w.dir, "strata-service.exe")
+	buildWindows(t, svc, "..")
+	out, ok := w.run(svc, "lend", "--dry-run")
+	if !ok || !strings.Contains(out, "Add-WindowsCapability -Online -Name OpenSSH.Server~~~~0.0.1.0") || !strings.Contains(out, "sc.exe config sshd start= auto") ||
+		!strings.Contains(out, "profile=private remoteip=localsubnet") || strings.Contains(strings.ToLower(out), "profile=public") || !strings.Contains(out, `%USERPROFILE%\strata-companion`) {
+		t.Fatalf("lend --dry-run under wine:\n%s", out)
+	}
+	testenv.Copy(t, svc, w.drive("strata-vision-relay.exe"), 0o755) // any file: the refusal comes first
+	out, ok = w.run(svc, "lend", "--agent-binary", `C:\strata-vision-relay.exe`)
+	if ok || !strings.Contains(out, "Windows could not install OpenSSH Server") || !strings.Contains(out, "Optional features") {
+		t.Fatalf("lend under wine without OpenSSH Server:\n%s", out)
+	}
+	if out, ok := w.run(svc, "lend", "status"); !ok || !strings.Contains(out, "not lending") {
+		t.Errorf("lend status after the refused lend:\n%s", out)
+	}
 }

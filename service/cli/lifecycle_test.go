@@ -89,7 +89,9 @@ func TestSwitchToATextOnlyModelCarriesNoPictures(t *testing.T) {
 	follow(t, c, &since, events.ServerReady)
 
 	code, out := cliRun("model", "use", "text", "--yes")
-	if code != 0 || !strings.Contains(out, "Pictures are off for Strata Text") {
+	// Issue 40: the words say why: the projector there is the other model's.
+	if code != 0 || !strings.Contains(out, "Pictures are off for Strata Text: no image projector of its own is in") ||
+		!strings.Contains(out, "mmproj-BF16.gguf is strata-test.json's") {
 		t.Fatalf("model use text: %d\n%s", code, out)
 	}
 	raw, _ := os.ReadFile(text)
@@ -100,6 +102,43 @@ func TestSwitchToATextOnlyModelCarriesNoPictures(t *testing.T) {
 	st, _ := c.State(context.Background())
 	if st.Config.Path != text || st.Server.Phase != controlapi.PhaseReady {
 		t.Fatalf("after the switch: %+v %+v", st.Config, st.Server)
+	}
+}
+
+// Issue 40: a switch to a model whose config has no vision block, while
+// its own projector is in the install, carries the placement over with that
+// projector (never the previous model's), and no word says it has none.
+func TestSwitchToAModelWithItsOwnProjectorInTheInstallCarriesPictures(t *testing.T) {
+	t.Setenv(locations.EnvHome, t.TempDir())
+	r := visionRoot(t)
+	for _, f := range []string{"model.gguf", "text.gguf", "mmproj-text-BF16.gguf"} {
+		os.WriteFile(filepath.Join(r.Dir, f), []byte("GGUF"), 0o644)
+	}
+	text := writeConfig(t, r.Config, "text", func(m map[string]any) {
+		m["args"] = []string{"-m", "text.gguf"}
+		m["model_name"] = "Strata Text"
+		delete(m, "vision")
+	})
+	c, _, _ := runService(t, "--strata-root", r.Dir, "--config", r.Config)
+	var since uint64
+	follow(t, c, &since, events.ServerReady)
+	if code, out := cliRun("vision", "cpu", "--yes"); code != 0 {
+		t.Fatalf("vision cpu: %d\n%s", code, out)
+	}
+	follow(t, c, &since, events.ServerReady)
+
+	code, out := cliRun("model", "use", "text", "--yes")
+	if code != 0 || strings.Contains(out, "Pictures are off") || strings.Contains(out, "projector of its own") {
+		t.Fatalf("model use text: %d\n%s", code, out)
+	}
+	cc, err := strataconfig.Read(text)
+	if err != nil || cc.Vision == nil || filepath.Base(cc.Vision.MMProj) != "mmproj-text-BF16.gguf" || !cc.NamesRelay() {
+		raw, _ := os.ReadFile(text)
+		t.Fatalf("the model did not get its own projector through the relay (%v):\n%s", err, raw)
+	}
+	st, _ := c.State(context.Background())
+	if st.Config.Path != text || st.Server.Phase != controlapi.PhaseReady || st.Vision.Placement != "cpu" {
+		t.Fatalf("after the switch: %+v %+v %+v", st.Config, st.Server, st.Vision)
 	}
 }
 

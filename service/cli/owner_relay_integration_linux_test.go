@@ -16,7 +16,7 @@ import (
 	"github.com/strata-companion/companion/internal/fakeencoder"
 	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/locations"
-	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/testenv"
 )
@@ -59,7 +59,7 @@ func TestRemotePicturesWhenStrataRunsAsTheOwnerIntegration(t *testing.T) {
 
 	sshd := testenv.StartSSHD(t, testenv.SSHDOptions{})
 	remoteDir := t.TempDir()
-	rm, rmodel := relay.RemoteFiles(mmproj, model)
+	rm, rmodel := remote.RemoteFiles(mmproj, model)
 	testenv.Copy(t, mmproj, filepath.Join(remoteDir, rm), 0o755)
 	testenv.Copy(t, model, filepath.Join(remoteDir, rmodel), 0o755)
 	testenv.Copy(t, relayBin, filepath.Join(remoteDir, "strata-vision-relay"), 0o755)

@@ -23,7 +23,7 @@ import (
 	"github.com/strata-companion/companion/internal/fakeencoder"
 	"github.com/strata-companion/companion/internal/fakestrata"
 	"github.com/strata-companion/companion/internal/locations"
-	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
 	"github.com/strata-companion/companion/internal/testenv"
@@ -125,7 +125,7 @@ func TestVisionFollowsTheSettingsThroughTheServiceIntegration(t *testing.T) {
 	testenv.NvidiaSMI(t, smi, nil)
 	sshd := testenv.StartSSHD(t, testenv.SSHDOptions{PathDirs: []string{smi}})
 	remoteDir := t.TempDir()
-	rm, rmodel := relay.RemoteFiles(mmproj, model)
+	rm, rmodel := remote.RemoteFiles(mmproj, model)
 	testenv.Copy(t, mmproj, filepath.Join(remoteDir, rm), 0o644)
 	testenv.Copy(t, model, filepath.Join(remoteDir, rmodel), 0o644)
 	testenv.Copy(t, relayBin, filepath.Join(remoteDir, "strata-vision-relay"), 0o755)

@@ -192,7 +192,7 @@ func TestSystemdService(t *testing.T) {
 		t.Log("CAP_SYS_RESOURCE is not in this machine's bounding set: the memlock limit cannot be raised here; checked the unit's setting only")
 	}
 	human := run(true, "status", "--strata-root", r.Dir, "--config", r.Config)
-	if !strings.Contains(human, "Service:    installed, running (linux-systemd)") || !strings.Contains(human, "Server:     ready at http://127.0.0.1:") {
+	if !strings.Contains(human, "Service:    installed, running (systemd)") || !strings.Contains(human, "Server:     ready at http://127.0.0.1:") {
 		t.Errorf("status:\n%s", human)
 	}
 

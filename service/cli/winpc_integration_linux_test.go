@@ -23,7 +23,8 @@ import (
 
 	"github.com/strata-companion/companion/internal/fakeencoder"
 	"github.com/strata-companion/companion/internal/locations"
-	"github.com/strata-companion/companion/internal/relay"
+	"github.com/strata-companion/companion/internal/relay/prepare"
+	"github.com/strata-companion/companion/internal/relay/remote"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/sshx"
 	"github.com/strata-companion/companion/internal/strataconfig"
@@ -182,7 +183,7 @@ func TestWindowsSecondPCThroughTheCLIIntegration(t *testing.T) {
 	// The Windows PC already holds Strata's Windows encoder where prepare
 	// looks (the default folder), and an administrators_authorized_keys
 	// with other lines, written by Windows tools (CRLF).
-	remoteDir := relay.DefaultRemoteDir
+	remoteDir := prepare.DefaultRemoteDir
 	if err := testenv.CopyFile(winStandin, pc.Path(remoteDir+`\strata-vision.exe`), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -254,8 +255,8 @@ func TestWindowsSecondPCThroughTheCLIIntegration(t *testing.T) {
 		!strings.EqualFold(r.RemoteDir, pc.Profile+`\`+remoteDir) || r.KeyFile != locations.RelayKeyFile() {
 		t.Fatalf("settings after prepare: %+v", st.Remote)
 	}
-	rm, rmodel := relay.RemoteFiles(mmproj, model)
-	for there, here := range map[string]string{relay.AgentName("windows"): winRelay, rm: mmproj} {
+	rm, rmodel := remote.RemoteFiles(mmproj, model)
+	for there, here := range map[string]string{remote.AgentName("windows"): winRelay, rm: mmproj} {
 		a, _ := os.ReadFile(here)
 		if b, err := os.ReadFile(pc.Path(remoteDir + `\` + there)); err != nil || !bytes.Equal(a, b) {
 			t.Errorf("%s on the Windows PC differs from this PC's (%v)", there, err)
@@ -351,7 +352,7 @@ func TestWindowsSecondPCThroughTheCLIIntegration(t *testing.T) {
 	// 5. The idle stop: the encoder ends after 3 s without pictures, the
 	//    agent stays; the next picture wakes it.
 	waitWinProcs(t, w, "after the idle stop", "strata-vision.exe", false)
-	if len(w.Procs(relay.AgentName("windows"))) == 0 {
+	if len(w.Procs(remote.AgentName("windows"))) == 0 {
 		t.Fatal("the agent ended with the encoder's idle stop")
 	}
 	tp = time.Now()
@@ -362,7 +363,7 @@ func TestWindowsSecondPCThroughTheCLIIntegration(t *testing.T) {
 	// 6. Strata stops its encoder: the agent and the encoder end there.
 	rl.quit()
 	ref.quit()
-	waitWinProcs(t, w, "after QUIT", relay.AgentName("windows"), false)
+	waitWinProcs(t, w, "after QUIT", remote.AgentName("windows"), false)
 	waitWinProcs(t, w, "after QUIT", "strata-vision.exe", false)
 
 	// 7. remote unpair, with the companion's key (the user's is refused now).

@@ -107,19 +107,19 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 		return nil, err
 	}
 	var vreq *controlapi.VisionRequest
-	// A text-only model (its config has no vision block: no projector of
-	// its own) starts without vision: the placement is not carried, so no
-	// other model's projector is put into it.
-	textOnly := ""
+	// A model whose config has no vision block gets the placement carried
+	// over only with a projector of its own (the planner finds it in the
+	// install, never another model's); without one it starts for text
+	// only, and the words say why.
+	noBlock := false
+	name := filepath.Base(target)
 	if tc, err := strataconfig.Read(target); err == nil && tc.Vision == nil {
-		name := filepath.Base(target)
+		noBlock = true
 		if e := backend.ConfigEntry(in, target); e.ModelName != "" {
 			name = e.ModelName
 		}
-		textOnly = fmt.Sprintf("Pictures are off for %s: it has no image projector of its own, so it starts for text only.", name)
-		resp.TextOnly = true
 	}
-	if cur.in != nil && !req.NoCarry && textOnly == "" {
+	if cur.in != nil && !req.NoCarry {
 		if c, err := strataconfig.Read(prev); err == nil {
 			pl := backend.Placement(c, s)
 			vreq = &controlapi.VisionRequest{Placement: string(pl), DryRun: true}
@@ -131,21 +131,26 @@ func (d *Daemon) SwitchConfig(ctx context.Context, req controlapi.ConfigRequest)
 	var carry string
 	if vreq != nil {
 		dry, err := owner.SetVision(ctx, *vreq)
+		var np *strataconfig.NoProjectorError
 		switch {
+		case err != nil && noBlock && errors.As(err, &np):
+			carry = fmt.Sprintf("Pictures are off for %s: %s, so it starts for text only.", name, np.Why())
+			resp.TextOnly = true
+			vreq = nil
 		case err != nil:
 			carry = fmt.Sprintf("Pictures could not be carried over (%v); %s reads them as it says.", err, filepath.Base(target))
 			vreq = nil
 		default:
 			resp.Diff = dry.Diff
 		}
+	} else if noBlock {
+		carry = fmt.Sprintf("Pictures are off for %s: its config has no vision block, so it starts for text only.", name)
+		resp.TextOnly = true
 	}
 	if !req.Confirm && !req.DryRun {
 		if busy := d.busy(ctx); busy {
 			return nil, controlapi.Busy(errors.New("Strata is answering a request now: switching stops it. Ask again with confirm to go ahead, or wait until it is done; nothing was changed"))
 		}
-	}
-	if carry == "" {
-		carry = textOnly
 	}
 	if req.DryRun {
 		resp.Busy = d.busy(ctx)

@@ -337,231 +337,352 @@ func (p *process) flag(f func(p *process)) {
 // Run supervises until ctx ends, then stops the server and returns.
 func (s *Supervisor) Run(ctx context.Context) error {
 	close(s.started)
-	stopWriters := make(chan struct{})
+	stopWriters := s.startWriters()
 	defer close(stopWriters) // they write what is queued, then end
-	if s.logQ != nil {
-		go s.writeOut(s.logQ, stopWriters, s.writeLogLine)
-	}
-	if s.consoleQ != nil {
-		go s.writeOut(s.consoleQ, stopWriters, s.writeConsoleLine)
-	}
-	followCtx, stopFollow := context.WithCancel(ctx)
+	stopFollow := s.followLog(ctx)
 	defer stopFollow()
-	follow := newLogFollow()
-	s.logRound(follow) // where the log ends now, before any server writes to it
-	go s.followEngineLog(followCtx, follow)
 
-	var (
-		proc         *process
-		want         = !s.cfg.StartStopped
-		failed       bool
-		crashes      []time.Time
-		restartTimer <-chan time.Time
-		startTimer   <-chan time.Time
-		progress     *time.Ticker
-		progressC    <-chan time.Time
-		healthStop   context.CancelFunc
-	)
-	stopProgress := func() {
-		if progress != nil {
-			progress.Stop()
-			progress, progressC = nil, nil
-		}
-	}
-	launch := func() {
-		restartTimer, startTimer = nil, nil
-		p, err := s.launch()
-		if err != nil {
-			want, failed = false, true
-			s.pub(err.Error(), events.ServerFailedDetails{Reason: "launch"})
-			return
-		}
-		proc = p
-		startTimer = time.After(s.cfg.StartTimeout)
-		progress = time.NewTicker(s.cfg.ProgressEvery)
-		progressC = progress.C
-		var hctx context.Context
-		hctx, healthStop = context.WithCancel(ctx)
-		go s.pollHealth(hctx, p)
-	}
-	if want {
-		launch()
+	l := &loop{s: s, ctx: ctx, want: !s.cfg.StartStopped}
+	if l.want {
+		l.launch()
 	}
 	for {
-		var exited chan struct{}
-		if proc != nil {
-			exited = proc.exited
-		}
 		select {
 		case <-ctx.Done():
-			restartTimer = nil
-			if proc != nil {
-				s.terminate(proc)
-				<-proc.exited
-				s.finish(proc)
-				s.pub(StoppedWithService, events.ServerStoppedDetails{})
-			}
-			stopProgress()
-			if healthStop != nil {
-				healthStop()
-			}
+			l.shutdown()
 			return nil
-
 		case c := <-s.cmds:
-			switch c.action {
-			case "start":
-				want = true
-				if failed {
-					failed, crashes = false, nil
-				}
-				if proc == nil {
-					launch()
-				} else if proc.stopping {
-					proc.restart = true // start again once the stop is over
-				}
-			case "stop":
-				want, restartTimer = false, nil
-				if proc != nil {
-					proc.restart = false
-					s.terminate(proc)
-				} else if !failed {
-					s.pub("the Strata server is stopped", events.ServerStoppedDetails{})
-				}
-			case "restart":
-				want, failed, crashes = true, false, nil
-				if proc != nil {
-					proc.restart = true
-					s.terminate(proc)
-				} else {
-					launch()
-				}
-			case "unload":
-				ready := false
-				if proc != nil {
-					proc.flag(func(p *process) { ready = p.isReady && !p.stopping })
-				}
-				if !ready {
-					c.done <- errors.New("the Strata server is not running and ready: there is no model to unload")
-					continue
-				}
-				// Off the loop: the server answers when its engine has ended.
-				go func(port int, key string, done chan<- error) {
-					done <- unloadModel(ctx, port, key)
-				}(proc.port, proc.apiKey, c.done)
-				continue
-			default:
-				c.done <- fmt.Errorf("unknown action %q", c.action)
-				continue
-			}
-			c.done <- nil
-
+			l.command(c)
 		case r := <-s.ready:
-			if r.proc != proc || proc == nil {
-				continue
-			}
-			already := false
-			proc.flag(func(p *process) { already, p.isReady = p.isReady, true })
-			if already {
-				continue // the ready line and the health poll both saw it: one announcement
-			}
-			startTimer = nil
-			stopProgress()
-			r.details.PID = proc.pid
-			s.pub(fmt.Sprintf("the Strata server is ready at %s (after %.1f s)", r.details.URL, time.Since(proc.started).Seconds()), r.details)
-
-		case <-progressC:
-			proc.mu.Lock()
-			last := proc.lastStrata
-			proc.mu.Unlock()
-			msg := fmt.Sprintf("still starting after %d s", int(time.Since(proc.started).Seconds()))
-			if last != "" {
-				msg += "; last: " + last
-			}
-			s.pub(msg, events.ServerProgressDetails{ElapsedS: int(time.Since(proc.started).Seconds())})
-			s.toConsole(outLine{at: time.Now(), stream: "supervisor", text: msg})
-
-		case <-startTimer:
-			startTimer = nil
-			proc.timedOut = true
-			s.terminate(proc)
-
-		case <-restartTimer:
-			restartTimer = nil
-			if want && proc == nil {
-				launch()
-			}
-
-		case <-exited:
-			p := proc
-			proc = nil
-			startTimer = nil
-			stopProgress()
-			if healthStop != nil {
-				healthStop()
-			}
-			code, how := s.finish(p)
-			last := s.LastLines()
-			p.mu.Lock()
-			portInUse, encFatal, words, wasReady := p.portInUse, p.encoderFatal, p.lastWords, p.isReady
-			p.mu.Unlock()
-			details := events.ServerExitedDetails{Code: code, Expected: p.stopping && !p.timedOut, PID: p.pid, LastLines: last}
-			if p.stopping && !p.timedOut {
-				s.pub("the Strata server stopped ("+how+")", details)
-				if p.restart && want {
-					launch()
-				} else {
-					s.pub("the Strata server is stopped", events.ServerStoppedDetails{})
-				}
-				continue
-			}
-			exitMsg := "the Strata server exited unexpectedly (" + how + ")"
-			if words != "" {
-				// Strata's own reason, for the owner (status, the tray), not
-				// only in the operators' last_lines and the log.
-				exitMsg += ": " + words
-				details.LastWords = words
-			}
-			s.pub(exitMsg, details)
-			var reason string
-			switch {
-			case p.timedOut:
-				reason = fmt.Sprintf("the Strata server did not get ready within %s; it was stopped. Its last output is in %s", s.cfg.StartTimeout, s.logName())
-			case portInUse:
-				reason = fmt.Sprintf("port %d is already in use: another program (perhaps another Strata) listens there. Stop it, or set another port, then start the server again", p.port)
-			case encFatal != "":
-				reason = "the vision encoder did not start: " + encFatal + ". Change where pictures are read (strata-service vision ...) or turn vision off, then start the server again"
-			case code == 2 && !wasReady:
-				// Exit code 2 before ready is Strata refusing its config or
-				// its arguments (lazy loading with vision, a remote stage
-				// with vision, ...): the same config meets the same refusal,
-				// so no restart loop.
-				reason = s.refusal(words)
-			}
-			if reason == "" {
-				now := time.Now()
-				crashes = append(crashes, now)
-				for len(crashes) > 0 && now.Sub(crashes[0]) > s.cfg.CrashWindow {
-					crashes = crashes[1:]
-				}
-				if len(crashes) >= s.cfg.CrashLimit {
-					reason = fmt.Sprintf("the Strata server crashed %d times within %s; not restarting it again. Its last output is in %s", len(crashes), s.cfg.CrashWindow, s.logName())
-				}
-			}
-			if reason != "" {
-				want, failed = false, true
-				s.pub(reason, events.ServerFailedDetails{LastLines: last, Code: code})
-				continue
-			}
-			if !want {
-				s.pub("the Strata server is stopped", events.ServerStoppedDetails{})
-				continue
-			}
-			delay := s.cfg.Backoff(len(crashes))
-			s.pub(fmt.Sprintf("restarting the Strata server in %s (attempt %d)", delay, len(crashes)),
-				events.ServerRestartingDetails{Attempt: len(crashes), DelayS: delay.Seconds()})
-			restartTimer = time.After(delay)
+			l.ready(r)
+		case <-l.progressC:
+			l.stillStarting()
+		case <-l.startTimer:
+			l.startTimedOut()
+		case <-l.restartTimer:
+			l.restartDue()
+		case <-l.exited():
+			l.ended()
 		}
 	}
+}
+
+// startWriters starts the log file's and the console's writers; closing
+// the channel returned ends them once they wrote what is queued.
+func (s *Supervisor) startWriters() chan struct{} {
+	stop := make(chan struct{})
+	if s.logQ != nil {
+		go s.writeOut(s.logQ, stop, s.writeLogLine)
+	}
+	if s.consoleQ != nil {
+		go s.writeOut(s.consoleQ, stop, s.writeConsoleLine)
+	}
+	return stop
+}
+
+// followLog follows the engine's log from where it ends now, before any
+// server writes to it, until the function returned is called or ctx ends.
+func (s *Supervisor) followLog(ctx context.Context) context.CancelFunc {
+	followCtx, stop := context.WithCancel(ctx)
+	follow := newLogFollow()
+	s.logRound(follow)
+	go s.followEngineLog(followCtx, follow)
+	return stop
+}
+
+// loop is Run's state: the server process (nil: none runs), whether it is
+// wanted, whether it failed for good, its recent crashes, and the timers
+// of its start and its restart.
+type loop struct {
+	s   *Supervisor
+	ctx context.Context
+
+	proc         *process
+	want         bool
+	failed       bool
+	crashes      []time.Time
+	restartTimer <-chan time.Time
+	startTimer   <-chan time.Time
+	progress     *time.Ticker
+	progressC    <-chan time.Time
+	healthStop   context.CancelFunc
+}
+
+// exited is the running process's end (nil, which never fires, when none).
+func (l *loop) exited() chan struct{} {
+	if l.proc == nil {
+		return nil
+	}
+	return l.proc.exited
+}
+
+// launch starts the server, its start's deadline and progress, and its
+// health poll; a launch that fails is a failure for good.
+func (l *loop) launch() {
+	s := l.s
+	l.restartTimer, l.startTimer = nil, nil
+	p, err := s.launch()
+	if err != nil {
+		l.want, l.failed = false, true
+		s.pub(err.Error(), events.ServerFailedDetails{Reason: "launch"})
+		return
+	}
+	l.proc = p
+	l.startTimer = time.After(s.cfg.StartTimeout)
+	l.progress = time.NewTicker(s.cfg.ProgressEvery)
+	l.progressC = l.progress.C
+	var hctx context.Context
+	hctx, l.healthStop = context.WithCancel(l.ctx)
+	go s.pollHealth(hctx, p)
+}
+
+func (l *loop) stopProgress() {
+	if l.progress != nil {
+		l.progress.Stop()
+		l.progress, l.progressC = nil, nil
+	}
+}
+
+func (l *loop) stopHealth() {
+	if l.healthStop != nil {
+		l.healthStop()
+	}
+}
+
+// shutdown stops the server with the service.
+func (l *loop) shutdown() {
+	s := l.s
+	l.restartTimer = nil
+	if l.proc != nil {
+		s.terminate(l.proc)
+		<-l.proc.exited
+		s.finish(l.proc)
+		s.pub(StoppedWithService, events.ServerStoppedDetails{})
+	}
+	l.stopProgress()
+	l.stopHealth()
+}
+
+// command carries out Start, Stop, Restart or Unload and answers it.
+func (l *loop) command(c command) {
+	switch c.action {
+	case "start":
+		l.start()
+	case "stop":
+		l.stop()
+	case "restart":
+		l.restart()
+	case "unload":
+		l.unload(c.done) // it answers when the server did
+		return
+	default:
+		c.done <- fmt.Errorf("unknown action %q", c.action)
+		return
+	}
+	c.done <- nil
+}
+
+// start wants the server running again (a failure is forgotten).
+func (l *loop) start() {
+	l.want = true
+	if l.failed {
+		l.failed, l.crashes = false, nil
+	}
+	if l.proc == nil {
+		l.launch()
+	} else if l.proc.stopping {
+		l.proc.restart = true // start again once the stop is over
+	}
+}
+
+func (l *loop) stop() {
+	l.want, l.restartTimer = false, nil
+	if l.proc != nil {
+		l.proc.restart = false
+		l.s.terminate(l.proc)
+	} else if !l.failed {
+		l.s.pub("the Strata server is stopped", events.ServerStoppedDetails{})
+	}
+}
+
+func (l *loop) restart() {
+	l.want, l.failed, l.crashes = true, false, nil
+	if l.proc != nil {
+		l.proc.restart = true
+		l.s.terminate(l.proc)
+	} else {
+		l.launch()
+	}
+}
+
+// unload asks a ready server to unload its model, off the loop: the server
+// answers when its engine has ended.
+func (l *loop) unload(done chan<- error) {
+	ready := false
+	if l.proc != nil {
+		l.proc.flag(func(p *process) { ready = p.isReady && !p.stopping })
+	}
+	if !ready {
+		done <- errors.New("the Strata server is not running and ready: there is no model to unload")
+		return
+	}
+	go func(ctx context.Context, port int, key string) {
+		done <- unloadModel(ctx, port, key)
+	}(l.ctx, l.proc.port, l.proc.apiKey)
+}
+
+// ready announces the running server ready, once (the ready line and the
+// health poll may both see it).
+func (l *loop) ready(r readyMsg) {
+	proc := l.proc
+	if r.proc != proc || proc == nil {
+		return
+	}
+	already := false
+	proc.flag(func(p *process) { already, p.isReady = p.isReady, true })
+	if already {
+		return
+	}
+	l.startTimer = nil
+	l.stopProgress()
+	r.details.PID = proc.pid
+	l.s.pub(fmt.Sprintf("the Strata server is ready at %s (after %.1f s)", r.details.URL, time.Since(proc.started).Seconds()), r.details)
+}
+
+// stillStarting says how long the start takes so far, and Strata's last line.
+func (l *loop) stillStarting() {
+	proc := l.proc
+	proc.mu.Lock()
+	last := proc.lastStrata
+	proc.mu.Unlock()
+	msg := fmt.Sprintf("still starting after %d s", int(time.Since(proc.started).Seconds()))
+	if last != "" {
+		msg += "; last: " + last
+	}
+	l.s.pub(msg, events.ServerProgressDetails{ElapsedS: int(time.Since(proc.started).Seconds())})
+	l.s.toConsole(outLine{at: time.Now(), stream: "supervisor", text: msg})
+}
+
+// startTimedOut stops a server that did not get ready in time (its exit
+// then says so).
+func (l *loop) startTimedOut() {
+	l.startTimer = nil
+	l.proc.timedOut = true
+	l.s.terminate(l.proc)
+}
+
+func (l *loop) restartDue() {
+	l.restartTimer = nil
+	if l.want && l.proc == nil {
+		l.launch()
+	}
+}
+
+// ended handles the server's exit: an asked-for stop (and maybe a start
+// again), or an unexpected end, which fails for good when it cannot be
+// helped by a restart, and is otherwise restarted after a backoff.
+func (l *loop) ended() {
+	s, p := l.s, l.proc
+	l.proc = nil
+	l.startTimer = nil
+	l.stopProgress()
+	l.stopHealth()
+	code, how := s.finish(p)
+	last := s.LastLines()
+	details := events.ServerExitedDetails{Code: code, Expected: p.stopping && !p.timedOut, PID: p.pid, LastLines: last}
+	if p.stopping && !p.timedOut {
+		l.stopped(p, how, details)
+		return
+	}
+	words := l.exitedUnexpectedly(p, how, details)
+	reason := l.failReason(p, code, words)
+	switch {
+	case reason != "":
+		l.want, l.failed = false, true
+		s.pub(reason, events.ServerFailedDetails{LastLines: last, Code: code})
+	case !l.want:
+		s.pub("the Strata server is stopped", events.ServerStoppedDetails{})
+	default:
+		l.restartLater()
+	}
+}
+
+// stopped is the asked-for stop's end: a start again when one was asked
+// for and the server is still wanted.
+func (l *loop) stopped(p *process, how string, details events.ServerExitedDetails) {
+	l.s.pub("the Strata server stopped ("+how+")", details)
+	if p.restart && l.want {
+		l.launch()
+		return
+	}
+	l.s.pub("the Strata server is stopped", events.ServerStoppedDetails{})
+}
+
+// exitedUnexpectedly says the server ended on its own, with Strata's own
+// reason (for the owner: status, the tray; not only in the operators'
+// last_lines and the log), which it returns.
+func (l *loop) exitedUnexpectedly(p *process, how string, details events.ServerExitedDetails) string {
+	p.mu.Lock()
+	words := p.lastWords
+	p.mu.Unlock()
+	msg := "the Strata server exited unexpectedly (" + how + ")"
+	if words != "" {
+		msg += ": " + words
+		details.LastWords = words
+	}
+	l.s.pub(msg, details)
+	return words
+}
+
+// failReason is why the server's unexpected end is a failure for good
+// ("" when a restart may help): a start that timed out, a port in use, an
+// encoder that cannot start, Strata refusing its config, or too many
+// crashes in a row (counted here).
+func (l *loop) failReason(p *process, code int, words string) string {
+	s := l.s
+	p.mu.Lock()
+	portInUse, encFatal, wasReady := p.portInUse, p.encoderFatal, p.isReady
+	p.mu.Unlock()
+	switch {
+	case p.timedOut:
+		return fmt.Sprintf("the Strata server did not get ready within %s; it was stopped. Its last output is in %s", s.cfg.StartTimeout, s.logName())
+	case portInUse:
+		return fmt.Sprintf("port %d is already in use: another program (perhaps another Strata) listens there. Stop it, or set another port, then start the server again", p.port)
+	case encFatal != "":
+		return "the vision encoder did not start: " + encFatal + ". Change where pictures are read (strata-service vision ...) or turn vision off, then start the server again"
+	case code == 2 && !wasReady:
+		// Exit code 2 before ready is Strata refusing its config or
+		// its arguments (lazy loading with vision, a remote stage
+		// with vision, ...): the same config meets the same refusal,
+		// so no restart loop.
+		if reason := s.refusal(words); reason != "" {
+			return reason
+		}
+	}
+	return l.countCrash()
+}
+
+// countCrash counts one more crash within the crash window; too many is
+// a failure for good (its reason, else "").
+func (l *loop) countCrash() string {
+	s := l.s
+	now := time.Now()
+	l.crashes = append(l.crashes, now)
+	for len(l.crashes) > 0 && now.Sub(l.crashes[0]) > s.cfg.CrashWindow {
+		l.crashes = l.crashes[1:]
+	}
+	if len(l.crashes) >= s.cfg.CrashLimit {
+		return fmt.Sprintf("the Strata server crashed %d times within %s; not restarting it again. Its last output is in %s", len(l.crashes), s.cfg.CrashWindow, s.logName())
+	}
+	return ""
+}
+
+// restartLater restarts the server after the backoff for its crashes.
+func (l *loop) restartLater() {
+	delay := l.s.cfg.Backoff(len(l.crashes))
+	l.s.pub(fmt.Sprintf("restarting the Strata server in %s (attempt %d)", delay, len(l.crashes)),
+		events.ServerRestartingDetails{Attempt: len(l.crashes), DelayS: delay.Seconds()})
+	l.restartTimer = time.After(delay)
 }
 
 // refusal is the reason given when Strata refused to start (exit code 2

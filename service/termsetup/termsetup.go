@@ -238,23 +238,23 @@ func (c *cliSetup) page(ctx context.Context, p setupflow.Page) error {
 		return err
 
 	case setupflow.PageFindStrata:
-		if len(f.Installs()) == 0 {
+		if len(f.Find.Installs()) == 0 {
 			c.printf("  Looking for Strata...\n")
-			if _, err := f.Find(ctx); err != nil {
+			if _, err := f.Find.Search(ctx); err != nil {
 				c.printf("%s\n", err)
 			}
 		}
-		for len(f.Installs()) == 0 {
+		for len(f.Find.Installs()) == 0 {
 			dir, err := c.ask("Type the Strata folder (the one holding serve/ and engine/):", "", false)
 			if err != nil {
 				return err
 			}
-			if _, err := f.Browse(ctx, dir); err != nil {
+			if _, err := f.Find.Browse(ctx, dir); err != nil {
 				c.printf("%s\n", err)
 			}
 		}
-		ins := f.Installs()
-		sel, _, _ := f.Selected()
+		ins := f.Find.Installs()
+		sel, _, _ := f.Find.Selected()
 		var opts []string
 		def := -1
 		for i, in := range ins {
@@ -271,19 +271,19 @@ func (c *cliSetup) page(ctx context.Context, p setupflow.Page) error {
 		if err != nil {
 			return err
 		}
-		f.SelectInstall(i)
-		in, cfg, _ := f.Selected()
+		f.Find.SelectInstall(i)
+		in, cfg, _ := f.Find.Selected()
 		if cfg == "" && len(in.Configs) > 1 {
 			j, err := c.choose("Which config (model) does Strata use?", in.Configs, -1)
 			if err != nil {
 				return err
 			}
-			f.SelectConfig(in.Configs[j])
+			f.Find.SelectConfig(in.Configs[j])
 		}
 		return f.CanNext()
 
 	case setupflow.PageThisPC:
-		m, _ := f.ProbeLocal(ctx, c.progress)
+		m, _ := f.Choice.Probe(ctx, c.progress)
 		if m == nil {
 			return ctx.Err()
 		}
@@ -300,13 +300,13 @@ func (c *cliSetup) page(ctx context.Context, p setupflow.Page) error {
 		return nil
 
 	case setupflow.PagePlacement:
-		if f.Machine() == nil {
-			if _, err := f.ProbeLocal(ctx, c.progress); ctx.Err() != nil {
+		if f.Choice.Machine() == nil {
+			if _, err := f.Choice.Probe(ctx, c.progress); ctx.Err() != nil {
 				return err
 			}
 		}
-		rec := f.Recommendation()
-		ch := f.Choice()
+		rec := f.Choice.Recommendation()
+		ch := f.Choice.Current()
 		c.printf("Recommended: %s. %s\n", labelOf(rec, rec.Best), rec.Reason)
 		var opts []string
 		def := -1
@@ -333,13 +333,13 @@ func (c *cliSetup) page(ctx context.Context, p setupflow.Page) error {
 		if err != nil {
 			return err
 		}
-		return f.Choose(avail[i].Placement, avail[i].Device)
+		return f.Choice.Choose(avail[i].Placement, avail[i].Device)
 
 	case setupflow.PageSecondPC:
 		return c.secondPC(ctx)
 
 	case setupflow.PageReview:
-		rv, err := f.PlanReview(ctx)
+		rv, err := f.Apply.PlanReview(ctx)
 		if err != nil {
 			return err
 		}
@@ -356,7 +356,7 @@ func (c *cliSetup) page(ctx context.Context, p setupflow.Page) error {
 		if err != nil {
 			return err
 		}
-		f.SetTrayAtLogin(tray)
+		f.Apply.SetTrayAtLogin(tray)
 		ok, err := c.yesNo("Apply now?", true, true)
 		if err != nil {
 			return err
@@ -368,11 +368,11 @@ func (c *cliSetup) page(ctx context.Context, p setupflow.Page) error {
 
 	case setupflow.PageApply:
 		c.printf("\n== Apply ==\n")
-		return f.Apply(ctx, c.progress)
+		return f.Apply.Run(ctx, c.progress)
 
 	case setupflow.PageDone:
 		c.printf("\n== Done ==\n")
-		_, lines := f.Applied()
+		_, lines := f.Apply.Applied()
 		for _, l := range lines {
 			c.printf("%s\n", l)
 		}
@@ -384,8 +384,8 @@ func (c *cliSetup) page(ctx context.Context, p setupflow.Page) error {
 
 func (c *cliSetup) secondPC(ctx context.Context) error {
 	f := c.f
-	if _, paired, prepared := f.RemoteState(); paired && prepared {
-		keep, err := c.yesNo("The second PC "+f.Target().String()+" is paired and prepared. Keep it?", true, true)
+	if _, paired, prepared := f.SecondPC.State(); paired && prepared {
+		keep, err := c.yesNo("The second PC "+f.SecondPC.Target().String()+" is paired and prepared. Keep it?", true, true)
 		if err != nil {
 			return err
 		}
@@ -393,14 +393,14 @@ func (c *cliSetup) secondPC(ctx context.Context) error {
 			return c.secondPCOptions()
 		}
 	}
-	sugg := f.Suggestions()
+	sugg := f.SecondPC.Suggestions()
 	if len(sugg) > 0 {
 		c.printf("Hosts from your ~/.ssh/config:\n")
 		for i, s := range sugg {
 			c.printf("   %d) %s (%s)\n", i+1, s.Alias, s.HostName)
 		}
 	}
-	t := f.Target()
+	t := f.SecondPC.Target()
 	a, err := c.ask("The second PC's address (a name, an IP, or a number above):", t.Address, t.Address != "")
 	if err != nil {
 		return err
@@ -424,8 +424,8 @@ func (c *cliSetup) secondPC(ctx context.Context) error {
 			return err
 		}
 	}
-	f.SetTarget(nt)
-	r, err := f.ProbeRemote(ctx, c.progress)
+	f.SecondPC.SetTarget(nt)
+	r, err := f.SecondPC.Probe(ctx, c.progress)
 	if err != nil {
 		return err
 	}
@@ -444,12 +444,12 @@ func (c *cliSetup) secondPC(ctx context.Context) error {
 		}
 		return err
 	}
-	if _, paired, _ := f.RemoteState(); !paired {
-		if _, err := f.Pair(ctx, c.progress); err != nil {
+	if _, paired, _ := f.SecondPC.State(); !paired {
+		if _, err := f.SecondPC.Pair(ctx, c.progress); err != nil {
 			return err
 		}
 	}
-	if err := f.Prepare(ctx, c.progress); err != nil {
+	if err := f.SecondPC.Prepare(ctx, c.progress); err != nil {
 		return err
 	}
 	return c.secondPCOptions()
@@ -459,8 +459,8 @@ func (c *cliSetup) secondPC(ctx context.Context) error {
 // the encoder's idle stop and the CPU fallback (defaults: the settings').
 func (c *cliSetup) secondPCOptions() error {
 	f := c.f
-	o := f.SecondPCOptions()
-	c.printf("  Waking that PC: %s\n", f.Wake().Describe())
+	o := f.SecondPC.Options()
+	c.printf("  Waking that PC: %s\n", f.SecondPC.Wake().Describe())
 	for {
 		a, err := c.ask("Stop its encoder after how long without a picture (e.g. 10m, 600, off)?", settings.FormatIdleStop(o.IdleStopS), true)
 		if err != nil {
@@ -478,7 +478,7 @@ func (c *cliSetup) secondPCOptions() error {
 		return err
 	}
 	o.FallbackCPU = fb
-	return f.SetSecondPCOptions(o)
+	return f.SecondPC.SetOptions(o)
 }
 
 func (c *cliSetup) readPassword() (string, error) {

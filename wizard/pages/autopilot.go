@@ -70,7 +70,7 @@ func (u *UI) Autopilot(shot func(name string), lendCode string) {
 		}
 		go func() {
 			shot(name)
-			if p == setupflow.PagePlacement && u.Flow.CanMeasure() {
+			if p == setupflow.PagePlacement && u.Flow.Measure.Available() {
 				u.autopilotTrials(shot)
 			}
 			u.do(func() { u.autopilotAct(p, remoteStep, byCode, lendCode) })
@@ -112,7 +112,7 @@ func (u *UI) autopilotAct(p setupflow.Page, remoteStep int, byCode bool, lendCod
 		}
 		u.Next()
 	case setupflow.PagePlacement:
-		u.Flow.Choose(settings.PlacementRemote, nil)
+		u.Flow.Choice.Choose(settings.PlacementRemote, nil)
 		u.Next()
 	case setupflow.PageSecondPC:
 		switch {

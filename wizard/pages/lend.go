@@ -137,14 +137,9 @@ func (u *UI) showLending(start bool) {
 				l.Show()
 			}
 		}
-		if lv.Busy != "" || lv.State == setupflow.LendStarting {
+		if lv.Busy != "" {
 			v.busy.box.Show()
 			v.busy.set(setupflow.Progress{Fraction: -1, Text: lv.Busy})
-			if lv.Busy == "" {
-				v.busy.text.Hide()
-			} else {
-				v.busy.text.Show()
-			}
 		} else {
 			v.busy.inf.Stop()
 			v.busy.box.Hide()
@@ -154,7 +149,7 @@ func (u *UI) showLending(start bool) {
 		enable(v.stopB, lv.CanStop)
 		// A state reached and nothing running: the view has settled
 		// (the autopilot's picture).
-		if lv.Busy == "" && lv.State != setupflow.LendStarting && lv.State != v.last && !v.quiet {
+		if lv.Busy == "" && lv.State != v.last && !v.quiet {
 			v.last = lv.State
 			u.settled()
 		}

@@ -2,15 +2,17 @@ package pages
 
 // Trial pictures on the Pictures page: a "Measure here" button per place,
 // a progress line with the elapsed time and a Cancel that stops the
-// encoder, the measured figures ("Measured here: 14.2 s per picture, start
-// 3.1 s"), a small bar chart of the three times, and the estimates' long
-// explanation behind "How this was estimated".
+// encoder, where and when the figures were measured (the figures take the
+// estimate's place in the option's line: "14.2 s per picture, measured here
+// · start 3.1 s"), a small bar chart of the three times, and the estimates'
+// long explanation behind "How this was estimated".
 
 import (
 	"context"
 	"fmt"
 	"image/color"
 	"math"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -41,10 +43,24 @@ type picturesPage struct {
 	scroll  *container.Scroll
 }
 
-// measuredWords is the short line for a trial: "Measured here: 14.2 s per
-// picture, start 3.1 s".
-func measuredWords(t *setupflow.Trial) string {
-	return fmt.Sprintf("Measured here: %s per picture, start %s", settings.Secs(t.PictureS), settings.Secs(t.StartS))
+// figuresLabel is an option's figures in one bold line (nil when it has
+// none): the measured ones, in the success colour, once it was measured.
+func figuresLabel(o setupflow.Option) fyne.CanvasObject {
+	details := strings.Join(o.Figures(), " · ")
+	if details == "" {
+		return nil
+	}
+	l := widget.NewLabelWithStyle(details, fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	if o.Measured != nil {
+		l.Importance = widget.SuccessImportance
+	}
+	return l
+}
+
+// trial is the trial shown for p (this run's, else the one kept; nil: none).
+func (u *UI) trial(p settings.Placement) *setupflow.Trial {
+	trials, _ := u.Flow.Measure.Trials()
+	return trials[p]
 }
 
 // trialRow is what an option shows about trials: its measured figures or
@@ -52,16 +68,15 @@ func measuredWords(t *setupflow.Trial) string {
 // and Cancel.
 func (u *UI) trialRow(o setupflow.Option, ts *trialState, rebuild func()) fyne.CanvasObject {
 	box := container.NewVBox()
-	if !u.Flow.CanMeasure() || !o.Available || !o.Placement.ReadsPictures() || o.Device != nil {
+	if !u.Flow.Measure.Available() || !o.Available || !o.Placement.ReadsPictures() || o.Device != nil {
 		return box
 	}
-	trials, errs := u.Flow.Trials()
+	// The measured figures themselves are the option's (o.Figures, above
+	// this row): here is where and when they were measured.
+	trials, errs := u.Flow.Measure.Trials()
 	if t := trials[o.Placement]; t != nil {
-		l := widget.NewLabelWithStyle(measuredWords(t), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-		l.Importance = widget.SuccessImportance
-		box.Add(l)
 		when := t.Time()
-		sub := "on " + t.Device
+		sub := "Measured on " + t.Device
 		if !when.IsZero() {
 			sub += ", " + when.Local().Format("2 Jan 2006 15:04")
 		}
@@ -113,7 +128,7 @@ func (u *UI) startTrial(p settings.Placement, ts *trialState, rebuild func()) {
 	rebuild()
 	u.goAsync(func() {
 		defer cancel()
-		_, err := u.Flow.Measure(ctx, p, func(pr setupflow.TrialProgress) {
+		_, err := u.Flow.Measure.Run(ctx, p, func(pr setupflow.TrialProgress) {
 			u.do(func() {
 				if ts.running != p || ts.text == nil {
 					return
@@ -152,25 +167,20 @@ func minutes(d time.Duration) string {
 
 // chartRow is one bar of the chart.
 type chartRow struct {
-	label    string
-	seconds  float64
-	measured bool
+	label string
+	fig   settings.PictureFigure
 }
 
 // timesChart is a small bar chart of the time per picture of each place:
 // the measured figure where there is one, else the estimate (paler).
 func (u *UI) timesChart(rec setupflow.Recommendation) fyne.CanvasObject {
-	trials, _ := u.Flow.Trials()
 	var rows []chartRow
 	for _, o := range rec.Options {
 		if !o.Available || !o.Placement.ReadsPictures() || o.Device != nil {
 			continue
 		}
-		r := chartRow{label: o.Label, seconds: o.PictureSeconds}
-		if t := trials[o.Placement]; t != nil {
-			r.seconds, r.measured = t.PictureS, true
-		}
-		if r.seconds > 0 {
+		r := chartRow{label: o.Label, fig: o.Picture()}
+		if r.fig.Seconds > 0 {
 			rows = append(rows, r)
 		}
 	}
@@ -186,26 +196,24 @@ const chartWidth = 320
 func chart(rows []chartRow) fyne.CanvasObject {
 	longest := 0.0
 	for _, r := range rows {
-		longest = math.Max(longest, r.seconds)
+		longest = math.Max(longest, r.fig.Seconds)
 	}
 	grid := container.NewVBox()
 	labels := container.NewVBox()
 	for _, r := range rows {
-		w := float32(chartWidth * r.seconds / longest)
+		w := float32(chartWidth * r.fig.Seconds / longest)
 		if w < 3 {
 			w = 3
 		}
 		c := theme.Color(theme.ColorNamePrimary)
-		word := "measured"
-		if !r.measured {
+		if r.fig.Measured == nil {
 			c = withAlpha(c, 0x60)
-			word = "estimate"
 		}
 		bar := canvas.NewRectangle(c)
 		bar.SetMinSize(fyne.NewSize(w, 18))
 		pad := canvas.NewRectangle(color.Transparent)
 		pad.SetMinSize(fyne.NewSize(chartWidth-w, 18))
-		value := widget.NewLabel(fmt.Sprintf("%s (%s)", settings.Secs(r.seconds), word))
+		value := widget.NewLabel(r.fig.Short())
 		labels.Add(widget.NewLabel(r.label))
 		grid.Add(container.NewHBox(container.NewCenter(container.NewHBox(bar, pad)), value))
 	}
@@ -224,7 +232,9 @@ func estimateDetails(rec setupflow.Recommendation) fyne.CanvasObject {
 		box.Add(para("The estimates rest on " + rec.Basis + "."))
 	}
 	for _, o := range rec.Options {
-		if o.Note == "" || !o.Available {
+		// A measured place shows no estimate, so its estimate's
+		// explanation is not said either.
+		if o.Note == "" || !o.Available || o.Measured != nil {
 			continue
 		}
 		box.Add(para(o.Label + ": " + o.Note))

@@ -23,7 +23,7 @@ import (
 func (u *UI) welcomePage() fyne.CanvasObject {
 	var text string
 	if u.Flow.Configured() {
-		in, cfg, _ := u.Flow.Selected()
+		in, cfg, _ := u.Flow.Find.Selected()
 		text = fmt.Sprintf("Strata Companion already runs Strata from %s with %s.\n\n"+
 			"Use Next to change where pictures are read; Back and Cancel leave everything as it is.", in.Root, filepath.Base(cfg))
 	} else {
@@ -47,7 +47,7 @@ func (u *UI) findPage() fyne.CanvasObject {
 	b := newBar()
 	list := container.NewVBox()
 	configs := widget.NewSelect(nil, func(s string) {
-		if err := u.Flow.SelectConfig(s); err != nil {
+		if err := u.Flow.Find.SelectConfig(s); err != nil {
 			u.setHint(err.Error())
 		}
 		u.updateButtons()
@@ -59,8 +59,8 @@ func (u *UI) findPage() fyne.CanvasObject {
 	var rebuild func()
 	radios := widget.NewRadioGroup(nil, nil)
 	rebuild = func() {
-		ins := u.Flow.Installs()
-		sel, cfg, ok := u.Flow.Selected()
+		ins := u.Flow.Find.Installs()
+		sel, cfg, ok := u.Flow.Find.Selected()
 		var opts []string
 		selected := ""
 		for _, in := range ins {
@@ -79,7 +79,7 @@ func (u *UI) findPage() fyne.CanvasObject {
 		radios.OnChanged = func(s string) {
 			for i, o := range opts {
 				if o == s {
-					u.Flow.SelectInstall(i)
+					u.Flow.Find.SelectInstall(i)
 				}
 			}
 			rebuild()
@@ -91,7 +91,7 @@ func (u *UI) findPage() fyne.CanvasObject {
 			configs.Options = append(configs.Options, sel.Configs...)
 			configs.OnChanged, configs.Selected = nil, cfg
 			configs.OnChanged = func(s string) {
-				if err := u.Flow.SelectConfig(s); err != nil {
+				if err := u.Flow.Find.SelectConfig(s); err != nil {
 					u.setHint(err.Error())
 				}
 				u.updateButtons()
@@ -108,7 +108,7 @@ func (u *UI) findPage() fyne.CanvasObject {
 	}
 	browse := func(dir string) {
 		u.goAsync(func() {
-			_, err := u.Flow.Browse(u.ctx, dir)
+			_, err := u.Flow.Find.Browse(u.ctx, dir)
 			u.do(func() {
 				if err != nil {
 					u.setHint(err.Error())
@@ -150,7 +150,7 @@ func (u *UI) findPage() fyne.CanvasObject {
 	list.Add(problems)
 	list.Add(bold("Config (the model Strata runs)"))
 	list.Add(configs)
-	if len(u.Flow.Installs()) > 0 {
+	if len(u.Flow.Find.Installs()) > 0 {
 		b.done("")
 		b.box.Hide()
 		rebuild()
@@ -158,7 +158,7 @@ func (u *UI) findPage() fyne.CanvasObject {
 	} else {
 		b.set(setupflow.Progress{Fraction: -1, Text: "Looking for Strata in the usual places..."})
 		u.goAsync(func() {
-			_, err := u.Flow.Find(u.ctx)
+			_, err := u.Flow.Find.Search(u.ctx)
 			u.do(func() {
 				if isCancel(err) {
 					return
@@ -210,14 +210,14 @@ func (u *UI) thisPCPage() fyne.CanvasObject {
 			facts.Add(l)
 		}
 	}
-	if m := u.Flow.Machine(); m != nil {
+	if m := u.Flow.Choice.Machine(); m != nil {
 		b.box.Hide()
 		fill(m)
 		u.goAsync(func() { u.do(u.settled) })
 	} else {
 		b.set(setupflow.Progress{Fraction: -1, Text: "Probing this PC..."})
 		u.goAsync(func() {
-			m, err := u.Flow.ProbeLocal(u.ctx, u.progressTo(b))
+			m, err := u.Flow.Choice.Probe(u.ctx, u.progressTo(b))
 			u.do(func() {
 				if isCancel(err) {
 					return
@@ -240,9 +240,9 @@ func (u *UI) placementPage() fyne.CanvasObject {
 	var build func()
 	build = func() {
 		box.RemoveAll()
-		rec := u.Flow.Recommendation()
-		choice := u.Flow.Choice()
-		if best, why, _ := u.Flow.MeasuredAdvice(); why != "" {
+		rec := u.Flow.Choice.Recommendation()
+		choice := u.Flow.Choice.Current()
+		if best, why, _ := u.Flow.Measure.Advice(); why != "" {
 			box.Add(section("From the figures measured here: "+labelFor(rec, best), para(why)))
 		} else if rec.Reason != "" {
 			r := section("Recommended: "+labelFor(rec, rec.Best), para(rec.Reason))
@@ -273,7 +273,7 @@ func (u *UI) placementPage() fyne.CanvasObject {
 						other.Refresh()
 					}
 				}
-				if err := u.Flow.Choose(o.Placement, o.Device); err != nil {
+				if err := u.Flow.Choice.Choose(o.Placement, o.Device); err != nil {
 					u.setHint(err.Error())
 				} else {
 					u.setHint("")
@@ -282,10 +282,9 @@ func (u *UI) placementPage() fyne.CanvasObject {
 			}
 			// Short words here (time, VRAM); the estimate's long
 			// explanation is behind "How this was estimated" below.
-			details := strings.Join(o.Figures(), " · ")
 			under := container.NewVBox()
-			if details != "" {
-				under.Add(widget.NewLabelWithStyle(details, fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
+			if l := figuresLabel(o); l != nil {
+				under.Add(l)
 			}
 			if !o.Available {
 				n := para("Not possible here: " + o.Why)
@@ -308,12 +307,12 @@ func (u *UI) placementPage() fyne.CanvasObject {
 		u.updateButtons()
 	}
 	u.refresh = build
-	if u.Flow.Machine() == nil { // opened here directly (tray, already configured)
+	if u.Flow.Choice.Machine() == nil { // opened here directly (tray, already configured)
 		b := newBar()
 		b.set(setupflow.Progress{Fraction: -1, Text: "Probing this PC for the estimates..."})
 		box.Add(b.box)
 		u.goAsync(func() {
-			_, err := u.Flow.ProbeLocal(u.ctx, u.progressTo(b))
+			_, err := u.Flow.Choice.Probe(u.ctx, u.progressTo(b))
 			u.do(func() {
 				if isCancel(err) {
 					return
@@ -367,11 +366,11 @@ func (u *UI) ConfirmHostKey(ctx context.Context, k setupflow.HostKey) bool {
 }
 
 func (u *UI) secondPCPage() fyne.CanvasObject {
-	t := u.Flow.Target()
+	t := u.Flow.SecondPC.Target()
 	addr := widget.NewSelectEntry(nil)
 	var sugg []string
 	users := map[string]string{}
-	for _, s := range u.Flow.Suggestions() {
+	for _, s := range u.Flow.SecondPC.Suggestions() {
 		label := s.Alias
 		sugg = append(sugg, label)
 		users[label] = s.User
@@ -431,8 +430,12 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 		results.Append("Free VRAM", widget.NewLabel(mib(r.FreeVRAMMiB())))
 		results2.Append("Round trip", widget.NewLabel(fmt.Sprintf("%.1f ms", r.RTTms)))
 		results2.Append("Throughput", widget.NewLabel(fmt.Sprintf("%.0f MB/s up, %.0f down", r.UpMBps, r.DownMBps)))
-		if r.PictureSeconds > 0 {
-			results2.Append("One picture", widget.NewLabelWithStyle("about "+setupflow.FormatSeconds(r.PictureSeconds), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
+		var m *settings.Measurement
+		if t := u.trial(settings.PlacementRemote); t != nil {
+			m = &t.Measurement
+		}
+		if w := settings.ShownPicture(r.PictureSeconds, m).Words(); w != "" {
+			results2.Append("One picture", widget.NewLabelWithStyle(strings.TrimSuffix(w, " per picture"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}))
 		}
 		results2.Refresh()
 		for _, p := range r.Problems {
@@ -451,23 +454,29 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 	var trialRebuild func()
 	trialRebuild = func() {
 		trialBox.RemoveAll()
-		if _, paired, prepared := u.Flow.RemoteState(); paired && prepared && u.Flow.CanMeasure() {
+		if _, paired, prepared := u.Flow.SecondPC.State(); paired && prepared && u.Flow.Measure.Available() {
 			o := setupflow.Option{Placement: settings.PlacementRemote, Available: true, Label: settings.UpperFirst(settings.PlacementRemote.Name(""))}
-			trialBox.Add(section("A trial picture on that PC", u.trialRow(o, trialTS, trialRebuild)))
+			box := container.NewVBox()
+			if t := u.trial(settings.PlacementRemote); t != nil {
+				o.Measured = &t.Measurement
+				box.Add(figuresLabel(o))
+			}
+			box.Add(u.trialRow(o, trialTS, trialRebuild))
+			trialBox.Add(section("A trial picture on that PC", box))
 		}
 		trialBox.Refresh()
 	}
 	state := func() {
-		wakeL.SetText(u.Flow.Wake().Describe())
+		wakeL.SetText(u.Flow.SecondPC.Wake().Describe())
 		trialRebuild()
-		_, paired, prepared := u.Flow.RemoteState()
+		_, paired, prepared := u.Flow.SecondPC.State()
 		busy := u.Flow.Busy() != ""
 		if busy {
 			probeB.Disable()
 			pairB.Disable()
 		} else {
 			probeB.Enable()
-			if u.Flow.RemoteReport() != nil {
+			if u.Flow.SecondPC.Report() != nil {
 				pairB.Enable()
 			} else {
 				pairB.Disable()
@@ -485,13 +494,13 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 		u.updateButtons()
 	}
 	probeB = widget.NewButtonWithIcon("Probe", theme.SearchIcon(), func() {
-		u.Flow.SetTarget(target())
+		u.Flow.SecondPC.SetTarget(target())
 		probeBar.box.Show()
 		probeBar.set(setupflow.Progress{Fraction: 0, Text: "Connecting..."})
 		u.setHint("")
 		u.goAsync(func() {
 			u.do(state)
-			r, err := u.Flow.ProbeRemote(u.ctx, u.progressTo(probeBar))
+			r, err := u.Flow.SecondPC.Probe(u.ctx, u.progressTo(probeBar))
 			u.do(func() {
 				if err != nil {
 					if !isCancel(err) {
@@ -508,13 +517,13 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 		})
 	})
 	pairB = widget.NewButtonWithIcon("Pair and prepare", theme.ConfirmIcon(), func() {
-		u.Flow.SetTarget(target())
+		u.Flow.SecondPC.SetTarget(target())
 		u.setHint("")
 		u.goAsync(func() {
-			_, paired, _ := u.Flow.RemoteState()
+			_, paired, _ := u.Flow.SecondPC.State()
 			if !paired {
 				u.do(func() { pairBar.box.Show(); pairBar.set(setupflow.Progress{Fraction: 0, Text: "Pairing..."}); state() })
-				if _, err := u.Flow.Pair(u.ctx, u.progressTo(pairBar)); err != nil {
+				if _, err := u.Flow.SecondPC.Pair(u.ctx, u.progressTo(pairBar)); err != nil {
 					u.do(func() {
 						if !isCancel(err) {
 							pairBar.done("Pairing failed")
@@ -531,7 +540,7 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 				prepBar.set(setupflow.Progress{Fraction: 0, Text: "Preparing..."})
 				state()
 			})
-			err := u.Flow.Prepare(u.ctx, u.progressTo(prepBar))
+			err := u.Flow.SecondPC.Prepare(u.ctx, u.progressTo(prepBar))
 			u.do(func() {
 				if err != nil {
 					if !isCancel(err) {
@@ -549,7 +558,7 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 	u.remoteW.probe, u.remoteW.pair = probeB, pairB
 	// Enter in a field probes (the first time), then moves on.
 	submit := func(string) {
-		if u.Flow.RemoteReport() == nil && !probeB.Disabled() {
+		if u.Flow.SecondPC.Report() == nil && !probeB.Disabled() {
 			probeB.OnTapped()
 		} else if !u.next.Disabled() {
 			u.Next()
@@ -557,18 +566,18 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 	}
 	addr.OnSubmitted, user.OnSubmitted, pass.OnSubmitted = submit, submit, submit
 	pairBar.text.SetText("")
-	if r := u.Flow.RemoteReport(); r != nil {
+	if r := u.Flow.SecondPC.Report(); r != nil {
 		showReport(r)
 	}
-	_, paired, prepared := u.Flow.RemoteState()
-	if paired && prepared && u.Flow.RemoteReport() == nil {
+	_, paired, prepared := u.Flow.SecondPC.State()
+	if paired && prepared && u.Flow.SecondPC.Report() == nil {
 		u.setHint("This second PC is already paired and prepared. Probe it again to see fresh figures, or press Next.")
 	}
 	state()
 	// First, the PCs that lend their GPU and their code (secondpc_code.go);
 	// once paired that way, the probe and the prepare follow.
 	byCode, searching := u.codeSection(func(r *settings.Remote) {
-		t := u.Flow.Target()
+		t := u.Flow.SecondPC.Target()
 		addr.SetText(t.Address)
 		user.SetText(t.User)
 		auth.SetSelected("ssh agent or my keys")
@@ -594,7 +603,7 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 // whether the PC can be woken (the MAC pairing recorded). The choices live
 // in the flow (setupflow.SecondPCOptions) and are written at Apply.
 func (u *UI) secondPCOptions() (box fyne.CanvasObject, wake *widget.Label) {
-	o := u.Flow.SecondPCOptions()
+	o := u.Flow.SecondPC.Options()
 	idle := widget.NewEntry()
 	idle.SetText(settings.FormatIdleStop(o.IdleStopS))
 	idle.SetPlaceHolder("e.g. 10m, 600 (seconds) or off")
@@ -603,23 +612,23 @@ func (u *UI) secondPCOptions() (box fyne.CanvasObject, wake *widget.Label) {
 		secs, err := settings.ParseIdleStop(s)
 		if err != nil {
 			idleNote.Importance = widget.WarningImportance
-			idleNote.SetText(err.Error() + "; kept: " + settings.FormatIdleStop(u.Flow.SecondPCOptions().IdleStopS))
+			idleNote.SetText(err.Error() + "; kept: " + settings.FormatIdleStop(u.Flow.SecondPC.Options().IdleStopS))
 			return
 		}
-		cur := u.Flow.SecondPCOptions()
+		cur := u.Flow.SecondPC.Options()
 		cur.IdleStopS = secs
-		u.Flow.SetSecondPCOptions(cur)
+		u.Flow.SecondPC.SetOptions(cur)
 		idleNote.Importance = widget.MediumImportance
 		idleNote.SetText("without a picture, to give that PC its VRAM back; off keeps it running. The first picture after a stop waits a few seconds for the encoder.")
 	}
 	fallback := widget.NewCheck("Read pictures on this PC's CPU when the second PC is off (slower; otherwise such a picture fails with the reason)", func(on bool) {
-		cur := u.Flow.SecondPCOptions()
+		cur := u.Flow.SecondPC.Options()
 		cur.FallbackCPU = on
-		u.Flow.SetSecondPCOptions(cur)
+		u.Flow.SecondPC.SetOptions(cur)
 	})
 	fallback.SetChecked(o.FallbackCPU)
 	u.remoteW.idle, u.remoteW.fallback = idle, fallback
-	wake = para(u.Flow.Wake().Describe())
+	wake = para(u.Flow.SecondPC.Wake().Describe())
 	form := widget.NewForm(
 		widget.NewFormItem("Stop its encoder after", container.NewVBox(idle, idleNote)),
 		widget.NewFormItem("Waking that PC", wake),
@@ -713,7 +722,7 @@ func (u *UI) reviewPage() fyne.CanvasObject {
 	u.next.SetText("Apply")
 	u.next.SetIcon(theme.ConfirmIcon())
 	u.goAsync(func() {
-		rv, err := u.Flow.PlanReview(u.ctx)
+		rv, err := u.Flow.Apply.PlanReview(u.ctx)
 		u.do(func() {
 			if isCancel(err) {
 				return
@@ -745,7 +754,7 @@ func (u *UI) reviewPage() fyne.CanvasObject {
 			for _, l := range rv.Service {
 				box.Add(para(l))
 			}
-			tray := widget.NewCheck("Start the tray icon when I log in", u.Flow.SetTrayAtLogin)
+			tray := widget.NewCheck("Start the tray icon when I log in", u.Flow.Apply.SetTrayAtLogin)
 			tray.SetChecked(rv.TrayAtLogin)
 			box.Add(tray)
 			u.updateButtons()
@@ -786,7 +795,7 @@ func (u *UI) applyPage() fyne.CanvasObject {
 		u.back.Disable()
 		b.set(setupflow.Progress{Fraction: 0, Text: "Starting..."})
 		u.goAsync(func() {
-			err := u.Flow.Apply(u.ctx, func(p setupflow.Progress) {
+			err := u.Flow.Apply.Run(u.ctx, func(p setupflow.Progress) {
 				u.do(func() {
 					b.set(p)
 					if p.Phase != "" {
@@ -830,7 +839,7 @@ func (u *UI) donePage() fyne.CanvasObject {
 	u.next.SetIcon(theme.ConfirmIcon())
 	u.cancelB.Hide()
 	u.back.Hide()
-	_, lines := u.Flow.Applied()
+	_, lines := u.Flow.Apply.Applied()
 	box := container.NewVBox(bold("Strata Companion is set up."))
 	for _, l := range lines {
 		box.Add(para(l))

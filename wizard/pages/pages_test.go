@@ -295,7 +295,7 @@ func TestEveryPageSecondPC(t *testing.T) {
 	h.must("The trial picture failed: no second PC is paired yet")
 	findRadio(h.win.Content(), "A second PC").SetSelected("A second PC")
 	h.settle()
-	if got := h.ui.Flow.Choice().Placement; got != settings.PlacementRemote {
+	if got := h.ui.Flow.Choice.Current().Placement; got != settings.PlacementRemote {
 		t.Fatalf("choice %s", got)
 	}
 	if findRadio(h.win.Content(), "This PC's GPU").Selected != "" {
@@ -350,7 +350,7 @@ func TestEveryPageSecondPC(t *testing.T) {
 	// A trial picture there, through the PC paired in this run (not yet in the settings).
 	test.Tap(findButton(h.win.Content(), "Measure here"))
 	h.settle()
-	h.must("Measured here: 2.6 s per picture, start 3.4 s", "[Measure again]")
+	h.must("2.6 s per picture, measured here · start 3.4 s", "[Measure again]")
 	h.next(setupflow.PageReview)
 	h.must("[Apply]", "+ ", "strata-vision-relay", "Service: strata-service will be installed", "Start the tray icon when I log in")
 	if w.Login {
@@ -521,14 +521,14 @@ func TestSecondPCIdleStopFallbackAndWake(t *testing.T) {
 	test.Type(idle, "soon")
 	h.settle()
 	h.must("is not an idle time", "kept: 5m")
-	if o := h.ui.Flow.SecondPCOptions(); o.IdleStopS != 300 {
+	if o := h.ui.Flow.SecondPC.Options(); o.IdleStopS != 300 {
 		t.Errorf("a wrong idle time changed the choice: %+v", o)
 	}
 	idle.SetText("")
 	test.Type(idle, "15m")
 	test.Tap(fallback)
 	h.settle()
-	if o := h.ui.Flow.SecondPCOptions(); o.IdleStopS != 900 || !o.FallbackCPU {
+	if o := h.ui.Flow.SecondPC.Options(); o.IdleStopS != 900 || !o.FallbackCPU {
 		t.Fatalf("choices %+v", o)
 	}
 	h.next(setupflow.PageReview)

@@ -191,7 +191,7 @@ func (u *UI) probeThenPrepare(probeBar, prepBar *bar, showReport func(*setupflow
 	probeBar.set(setupflow.Progress{Fraction: 0, Text: "Connecting with the companion's own key..."})
 	u.goAsync(func() {
 		u.do(state)
-		r, err := u.Flow.ProbeRemote(u.ctx, u.progressTo(probeBar))
+		r, err := u.Flow.SecondPC.Probe(u.ctx, u.progressTo(probeBar))
 		if isCancel(err) {
 			return
 		}
@@ -207,7 +207,7 @@ func (u *UI) probeThenPrepare(probeBar, prepBar *bar, showReport func(*setupflow
 			prepBar.set(setupflow.Progress{Fraction: 0, Text: "Preparing..."})
 			state()
 		})
-		perr := u.Flow.Prepare(u.ctx, u.progressTo(prepBar))
+		perr := u.Flow.SecondPC.Prepare(u.ctx, u.progressTo(prepBar))
 		u.do(func() {
 			if isCancel(perr) {
 				return

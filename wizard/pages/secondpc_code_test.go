@@ -114,7 +114,7 @@ func TestSecondPCPairsByCode(t *testing.T) {
 	if w.HostKeyAsked != 0 {
 		t.Errorf("a host key question after a pairing by code (asked %d)", w.HostKeyAsked)
 	}
-	if _, paired, prepared := h.ui.Flow.RemoteState(); !paired || !prepared {
+	if _, paired, prepared := h.ui.Flow.SecondPC.State(); !paired || !prepared {
 		t.Fatalf("paired %t prepared %t (hint %q)", paired, prepared, h.ui.Hint())
 	}
 	h.next(setupflow.PageReview)
@@ -142,7 +142,7 @@ func TestSecondPCWrongCode(t *testing.T) {
 		t.Errorf("hint %q, want %q", h.ui.Hint(), want)
 	}
 	h.must("Not paired")
-	if _, paired, _ := h.ui.Flow.RemoteState(); paired || !h.ui.NextButton().Disabled() {
+	if _, paired, _ := h.ui.Flow.SecondPC.State(); paired || !h.ui.NextButton().Disabled() {
 		t.Errorf("after a wrong code: paired %t, Next enabled %t", paired, !h.ui.NextButton().Disabled())
 	}
 	code.SetText("")

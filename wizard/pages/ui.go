@@ -285,7 +285,7 @@ func (u *UI) showSteps() {
 			l.Importance = widget.HighImportance
 		case p > u.page:
 			l.Importance = widget.LowImportance
-		case p == setupflow.PageSecondPC && u.Flow.Choice().Placement != settings.PlacementRemote:
+		case p == setupflow.PageSecondPC && u.Flow.Choice.Current().Placement != settings.PlacementRemote:
 			l.Importance = widget.LowImportance // skipped: pictures are not read on a second PC
 		}
 		u.steps.Add(l)

@@ -6,7 +6,7 @@
 // the encoder there as the relay will and waits for its READY. It shares only
 // the second PC's transport and the agent's command line with the relay
 // (internal/relay/remote), never a running relay; its bounds are in
-// internal/relay/bounds. internal/relay re-exports it (relay.Prepare, ...).
+// internal/relay/bounds. internal/relay re-exports it (prepare.Prepare, ...).
 package prepare
 
 import (
@@ -93,6 +93,52 @@ const DefaultRemoteDir = "strata-companion"
 // whose sha256 already matches, then starts the encoder there through the
 // agent as the relay would, and waits for its READY.
 func Prepare(ctx context.Context, o Options) (*Result, error) {
+	s, err := connect(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer s.conn.Close()
+	if err := s.learnPlatform(); err != nil {
+		return nil, err
+	}
+	// 1. The agent itself: the only file that cannot travel through the
+	//    agent. It goes once through the remote shell, when missing or stale.
+	cl, err := s.agent(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// 2. The mmproj and the vocabulary stub.
+	rm, rmodel, err := s.modelFiles(ctx, cl)
+	if err != nil {
+		cl.close()
+		return nil, err
+	}
+	// 3. strata-vision: pointed at, or copied when this PC's build fits.
+	if err := s.encoder(ctx, cl); err != nil {
+		return nil, err
+	}
+	// 4. Start the encoder there exactly as the relay will, and see READY.
+	if err := s.checkEncoder(ctx, rm, rmodel); err != nil {
+		return nil, err
+	}
+	return s.res, nil
+}
+
+// preparation is one Prepare under way: its options, the connection to the
+// second PC, where progress goes, and what it found so far.
+type preparation struct {
+	o    Options
+	p    io.Writer
+	conn remote.Conn
+	res  *Result
+	// copyEncoder: this PC's strata-vision build goes to the second PC.
+	// keepEncoder: the pairing did not allow this build, so the second PC
+	// keeps the encoder it has.
+	copyEncoder, keepEncoder bool
+}
+
+// connect fills o's defaults and dials the second PC.
+func connect(ctx context.Context, o Options) (*preparation, error) {
 	var p io.Writer = io.Discard
 	if o.Progress != nil {
 		p = &lockedWriter{w: o.Progress}
@@ -108,19 +154,28 @@ func Prepare(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
+	return &preparation{o: o, p: p, conn: conn, res: &Result{OS: o.Remote.OS, Arch: o.Remote.Arch}}, nil
+}
 
-	res := &Result{OS: o.Remote.OS, Arch: o.Remote.Arch}
+// learnPlatform asks the second PC its OS and architecture when the
+// settings do not say them.
+func (s *preparation) learnPlatform() error {
+	res := s.res
 	if res.OS == "" || res.Arch == "" {
-		if res.OS, res.Arch, err = detectPlatform(conn); err != nil {
-			return nil, err
+		var err error
+		if res.OS, res.Arch, err = detectPlatform(s.conn); err != nil {
+			return err
 		}
 	}
-	fmt.Fprintf(p, "second PC: %s/%s\n", res.OS, res.Arch)
-	dir := o.Remote.RemoteDir
+	fmt.Fprintf(s.p, "second PC: %s/%s\n", res.OS, res.Arch)
+	return nil
+}
 
-	// 1. The agent itself: the only file that cannot travel through the
-	//    agent. It goes once through the remote shell, when missing or stale.
+// agent starts the agent's file session, installing the agent first when
+// it is missing or not this build; it decides whether this PC's encoder
+// may be copied (copyEncoder, keepEncoder).
+func (s *preparation) agent(ctx context.Context) (*client, error) {
+	o, res, p, dir := s.o, s.res, s.p, s.o.Remote.RemoteDir
 	agentBin, err := o.AgentBinary(res.OS, res.Arch)
 	if err != nil {
 		return nil, err
@@ -132,41 +187,19 @@ func Prepare(ctx context.Context, o Options) (*Result, error) {
 	if err := remotecmd.CheckPath("remote_dir", dir); err != nil {
 		return nil, err
 	}
-	// The programs this session may install (strata-vision and its
-	// libraries, when this PC's build fits): the agent takes a program only
-	// with its sha256 announced here (prepare's checksummed install).
-	var installs []string
-	copyEncoder := o.EncoderPath == "" && o.LocalEncoder != "" && o.LocalOS == res.OS && o.LocalArch == res.Arch
-	if copyEncoder {
-		if installs, err = InstallSums(o.LocalEncoder); err != nil {
-			return nil, err
-		}
-	}
-	files := agentcmd.Command{Program: remote.RemoteJoin(res.OS, dir, remote.AgentName(res.OS)), Verb: agentcmd.VerbAgent,
-		Agent: agentcmd.Agent{InstallSHA256: installs}}
-	filesCmd, err := files.Quote(res.OS)
+	filesCmd, err := s.filesCommand()
 	if err != nil {
 		return nil, err
 	}
 	// The first try is quiet: on a fresh second PC its shell answers "sh: 1:
 	// .../strata-vision-relay: not found", which is expected, not an error.
-	cl, err := startClient(ctx, conn, filesCmd, io.Discard)
-	// An agent-only key pinned other builds at pairing (Strata's update
-	// brought a new strata-vision since): the second PC keeps the encoder
-	// it has, which reads pictures as before; only a new pairing (the
-	// user's own login) may install this build.
-	notPinned := fmt.Errorf("the companion's key on the second PC runs only the agent, and this PC's strata-vision build (%s) was not allowed when it was paired: "+
-		"pair the second PC again (strata-service remote pair, or the setup wizard's Pair), which allows this PC's build, or name an encoder already there (prepare --encoder PATH)", o.LocalEncoder)
-	keepEncoder := false
+	cl, err := startClient(ctx, s.conn, filesCmd, io.Discard)
 	if err != nil && strings.Contains(err.Error(), "was not allowed at pairing") {
-		files.Agent.InstallSHA256 = nil
-		if filesCmd, err = files.Quote(res.OS); err != nil {
+		if filesCmd, err = s.keepTheirEncoder(); err != nil {
 			return nil, err
 		}
-		copyEncoder, keepEncoder = false, true
-		cl, err = startClient(ctx, conn, filesCmd, io.Discard)
+		cl, err = startClient(ctx, s.conn, filesCmd, io.Discard)
 	}
-	fresh := false
 	if err != nil && agentMissing(err) {
 		fmt.Fprintf(p, "no agent on the second PC yet (a fresh second PC)\n")
 	}
@@ -178,41 +211,85 @@ func Prepare(ctx context.Context, o Options) (*Result, error) {
 			cl, err = nil, errors.New("stale")
 		}
 	}
-	if err != nil {
-		fmt.Fprintf(p, "installing the agent (%s) in %s ...\n", filepath.Base(agentBin), dir)
-		if err := bootstrapAgent(ctx, conn, res.OS, dir, agentBin, p); err != nil {
-			if strings.Contains(err.Error(), "only runs the Strata Companion agent") {
-				return nil, fmt.Errorf("the second PC's agent is missing or another build, and the companion's key there is agent-only, so it cannot install one: pair the second PC again (strata-service remote pair, or the setup wizard's Pair), which installs this build with your own login")
-			}
-			return nil, err
-		}
-		fresh = true
-		if cl, err = startClient(ctx, conn, filesCmd, p); err != nil {
-			return nil, fmt.Errorf("the agent was copied to the second PC but does not start: %v", err)
-		}
-		if fi, err := cl.stat(SelfName); err != nil || fi.SHA256 != agentSum {
-			cl.close()
-			return nil, errors.New("the agent on the second PC is not the one just copied (is another copy running and locked? stop Strata and try again)")
-		}
-	}
-	if !fresh {
+	if err == nil {
 		fmt.Fprintln(p, "the agent is up to date")
+	} else if cl, err = s.installAgent(ctx, agentBin, agentSum, filesCmd); err != nil {
+		return nil, err
 	}
 	res.RemoteDir = cl.info.Dir
+	return cl, nil
+}
 
-	// 2. The mmproj and the vocabulary stub.
-	rm, rmodel := remote.RemoteFiles(o.Mmproj, o.Model)
-	if err := cl.upload(ctx, o.Mmproj, rm, 0o644); err != nil {
-		cl.close()
+// filesCommand is the agent's file session with the programs it may
+// install (strata-vision and its libraries, when this PC's build fits):
+// the agent takes a program only with its sha256 announced here
+// (prepare's checksummed install).
+func (s *preparation) filesCommand() (string, error) {
+	o, res := s.o, s.res
+	var installs []string
+	s.copyEncoder = o.EncoderPath == "" && o.LocalEncoder != "" && o.LocalOS == res.OS && o.LocalArch == res.Arch
+	if s.copyEncoder {
+		var err error
+		if installs, err = InstallSums(o.LocalEncoder); err != nil {
+			return "", err
+		}
+	}
+	return s.filesCommandAllowing(installs)
+}
+
+// keepTheirEncoder is the file session that installs no program: an
+// agent-only key pinned other builds at pairing (Strata's update brought a
+// new strata-vision since). The second PC keeps the encoder it has, which
+// reads pictures as before; only a new pairing (the user's own login) may
+// install this build.
+func (s *preparation) keepTheirEncoder() (string, error) {
+	s.copyEncoder, s.keepEncoder = false, true
+	return s.filesCommandAllowing(nil)
+}
+
+func (s *preparation) filesCommandAllowing(installs []string) (string, error) {
+	res := s.res
+	files := agentcmd.Command{Program: remote.RemoteJoin(res.OS, s.o.Remote.RemoteDir, remote.AgentName(res.OS)), Verb: agentcmd.VerbAgent,
+		Agent: agentcmd.Agent{InstallSHA256: installs}}
+	return files.Quote(res.OS)
+}
+
+// installAgent copies the agent through the remote shell and starts its
+// file session (filesCmd), which must be the build just copied.
+func (s *preparation) installAgent(ctx context.Context, agentBin, agentSum, filesCmd string) (*client, error) {
+	p, dir := s.p, s.o.Remote.RemoteDir
+	fmt.Fprintf(p, "installing the agent (%s) in %s ...\n", filepath.Base(agentBin), dir)
+	if err := bootstrapAgent(ctx, s.conn, s.res.OS, dir, agentBin, p); err != nil {
+		if strings.Contains(err.Error(), "only runs the Strata Companion agent") {
+			return nil, fmt.Errorf("the second PC's agent is missing or another build, and the companion's key there is agent-only, so it cannot install one: pair the second PC again (strata-service remote pair, or the setup wizard's Pair), which installs this build with your own login")
+		}
 		return nil, err
+	}
+	cl, err := startClient(ctx, s.conn, filesCmd, p)
+	if err != nil {
+		return nil, fmt.Errorf("the agent was copied to the second PC but does not start: %v", err)
+	}
+	if fi, err := cl.stat(SelfName); err != nil || fi.SHA256 != agentSum {
+		cl.close()
+		return nil, errors.New("the agent on the second PC is not the one just copied (is another copy running and locked? stop Strata and try again)")
+	}
+	return cl, nil
+}
+
+// modelFiles uploads the mmproj and the model's vocabulary stub (built
+// here); it returns their names on the second PC.
+func (s *preparation) modelFiles(ctx context.Context, cl *client) (rm, rmodel string, err error) {
+	o := s.o
+	rm, rmodel = remote.RemoteFiles(o.Mmproj, o.Model)
+	if err := cl.upload(ctx, o.Mmproj, rm, 0o644); err != nil {
+		return "", "", err
 	}
 	stub, err := os.CreateTemp("", "strata-vocab-*.gguf")
 	if err != nil {
-		cl.close()
-		return nil, err
+		return "", "", err
 	}
 	defer os.Remove(stub.Name())
-	fmt.Fprintf(p, "building the vocabulary stub of %s ...\n", filepath.Base(o.Model))
+	fmt.Fprintf(s.p, "building the vocabulary stub of %s ...\n", filepath.Base(o.Model))
 	bw := bufio.NewWriterSize(stub, 1<<20)
 	err = gguf.WriteVocabStub(o.Model, bw)
 	if err == nil {
@@ -220,15 +297,19 @@ func Prepare(ctx context.Context, o Options) (*Result, error) {
 	}
 	stub.Close()
 	if err != nil {
-		cl.close()
-		return nil, err
+		return "", "", err
 	}
 	if err := cl.upload(ctx, stub.Name(), rmodel, 0o644); err != nil {
-		cl.close()
-		return nil, err
+		return "", "", err
 	}
+	return rm, rmodel, nil
+}
 
-	// 3. strata-vision: pointed at, or copied when this PC's build fits.
+// encoder decides which strata-vision the second PC runs (res.EncoderPath),
+// copies this PC's build when that is the one, checks that it is there and
+// asks the agent for its GPUs. It ends the file session cl.
+func (s *preparation) encoder(ctx context.Context, cl *client) error {
+	o, res := s.o, s.res
 	encName := "strata-vision"
 	if res.OS == "windows" {
 		encName += ".exe"
@@ -236,16 +317,10 @@ func Prepare(ctx context.Context, o Options) (*Result, error) {
 	switch {
 	case o.EncoderPath != "":
 		res.EncoderPath = o.EncoderPath
-	case copyEncoder:
-		if err := cl.upload(ctx, o.LocalEncoder, encName, 0o755); err != nil {
+	case s.copyEncoder:
+		if err := s.copyLocalEncoder(ctx, cl, encName); err != nil {
 			cl.close()
-			return nil, err
-		}
-		for _, lib := range siblingLibs(o.LocalEncoder) {
-			if err := cl.upload(ctx, lib, filepath.Base(lib), 0o755); err != nil {
-				cl.close()
-				return nil, err
-			}
+			return err
 		}
 		res.EncoderPath = encName
 	case o.Remote.EncoderPath != "":
@@ -256,6 +331,7 @@ func Prepare(ctx context.Context, o Options) (*Result, error) {
 	// The agent answers only about files in its own folder: an encoder
 	// elsewhere (--encoder ABSOLUTE) is proved by its start below.
 	fi := framing.FileInfo{Exists: true}
+	var err error
 	if !remotecmd.IsAbs(res.OS, res.EncoderPath) {
 		fi, err = cl.stat(remote.RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
 	}
@@ -264,26 +340,75 @@ func Prepare(ctx context.Context, o Options) (*Result, error) {
 	if gerr == nil {
 		res.GPUs, res.NoGPU = gpus.GPUs, len(gpus.GPUs) == 0
 	}
-	missing := fmt.Errorf("there is no strata-vision at %s on the second PC; install Strata's engine there and pass --encoder <its strata-vision>, or run prepare on a server with the same OS and architecture so it can be copied",
-		remote.RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
-	if keepEncoder && (err != nil || !fi.Exists) {
-		return nil, notPinned
+	if s.keepEncoder && (err != nil || !fi.Exists) {
+		return s.notPinned()
 	}
 	if err != nil || !fi.Exists {
-		return nil, missing
+		return s.missing()
 	}
-	if keepEncoder {
-		fmt.Fprintf(p, "this PC's strata-vision build was not allowed when the second PC was paired, so it keeps the one it has (%s); pair it again to install this build\n", res.EncoderPath)
+	if s.keepEncoder {
+		fmt.Fprintf(s.p, "this PC's strata-vision build was not allowed when the second PC was paired, so it keeps the one it has (%s); pair it again to install this build\n", res.EncoderPath)
 	}
-	// Not looked at above: an encoder that cannot be found says so the same way.
-	notFound := func(msg string) bool {
-		m := strings.ToLower(msg)
-		return remotecmd.IsAbs(res.OS, res.EncoderPath) && (strings.Contains(m, "no such file") || strings.Contains(m, "cannot find the file"))
-	}
+	return nil
+}
 
-	// 4. Start the encoder there exactly as the relay will, and see READY.
-	//    On the device the relay will choose from what was just found
-	//    (RemoteDevice), unless the flags say otherwise.
+// copyLocalEncoder uploads this PC's strata-vision as encName, and the
+// libraries beside it.
+func (s *preparation) copyLocalEncoder(ctx context.Context, cl *client, encName string) error {
+	if err := cl.upload(ctx, s.o.LocalEncoder, encName, 0o755); err != nil {
+		return err
+	}
+	for _, lib := range siblingLibs(s.o.LocalEncoder) {
+		if err := cl.upload(ctx, lib, filepath.Base(lib), 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// notPinned: an agent-only key pinned other builds at pairing, and the
+// second PC has no encoder of its own to keep.
+func (s *preparation) notPinned() error {
+	return fmt.Errorf("the companion's key on the second PC runs only the agent, and this PC's strata-vision build (%s) was not allowed when it was paired: "+
+		"pair the second PC again (strata-service remote pair, or the setup wizard's Pair), which allows this PC's build, or name an encoder already there (prepare --encoder PATH)", s.o.LocalEncoder)
+}
+
+// missing: there is no strata-vision where the second PC would run it.
+func (s *preparation) missing() error {
+	res := s.res
+	return fmt.Errorf("there is no strata-vision at %s on the second PC; install Strata's engine there and pass --encoder <its strata-vision>, or run prepare on a server with the same OS and architecture so it can be copied",
+		remote.RemoteJoin(res.OS, res.RemoteDir, res.EncoderPath))
+}
+
+// notFound says the encoder's start failed because an encoder named by an
+// absolute path (not looked at before) is not there.
+func (s *preparation) notFound(msg string) bool {
+	m := strings.ToLower(msg)
+	return remotecmd.IsAbs(s.res.OS, s.res.EncoderPath) && (strings.Contains(m, "no such file") || strings.Contains(m, "cannot find the file"))
+}
+
+// checkEncoder starts the encoder on the second PC exactly as the relay
+// will, waits for its READY and records what it said.
+func (s *preparation) checkEncoder(ctx context.Context, rm, rmodel string) error {
+	cl, err := s.startEncoder(ctx, rm, rmodel)
+	if err != nil {
+		return err
+	}
+	defer cl.close()
+	t0 := time.Now()
+	st, err := s.waitReady(ctx, cl)
+	if err != nil {
+		return err
+	}
+	s.ready(st, time.Since(t0))
+	return nil
+}
+
+// startEncoder starts the agent with the encoder on the device the relay
+// will choose from what was just found (RemoteDevice), unless the flags
+// say otherwise.
+func (s *preparation) startEncoder(ctx context.Context, rm, rmodel string) (*client, error) {
+	o, res := s.o, s.res
 	choice := o.Remote
 	choice.GPUs, choice.NoGPU = RemoteGPUs(res.GPUs), res.NoGPU
 	if o.GPU && !res.NoGPU {
@@ -302,8 +427,8 @@ func Prepare(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(p, "starting the encoder on the second PC: %s\n", agentCmd)
-	cl, err = startClient(ctx, conn, agentCmd, p)
+	fmt.Fprintf(s.p, "starting the encoder on the second PC: %s\n", agentCmd)
+	cl, err := startClient(ctx, s.conn, agentCmd, s.p)
 	if err != nil {
 		if remotecmd.IsAbs(res.OS, res.EncoderPath) && strings.Contains(err.Error(), "outside the agent's folder") {
 			return nil, fmt.Errorf("the companion's key on the second PC runs only the agent, and the encoder %s was not allowed when it was paired; "+
@@ -312,30 +437,40 @@ func Prepare(ctx context.Context, o Options) (*Result, error) {
 		}
 		return nil, err
 	}
-	defer cl.close()
-	t0 := time.Now()
+	return cl, nil
+}
+
+// waitReady wakes the encoder and waits for its status: running, or why not.
+func (s *preparation) waitReady(ctx context.Context, cl *client) (framing.StatusInfo, error) {
+	var st framing.StatusInfo
 	if err := cl.fw.Write(framing.Wake); err != nil {
-		return nil, err
+		return st, err
 	}
 	t, b, err := cl.next(ctx, bounds.PrepareWake, framing.StatusReply)
 	if err != nil {
-		return nil, err
+		return st, err
 	}
 	if t == framing.Error {
-		if notFound(errMsg(b)) {
-			return nil, missing
+		if s.notFound(errMsg(b)) {
+			return st, s.missing()
 		}
-		return nil, errors.New(errMsg(b))
+		return st, errors.New(errMsg(b))
 	}
-	var st framing.StatusInfo
 	json.Unmarshal(b, &st)
-	if st.Encoder != "running" && notFound(st.Error) {
-		return nil, missing
+	if st.Encoder != "running" && s.notFound(st.Error) {
+		return st, s.missing()
 	}
 	if st.Encoder != "running" {
-		return nil, fmt.Errorf("the encoder on the second PC did not start: %s", st.Error)
+		return st, fmt.Errorf("the encoder on the second PC did not start: %s", st.Error)
 	}
-	res.NEmbd, res.StartMS, res.Where = st.NEmbd, int(time.Since(t0).Milliseconds()), st.Where
+	return st, nil
+}
+
+// ready records the running encoder's answer (its n_embd, its start, where
+// it reads, the GPUs it found) and says it.
+func (s *preparation) ready(st framing.StatusInfo, took time.Duration) {
+	res, p := s.res, s.p
+	res.NEmbd, res.StartMS, res.Where = st.NEmbd, int(took.Milliseconds()), st.Where
 	if len(st.GPUs) > 0 {
 		res.GPUs, res.NoGPU = st.GPUs, false
 	}
@@ -356,7 +491,6 @@ func Prepare(ctx context.Context, o Options) (*Result, error) {
 	if st.GPUProblem != "" {
 		fmt.Fprintf(p, "  its GPUs: %s\n", st.GPUProblem)
 	}
-	return res, nil
 }
 
 // InstallSums are the sha256 sums of what prepare installs for this PC's

@@ -3,7 +3,7 @@
 // connection that starts agent sessions), the agent's command line there
 // (AgentArgs, one definition in internal/agentcmd), and the device its
 // encoder reads on (RemoteDevice). internal/relay re-exports its names
-// (relay.Conn, relay.AgentArgs, relay.RemoteDevice, ...).
+// (remote.Conn, remote.AgentArgs, remote.RemoteDevice, ...).
 package remote
 
 import (

@@ -482,7 +482,7 @@ func LineDiff(a, b, name string) string {
 		}
 	}
 	var out strings.Builder
-	fmt.Fprintf(&out, "--- %s\n+++ %s (new)\n", name, name)
+	fmt.Fprintf(&out, "--- %s\n+++ %s\n", name, name)
 	i, j := 0, 0
 	for i < n || j < m {
 		switch {

@@ -68,53 +68,34 @@ func (l lenders) PairWithCode(ctx context.Context, p setupflow.CodePairing, prog
 // LentState is the demo PC's own lending.
 type LentState struct {
 	On      bool // lending set up (the lender's view exists)
-	Running bool // the lender's pairing service runs
 	Code    lend.Code
 	Expires time.Time
 	Paired  []string
-	Step    string
-	Err     string
 	wrong   int
 }
 
 type lending struct{ w *World }
 
-// lendSteps are the lender's setup as the demo plays it.
-var lendSteps = []string{"an ssh server answers on port 22: left as it is", "installing the companion's agent for sam"}
-
-// Start plays the lender's setup: at once with no Delay (tests), else in
-// the background, one step per Delay, as the real lender goes on after
-// Start returns.
+// Start plays the lender's setup (two delays), then shows LendCode.
 func (l lending) Start(ctx context.Context) error {
 	l.w.record("lend-start")
+	if err := l.w.wait(ctx, 2); err != nil {
+		return err
+	}
 	if err := l.w.fail("lend-start"); err != nil {
 		return err
 	}
 	l.w.mu.Lock()
-	l.w.Lent.Running, l.w.Lent.Err = true, ""
-	delay := l.w.Delay
-	l.w.mu.Unlock()
-	setup := func() {
-		for _, s := range lendSteps {
-			l.w.mu.Lock()
-			l.w.Lent.Step = s
-			l.w.mu.Unlock()
-			time.Sleep(2 * delay)
-		}
-		l.w.mu.Lock()
-		l.w.Lent.On, l.w.Lent.Code, l.w.Lent.Expires, l.w.Lent.Step = true, LendCode, time.Now().Add(lend.DefaultValid), ""
-		l.w.mu.Unlock()
-	}
-	if delay == 0 {
-		setup()
-	} else {
-		go setup()
-	}
+	defer l.w.mu.Unlock()
+	l.w.Lent.On, l.w.Lent.Code, l.w.Lent.Expires = true, LendCode, time.Now().Add(lend.DefaultValid)
 	return nil
 }
 
 func (l lending) NewCode(ctx context.Context) error {
 	l.w.record("lend-code")
+	if err := l.w.wait(ctx, 1); err != nil {
+		return err
+	}
 	if err := l.w.fail("lend-code"); err != nil {
 		return err
 	}
@@ -142,10 +123,7 @@ func (l lending) Status() setupflow.LendStatus {
 	l.w.mu.Lock()
 	defer l.w.mu.Unlock()
 	s := l.w.Lent
-	st := setupflow.LendStatus{Lending: s.On, Name: "gaming-laptop", Paired: append([]string(nil), s.Paired...), Step: s.Step, Err: s.Err, Lender: setupflow.LenderEnded}
-	if s.Running {
-		st.Lender = setupflow.LenderRunning
-	}
+	st := setupflow.LendStatus{Lending: s.On, Name: "gaming-laptop", Paired: append([]string(nil), s.Paired...)}
 	if s.On && s.Code != "" && time.Now().Before(s.Expires) {
 		st.Code, st.Expires = s.Code.String(), s.Expires
 	}

@@ -64,24 +64,24 @@ func TestApplyAgainstTheRealSupervisor(t *testing.T) {
 		}
 		if f.Page() == setupflow.PageWelcome {
 			f.Next()
-			if _, err := f.Find(ctx); err != nil {
+			if _, err := f.Find.Search(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := f.Next(); err != nil {
 				t.Fatal(err)
 			}
-			f.ProbeLocal(ctx, nil)
+			f.Choice.Probe(ctx, nil)
 			f.Next()
 		} else {
-			f.ProbeLocal(ctx, nil)
+			f.Choice.Probe(ctx, nil)
 		}
-		if err := f.Choose(p, nil); err != nil {
+		if err := f.Choice.Choose(p, nil); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.Next(); err != nil {
 			t.Fatal(err)
 		}
-		rv, err := f.PlanReview(ctx)
+		rv, err := f.Apply.PlanReview(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func TestApplyAgainstTheRealSupervisor(t *testing.T) {
 	// 1. Off: written, Strata restarted through the API, followed to ready.
 	f := walkTo(settings.PlacementOff)
 	var lines []string
-	if err := f.Apply(ctx, func(p setupflow.Progress) {
+	if err := f.Apply.Run(ctx, func(p setupflow.Progress) {
 		if p.LogLine != "" {
 			lines = append(lines, p.LogLine)
 		}
@@ -129,7 +129,7 @@ func TestApplyAgainstTheRealSupervisor(t *testing.T) {
 	settingsBefore, _ := os.ReadFile(settingsPath)
 	root.SetMode("fail-start")
 	f = walkTo(settings.PlacementGPU)
-	err := f.Apply(ctx, nil)
+	err := f.Apply.Run(ctx, nil)
 	root.SetMode("")
 	var ae *setupflow.ApplyError
 	if !errors.As(err, &ae) || ae.Step != "start Strata" {

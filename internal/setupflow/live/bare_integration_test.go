@@ -69,22 +69,22 @@ func TestApplyGivesTheChosenInstallToABareService(t *testing.T) {
 	}
 	if f.Page() == setupflow.PageWelcome {
 		f.Next()
-		if _, err := f.Find(ctx); err != nil {
+		if _, err := f.Find.Search(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := f.Next(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	f.ProbeLocal(ctx, nil)
+	f.Choice.Probe(ctx, nil)
 	f.Next()
-	if err := f.Choose(settings.PlacementOff, nil); err != nil {
+	if err := f.Choice.Choose(settings.PlacementOff, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.Next(); err != nil {
 		t.Fatal(err)
 	}
-	rv, err := f.PlanReview(ctx)
+	rv, err := f.Apply.PlanReview(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestApplyGivesTheChosenInstallToABareService(t *testing.T) {
 		t.Fatalf("Review is about %s with diff %q, want %s", rv.ConfigPath, rv.Diff, root.Config)
 	}
 	f.Next()
-	if err := f.Apply(ctx, nil); err != nil {
+	if err := f.Apply.Run(ctx, nil); err != nil {
 		t.Fatalf("Apply: %v\nservice:\n%s", err, runLog.String())
 	}
 	st, err := c.State(ctx)
@@ -107,7 +107,7 @@ func TestApplyGivesTheChosenInstallToABareService(t *testing.T) {
 	if s.ConfigPath != root.Config || s.Vision != settings.PlacementOff {
 		t.Fatalf("settings %+v", s)
 	}
-	ok, done := f.Applied()
+	ok, done := f.Apply.Applied()
 	if !ok {
 		t.Fatal("Applied says no")
 	}
@@ -153,23 +153,23 @@ func TestApplyFailureGivesTheServiceItsConfigBack(t *testing.T) {
 	if f.Page() != setupflow.PageFindStrata {
 		t.Fatalf("the setup starts on page %v", f.Page())
 	}
-	if _, err := f.Find(ctx); err != nil {
+	if _, err := f.Find.Search(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.Next(); err != nil {
 		t.Fatal(err)
 	}
-	f.ProbeLocal(ctx, nil)
+	f.Choice.Probe(ctx, nil)
 	f.Next()
-	if err := f.Choose(settings.PlacementOff, nil); err != nil {
+	if err := f.Choice.Choose(settings.PlacementOff, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.Next()
-	if _, err := f.PlanReview(ctx); err != nil {
+	if _, err := f.Apply.PlanReview(ctx); err != nil {
 		t.Fatal(err)
 	}
 	f.Next()
-	err = f.Apply(ctx, nil)
+	err = f.Apply.Run(ctx, nil)
 	var ae *setupflow.ApplyError
 	if !errors.As(err, &ae) || ae.Step != "start Strata" {
 		t.Fatalf("Apply with B failing to start: %v\n%s", err, runLog.String())

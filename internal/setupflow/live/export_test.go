@@ -7,6 +7,3 @@ func SetOnLocalWrite(f func(what string)) (undo func()) {
 	onLocalWrite = f
 	return func() { onLocalWrite = old }
 }
-
-// CmdLine is the cmd.exe command line an elevated run gets on Windows.
-var CmdLine = cmdLine

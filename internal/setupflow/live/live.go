@@ -162,6 +162,12 @@ func (p *Prober) VRAMTotalMiB() int {
 }
 
 func (p *Prober) Recommend(local *setupflow.Machine, r *setupflow.RemoteReport) setupflow.Recommendation {
+	return p.RecommendMeasured(local, r, nil)
+}
+
+// RecommendMeasured is Recommend quoting the figures measured here
+// (probe.RecommendMeasured) instead of the estimates of those places.
+func (p *Prober) RecommendMeasured(local *setupflow.Machine, r *setupflow.RemoteReport, measured *settings.Measured) setupflow.Recommendation {
 	p.mu.Lock()
 	rep := p.last
 	p.mu.Unlock()
@@ -174,7 +180,7 @@ func (p *Prober) Recommend(local *setupflow.Machine, r *setupflow.RemoteReport) 
 				FreeMiB: g.FreeMiB, UsedMiB: g.TotalMiB - g.FreeMiB, Driver: g.Driver, Source: probe.SourceNvidiaSMI})
 		}
 	}
-	rec := probe.Recommend(rep, facts)
+	rec := probe.RecommendMeasured(rep, facts, measured)
 	return ConvertRecommendation(rec, facts != nil)
 }
 

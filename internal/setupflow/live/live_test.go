@@ -87,23 +87,23 @@ func walk(t *testing.T, f *setupflow.Flow, p settings.Placement) *setupflow.Revi
 	t.Helper()
 	ctx := context.Background()
 	f.Next()
-	if _, err := f.Find(ctx); err != nil {
+	if _, err := f.Find.Search(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.Next(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.ProbeLocal(ctx, nil); err != nil {
+	if _, err := f.Choice.Probe(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.Next()
-	if err := f.Choose(p, nil); err != nil {
+	if err := f.Choice.Choose(p, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.Next(); err != nil {
 		t.Fatal(err)
 	}
-	rv, err := f.PlanReview(ctx)
+	rv, err := f.Apply.PlanReview(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestCancelAtReviewLeavesEveryFileUntouched(t *testing.T) {
 	if !strings.Contains(rv.Diff, `"gpu": false`) {
 		t.Fatalf("the Review diff does not show the change to the CPU:\n%s", rv.Diff)
 	}
-	f.SetTrayAtLogin(true)
+	f.Apply.SetTrayAtLogin(true)
 	res := f.Cancel()
 	if res.Changed {
 		t.Errorf("Cancel: %v", res.Messages)
@@ -132,7 +132,7 @@ func TestApplyWritesConfigAndSettings(t *testing.T) {
 	old, _ := os.ReadFile(cfg)
 	rv := walk(t, f, settings.PlacementCPU)
 	f.Next()
-	if err := f.Apply(context.Background(), nil); err != nil {
+	if err := f.Apply.Run(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	now, _ := os.ReadFile(cfg)
@@ -159,7 +159,7 @@ func TestApplyFailureRestoresBytes(t *testing.T) {
 	walk(t, f, settings.PlacementOff)
 	f.Next()
 	w.Fail["follow"] = errors.New("the engine stopped (exit code 3)")
-	err := f.Apply(context.Background(), nil)
+	err := f.Apply.Run(context.Background(), nil)
 	var ae *setupflow.ApplyError
 	if !errors.As(err, &ae) || len(ae.RolledBack) == 0 {
 		t.Fatalf("Apply: %v", err)

@@ -75,15 +75,15 @@ func TestSecondPCRealSSHDIntegration(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Next()
-	f.Find(ctx)
+	f.Find.Search(ctx)
 	f.Next()
-	f.ProbeLocal(ctx, nil)
+	f.Choice.Probe(ctx, nil)
 	f.Next()
-	f.Choose(settings.PlacementRemote, nil)
+	f.Choice.Choose(settings.PlacementRemote, nil)
 	f.Next()
-	f.SetTarget(setupflow.RemoteTarget{Address: sshd.Addr(), User: sshd.User, UseAgent: true})
+	f.SecondPC.SetTarget(setupflow.RemoteTarget{Address: sshd.Addr(), User: sshd.User, UseAgent: true})
 
-	if _, err := f.ProbeRemote(ctx, nil); !errors.Is(err, setupflow.ErrHostKeyRejected) {
+	if _, err := f.SecondPC.Probe(ctx, nil); !errors.Is(err, setupflow.ErrHostKeyRejected) {
 		t.Fatalf("probe with the key refused: %v", err)
 	}
 	if len(asked) != 1 || !strings.HasPrefix(asked[0].Fingerprint, "SHA256:") {
@@ -91,7 +91,7 @@ func TestSecondPCRealSSHDIntegration(t *testing.T) {
 	}
 	answer = true
 	t0 := time.Now()
-	rep, err := f.ProbeRemote(ctx, nil)
+	rep, err := f.SecondPC.Probe(ctx, nil)
 	t.Logf("probe %s", time.Since(t0))
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +103,7 @@ func TestSecondPCRealSSHDIntegration(t *testing.T) {
 		t.Error("the probe pinned the host key (only pairing may)")
 	}
 	t0 = time.Now()
-	rm, err := f.Pair(ctx, nil)
+	rm, err := f.SecondPC.Pair(ctx, nil)
 	t.Logf("pair %s", time.Since(t0))
 	if err != nil {
 		t.Fatal(err)
@@ -120,11 +120,11 @@ func TestSecondPCRealSSHDIntegration(t *testing.T) {
 		t.Errorf("authorized_keys after the wizard's pairing:\n%s\nwant an agent-only line (%s...)", auth, want)
 	}
 	t0 = time.Now()
-	if err := f.Prepare(ctx, nil); err != nil {
+	if err := f.SecondPC.Prepare(ctx, nil); err != nil {
 		t.Fatalf("prepare through the agent-only key: %v", err)
 	}
 	t.Logf("prepare %s", time.Since(t0))
-	if rm, _, prepared := f.RemoteState(); !prepared || rm.NEmbd != 64 || rm.EncoderPath != "strata-vision" {
+	if rm, _, prepared := f.SecondPC.State(); !prepared || rm.NEmbd != 64 || rm.EncoderPath != "strata-vision" {
 		t.Errorf("after prepare: %+v (prepared %v)", rm, prepared)
 	}
 	if _, err := os.Stat(filepath.Join(home, "settings.json")); err == nil {
