@@ -93,6 +93,7 @@ installer: deps
 screenshots: deps
 	CGO_ENABLED=1 $(GOBUILD) -tags demo -ldflags '$(LDFLAGS)' -o bin/strata-setup-demo ./wizard
 	BIN=bin/strata-setup-demo bash wizard/screenshots.sh
+	BIN=bin/strata-setup-demo STOP_AT=remote EXTRA_ENV=STRATA_SETUP_DEMO_LENDERS=none bash wizard/screenshots.sh
 
 # The Windows first hour under wine (installer, setup, tray, uninstaller),
 # clicked through unattended as make test does, with its screenshots kept

@@ -26,9 +26,15 @@ func demoDeps(confirm setupflow.ConfirmHostKey) (setupflow.Deps, bool) {
 	if f := os.Getenv("STRATA_SETUP_DEMO_FAIL"); f != "" {
 		w.Fail[f] = fmt.Errorf("the engine stopped while filling the expert cache (exit code 3221225477): the GPU ran out of memory. Close other programs that use the GPU, or choose the second PC to free VRAM, then try again")
 	}
+	if os.Getenv("STRATA_SETUP_DEMO_LENDERS") == "none" {
+		w.Found = nil // no PC lends on the network: the address path
+	}
 	if os.Getenv("STRATA_SETUP_DEMO_CONFIGURED") == "1" {
 		w.Settings = &settings.Settings{StrataRoot: dir, ConfigPath: w.Config, Vision: settings.PlacementGPU}
 		w.Installed, w.Running = true, true
 	}
 	return w.Deps(confirm), true
 }
+
+// demoLendCode is the code the demo's lenders take (the autopilot types it).
+func demoLendCode() string { return demo.LendCode.String() }

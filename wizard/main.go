@@ -26,7 +26,7 @@ import (
 
 func main() {
 	fs := flag.NewFlagSet("strata-setup", flag.ExitOnError)
-	page := fs.String("page", "", "open at this page: welcome, strata, this-pc, placement, remote")
+	page := fs.String("page", "", "open at this page: welcome, strata, this-pc, placement, remote, or lend (lend this PC's GPU to another PC)")
 	root := fs.String("strata-root", "", "the Strata install folder (the one holding serve/ and engine/)")
 	cfg := fs.String("config", "", "the Strata config file (strata-<tag>.json) to use")
 	fs.Usage = func() {
@@ -36,7 +36,8 @@ func main() {
 	}
 	fs.Parse(os.Args[1:])
 	var opts setupflow.Options
-	if *page != "" {
+	lendView := *page == "lend" // a view of its own, over the Welcome page
+	if *page != "" && !lendView {
 		p, err := setupflow.ParsePage(*page)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "strata-setup:", err)
@@ -69,6 +70,9 @@ func main() {
 		os.Exit(1)
 	}
 	ui = pages.New(w, flow)
+	if lendView {
+		ui.ShowLending()
+	}
 	ui.OnClose = func() { w.Close() }
 	w.SetCloseIntercept(func() {
 		if flow.Busy() == "apply" {
@@ -86,7 +90,7 @@ func main() {
 				time.Sleep(400 * time.Millisecond) // let the frame paint
 				fmt.Printf("shot %s\n", name)
 				in.ReadString('\n')
-			})
+			}, demoLendCode())
 		})
 	}
 	w.ShowAndRun()

@@ -3,8 +3,13 @@
 # built with -tags demo (the shipped build has no demo machine), with the
 # demo machine (STRATA_SETUP_DEMO=1) and the autopilot, which prints
 # "shot NAME" when a page has settled and waits for a line before going on.
+# It shows the lending view first (lend: its code), then walks the setup; on the Second PC page it pairs by code
+# (remote-found, remote-code-wrong, remote-code), or by the address and ssh
+# when no PC lends (remote-empty, remote-hostkey, remote-probed, remote).
 #
 #   bash wizard/screenshots.sh                  # docs/wizard-*.png, light, 100 %
+#   STOP_AT=remote EXTRA_ENV=STRATA_SETUP_DEMO_LENDERS=none bash wizard/screenshots.sh
+#                                               # the Second PC page by its address (no PC lends)
 #   PREFIX=wizard-dark FYNE_THEME=dark STOP_AT=review bash wizard/screenshots.sh
 #   PREFIX=wizard-150 FYNE_SCALE=1.5 STOP_AT=placement bash wizard/screenshots.sh
 #   PREFIX=wizard-failed STOP_AT=apply EXTRA_ENV=STRATA_SETUP_DEMO_FAIL=follow bash wizard/screenshots.sh

@@ -12,7 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
+
+	"github.com/strata-companion/companion/internal/elevate"
 )
 
 // Desktop implements trayctl.Desktop for this platform.
@@ -69,24 +70,7 @@ func (Desktop) RunElevated(ctx context.Context, args ...string) error {
 	if err != nil {
 		return err
 	}
-	return runElevated(ctx, exe, args)
-}
-
-// serviceError is what strata-service said went wrong, from its output:
-// its last "strata-service ...: why" and what follows, without the prefix
-// ("" when it said nothing).
-func serviceError(out []byte) string {
-	lines := strings.Split(strings.TrimSpace(strings.ReplaceAll(string(out), "\r\n", "\n")), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.HasPrefix(lines[i], "strata-service") {
-			msg := strings.Join(lines[i:], " ")
-			if j := strings.Index(msg, ": "); j >= 0 {
-				msg = msg[j+2:]
-			}
-			return strings.TrimSpace(msg)
-		}
-	}
-	return strings.TrimSpace(lines[len(lines)-1])
+	return elevate.Run(ctx, exe, args...)
 }
 
 // Confirm asks a yes/no question with the platform's dialog.

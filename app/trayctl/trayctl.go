@@ -20,6 +20,7 @@ import (
 	"github.com/strata-companion/companion/app/traymodel"
 	"github.com/strata-companion/companion/app/watch"
 	"github.com/strata-companion/companion/internal/controlapi"
+	"github.com/strata-companion/companion/internal/elevate"
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/lendshown"
 	"github.com/strata-companion/companion/internal/locations"
@@ -55,7 +56,7 @@ type Desktop interface {
 
 // ErrDeclined is RunElevated's answer when the user declined the
 // administrator prompt: nothing was done, and there is nothing to tell.
-var ErrDeclined = errors.New("the administrator prompt was declined")
+var ErrDeclined = elevate.ErrDeclined
 
 // Autostart is the "Start tray at login" switch.
 type Autostart interface {

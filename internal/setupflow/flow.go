@@ -33,6 +33,11 @@ type Deps struct {
 	Confirm ConfirmHostKey
 	// Measurer reads trial pictures (measure.go); nil: no Measure buttons.
 	Measurer Measurer
+	// Lenders finds the PCs that lend their GPU and pairs by code (lend.go);
+	// nil: the Second PC page has the address only.
+	Lenders Lenders
+	// Lending is this PC lending its GPU (lending.go); nil: no such role.
+	Lending Lending
 }
 
 // Options change where the flow starts.
@@ -72,6 +77,12 @@ type Flow struct {
 	// Apply is the exact change and its application (the Review, Apply and
 	// Done pages).
 	Apply *ApplyStep
+	// Code is pairing by code with a PC that lends its GPU (the Second PC
+	// page; lend.go).
+	Code *CodeStep
+	// Lend is this PC lending its GPU: the role "Lend this PC's GPU to
+	// another PC" (lending.go).
+	Lend *LendStep
 
 	mu         sync.Mutex
 	page       Page
@@ -120,6 +131,8 @@ func (f *Flow) compose(d Deps, prev *settings.Settings) {
 	f.Choice = newChoiceStep(f, d.Prober, changed)
 	f.SecondPC = newSecondPCStep(f, d.Remote, d.Confirm, f.Find, f.Choice, changed, prev)
 	f.Measure = newMeasureStep(f, d.Measurer, f.Find, f.SecondPC, f.Choice, prev)
+	f.Code = newCodeStep(f, d.Lenders, f.Find, f.SecondPC)
+	f.Lend = newLendStep(d.Lending)
 	f.Choice.trials = f.Measure.shown
 	f.Apply.facts = f.facts
 	f.Apply.onApplied = f.SecondPC.keepPairing

@@ -139,6 +139,7 @@ func (s *SecondPCStep) Probe(ctx context.Context, progress func(Progress)) (*Rem
 	if strings.TrimSpace(t.Address) == "" {
 		return nil, errors.New("type the second PC's address (a name or IP address) first")
 	}
+	t.Paired = s.pairedFor(t) // lend.go
 	r, err := s.link.Probe(ctx, t, s.confirm, orNop(progress))
 	if ctx.Err() != nil {
 		return nil, ctx.Err()

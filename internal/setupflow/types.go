@@ -241,6 +241,11 @@ type RemoteTarget struct {
 	// StrataRoot is the chosen Strata install (the flow fills it, not the
 	// page): pairing allows its encoder build on the second PC.
 	StrataRoot string
+	// Paired is the paired second PC when the target is that PC (the flow
+	// fills it): the probe signs in with the companion's own key too, and
+	// asks its agent what the key may not run itself (after a pairing by
+	// code, the only way in).
+	Paired *settings.Remote
 }
 
 func (t RemoteTarget) String() string {

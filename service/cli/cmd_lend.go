@@ -304,13 +304,9 @@ const namesakeGrace = 500 * time.Millisecond
 // codeTargets are the lenders target names: those announcing that name
 // (each with the host key it announced), else the address typed.
 func codeTargets(ctx context.Context, target string, wait time.Duration) ([]pairing.CodeTarget, error) {
-	host, port := target, 0
-	if h, p, err := net.SplitHostPort(target); err == nil {
-		n, err := strconv.Atoi(p)
-		if err != nil || n <= 0 || n > 65535 {
-			return nil, &exitCode{code: 2, err: fmt.Errorf("%q: the port must be a number (the lender's pairing port, default %d)", target, lend.DefaultPairPort)}
-		}
-		host, port = h, n
+	host, port, err := pairing.ParseCodeAddress(target)
+	if err != nil {
+		return nil, &exitCode{code: 2, err: err}
 	}
 	if port == 0 && net.ParseIP(host) == nil {
 		// Every PC answering to that name within the wait, but no longer

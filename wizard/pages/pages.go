@@ -36,7 +36,11 @@ func (u *UI) welcomePage() fyne.CanvasObject {
 			"Nothing is changed until you press Apply on the Review page. Cancel closes setup at any time."
 	}
 	u.goAsync(func() { u.do(u.settled) })
-	return container.NewVScroll(container.NewVBox(bold("Welcome to Strata Companion"), para(text)))
+	box := container.NewVBox(bold("Welcome to Strata Companion"), para(text))
+	if r := u.roleChoice(); r != nil { // lend.go
+		box.Add(r)
+	}
+	return container.NewVScroll(box)
 }
 
 func (u *UI) findPage() fyne.CanvasObject {
@@ -570,11 +574,26 @@ func (u *UI) secondPCPage() fyne.CanvasObject {
 		u.setHint("This second PC is already paired and prepared. Probe it again to see fresh figures, or press Next.")
 	}
 	state()
-	u.goAsync(func() { u.do(u.settled) })
-	intro := para("Pictures go to this PC over ssh and come back as the encoder's result (about 10 MB each). " + setupflow.TextWaits + " " +
+	// First, the PCs that lend their GPU and their code (secondpc_code.go);
+	// once paired that way, the probe and the prepare follow.
+	byCode, searching := u.codeSection(func(r *settings.Remote) {
+		t := u.Flow.SecondPC.Target()
+		addr.SetText(t.Address)
+		user.SetText(t.User)
+		auth.SetSelected("ssh agent or my keys")
+		u.probeThenPrepare(probeBar, prepBar, showReport, state)
+	})
+	if !searching {
+		u.goAsync(func() { u.do(u.settled) })
+	}
+	intro := para("Pictures go to that PC over ssh and come back as the encoder's result (about 10 MB each). " + setupflow.TextWaits + " " +
 		"The second PC needs an NVIDIA GPU with about 1.5 GB free and an ssh server.")
-	sc := container.NewVScroll(container.NewVBox(intro, form,
-		container.NewHBox(probeB, pairB), probeBar.box, resultsCard, pairBar.box, prepBar.box, trialBox, whenOff))
+	top := []fyne.CanvasObject{intro}
+	if byCode != nil {
+		top = append(top, byCode, bold("Or sign in to that PC with ssh (your user name there, and your key or its password)"))
+	}
+	sc := container.NewVScroll(container.NewVBox(append(top, form,
+		container.NewHBox(probeB, pairB), probeBar.box, resultsCard, pairBar.box, prepBar.box, trialBox, whenOff)...))
 	u.remoteW.scroll = sc
 	return sc
 }

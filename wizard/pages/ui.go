@@ -60,7 +60,10 @@ type UI struct {
 	refresh func()
 	modal   *modal
 	remoteW remoteWidgets
-	pics    picturesPage
+	codeW   codeWidgets
+	// lend is the lending view when it is shown (lend.go), nil otherwise.
+	lend *lendView
+	pics picturesPage
 	// hasSettled: the current page's automatic step is done.
 	hasSettled bool
 	// onHostKeyShown is the autopilot's hook for the host key question.
@@ -199,6 +202,10 @@ func (u *UI) Next() {
 
 // Back returns to the previous page.
 func (u *UI) Back() {
+	if u.lend != nil { // the lending view lies over the Welcome page
+		u.show(u.Flow.Page())
+		return
+	}
 	p, err := u.Flow.Back()
 	if err != nil {
 		u.setHint(err.Error())
@@ -212,8 +219,8 @@ func (u *UI) Cancel() {
 	if u.Flow.Cancelled() {
 		return
 	}
-	if u.page == setupflow.PageDone {
-		u.close()
+	if u.page == setupflow.PageDone || u.lend != nil {
+		u.close() // lending goes on after the window; the view says so
 		return
 	}
 	msg := "Close setup? Nothing on this PC has been changed yet."
@@ -287,6 +294,7 @@ func (u *UI) showSteps() {
 
 // show builds page p.
 func (u *UI) show(p setupflow.Page) {
+	u.leaveLending()
 	u.page = p
 	u.hasSettled = false
 	u.onNext, u.refresh = nil, nil

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-companion/companion/internal/lend"
 	"github.com/strata-companion/companion/internal/measure"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow"
@@ -30,7 +31,9 @@ type World struct {
 	Config string
 
 	// Fail names steps that fail: "find", "probe", "remote-probe", "pair",
-	// "prepare", "plan", "install", "write", "settings", "start", "follow".
+	// "prepare", "plan", "install", "write", "settings", "start", "follow",
+	// and lend.go's "find-lenders", "pair-code", "lend-start", "lend-code",
+	// "lend-stop".
 	Fail map[string]error
 	// HangAt names a step that waits until it is cancelled ("follow": Strata
 	// prints its first lines and never gets ready).
@@ -52,6 +55,12 @@ type World struct {
 	Backups    map[string]string
 	// Unpaired counts Unpair calls.
 	Paired bool
+
+	// Found are the PCs that lend their GPU on the demo network (lend.go;
+	// empty: none answers).
+	Found []lend.Announcement
+	// Lent is this PC lending its GPU (lend.go).
+	Lent LentState
 }
 
 // NewWorld returns a world whose Strata lives at root (a path; not created).
@@ -59,7 +68,7 @@ func NewWorld(root string) *World {
 	cfg := filepath.Join(root, "strata-iq2_xs.json")
 	return &World{
 		Root: root, Config: cfg, Fail: map[string]error{}, Backups: map[string]string{},
-		ConfigText: baseConfig,
+		ConfigText: baseConfig, Found: append([]lend.Announcement(nil), Lenders...),
 	}
 }
 
@@ -128,7 +137,7 @@ func (w *World) Deps(confirm setupflow.ConfirmHostKey) setupflow.Deps {
 	return setupflow.Deps{
 		Finder: finder{w}, Prober: prober{w}, Remote: remote{w}, Config: planner{w},
 		Service: service{w}, Settings: store{w}, Login: login{w}, Confirm: confirm,
-		Measurer: measurer{w},
+		Measurer: measurer{w}, Lenders: lenders{w}, Lending: lending{w},
 	}
 }
 
@@ -316,13 +325,18 @@ func (r remote) Probe(ctx context.Context, t setupflow.RemoteTarget, confirm set
 	if err := r.w.fail("remote-probe"); err != nil {
 		return nil, err
 	}
-	k := HostKey
-	k.Address = t.String()
-	r.w.mu.Lock()
-	r.w.HostKeyAsked++
-	r.w.mu.Unlock()
-	if !confirm(ctx, k) {
-		return nil, setupflow.ErrHostKeyRejected
+	if t.Paired != nil {
+		// Paired: its host key is pinned, and the companion's key signs in.
+		r.w.record("remote-probe with the companion's key %s", t.Paired.KeyFile)
+	} else {
+		k := HostKey
+		k.Address = t.String()
+		r.w.mu.Lock()
+		r.w.HostKeyAsked++
+		r.w.mu.Unlock()
+		if !confirm(ctx, k) {
+			return nil, setupflow.ErrHostKeyRejected
+		}
 	}
 	if err := r.w.steps(ctx, "remote-probe", []string{"Asking its GPUs", "Measuring the round trip", "Measuring throughput (4 MB each way)"}, progress); err != nil {
 		return nil, err

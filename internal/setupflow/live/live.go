@@ -47,10 +47,13 @@ func Deps(o Options) setupflow.Deps {
 	}
 	pr := &Prober{}
 	svc := &Service{Exe: o.ServiceExe}
+	remote := NewRemote()
 	return setupflow.Deps{
 		Finder:   Finder{Root: o.StrataRoot, Config: o.ConfigPath, SettingsPath: o.SettingsPath},
 		Prober:   pr,
-		Remote:   NewRemote(),
+		Remote:   remote,
+		Lenders:  remote,
+		Lending:  &Lending{Exe: o.ServiceExe},
 		Config:   Planner{SettingsPath: o.SettingsPath, RelayExe: o.RelayExe, Prober: pr},
 		Service:  svc,
 		Settings: SettingsFile{Path: o.SettingsPath, RelayExe: o.RelayExe},

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/strata-companion/companion/internal/lend"
 	"github.com/strata-companion/companion/internal/linkprobe"
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/secondpc"
@@ -47,6 +49,11 @@ type Remote struct {
 	RemoteDir string
 	// Link tunes the link probe (zero: linkprobe's defaults, 4 MiB each way).
 	Link linkprobe.Options
+	// Browse replaces lend.Browse (tests: no multicast on this machine's
+	// own network); CodeTimeout bounds each step of a pairing by code
+	// (zero: sshx's default). See lend.go.
+	Browse      func(ctx context.Context, wait time.Duration) ([]lend.Announcement, error)
+	CodeTimeout time.Duration
 }
 
 // NewRemote returns the second-PC adapter with the usual places.
@@ -84,6 +91,9 @@ func (r *Remote) login(t setupflow.RemoteTarget, confirm setupflow.ConfirmHostKe
 	}
 	c := secondpc.Credentials{NoAgent: r.NoAgent || !t.UseAgent, IdentityFiles: r.IdentityFiles,
 		NoDefaultKeys: !t.UseAgent, NoWayHint: "choose Password and type it"}
+	if t.Paired != nil {
+		c.ExtraKeys = []string{t.Paired.KeyFile} // the paired PC: the companion's own key too
+	}
 	if t.Password != "" {
 		pw := t.Password
 		c.Password = func() (string, error) { return pw, nil }
@@ -110,7 +120,9 @@ func (r *Remote) Probe(ctx context.Context, t setupflow.RemoteTarget, confirm se
 		return nil, err
 	}
 	progress(setupflow.Progress{Step: "remote-probe", Fraction: 0.05, Text: "Connecting to " + l.Endpoint.String() + ", then measuring its GPUs, the round trip and the throughput (a few MB each way)"})
-	pr, err := secondpc.Probe(ctx, l, r.Link, false)
+	// The paired PC: its folder and its agent, asked what the companion's
+	// key may not run itself (a key paired by code runs only the agent).
+	pr, err := secondpc.Probe(ctx, l, secondpc.PairedProbeOptions(r.Link, t.Paired), false)
 	if err != nil {
 		return nil, flowError(err)
 	}
