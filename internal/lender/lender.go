@@ -312,30 +312,6 @@ func agentKeys(ctx context.Context, a *account.Account, dir string, stdin []byte
 	return out.String(), nil
 }
 
-// hostKey is the key the ssh server at addr presents (the one the paired
-// PC will see there).
-func hostKey(ctx context.Context, addr string) (ssh.PublicKey, error) {
-	var got ssh.PublicKey
-	cfg := &ssh.ClientConfig{User: "strata-lend-probe", Timeout: 5 * time.Second,
-		HostKeyCallback: func(_ string, _ net.Addr, k ssh.PublicKey) error {
-			got = k
-			return errors.New("host key read")
-		},
-		HostKeyAlgorithms: []string{ssh.KeyAlgoED25519, ssh.KeyAlgoECDSA256, ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256}}
-	d := net.Dialer{Timeout: 5 * time.Second}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	ssh.NewClientConn(c, addr, cfg)
-	if got == nil {
-		return nil, fmt.Errorf("the ssh server at %s showed no host key", addr)
-	}
-	return got, nil
-}
-
 // grant is the lender's work for a request the code proved: the key
 // authorized for the agent's gate only, and what the PC must pin.
 func grant(ctx context.Context, r *Record, local net.Addr, req lend.Request) (*lend.Grant, error) {
@@ -351,7 +327,7 @@ func grant(ctx context.Context, r *Record, local net.Addr, req lend.Request) (*l
 	if ta, ok := local.(*net.TCPAddr); ok && !ta.IP.IsUnspecified() {
 		ip = ta.IP.String()
 	}
-	hk, err := hostKey(ctx, net.JoinHostPort(ip, fmt.Sprint(r.SSHPort)))
+	hk, err := pairing.PresentedKey(ctx, net.JoinHostPort(ip, fmt.Sprint(r.SSHPort)), 10*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("this PC's ssh server does not answer on port %d (%v)", r.SSHPort, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/strata-companion/companion/internal/account"
 	"github.com/strata-companion/companion/internal/asowner"
 	"github.com/strata-companion/companion/internal/lend"
+	"github.com/strata-companion/companion/internal/pairing"
 )
 
 // Serve answers pairings on the record's pairing port and announces this
@@ -43,7 +44,7 @@ func Serve(ctx context.Context, o Options, ready func(addr string)) error {
 	if o.Announce != nil {
 		fp := ""
 		if addr, ok := sshAnswers(r.SSHPort); ok {
-			if k, err := hostKey(ctx, addr); err == nil {
+			if k, err := pairing.PresentedKey(ctx, addr, 10*time.Second); err == nil {
 				fp = ssh.FingerprintSHA256(k)
 			}
 		}

@@ -139,7 +139,7 @@ func PairWithCode(ctx context.Context, o CodeOptions) (*Result, error) {
 func tryTarget(ctx context.Context, o CodeOptions, t CodeTarget, req lend.Request) (*lend.Grant, ssh.PublicKey, error) {
 	if t.HostKey != "" && t.SSHPort != 0 {
 		o.Progress("checking " + t.String() + "'s host key against its announcement")
-		seen, err := presentedKey(ctx, net.JoinHostPort(t.Host, strconv.Itoa(t.SSHPort)), o.Timeout)
+		seen, err := PresentedKey(ctx, net.JoinHostPort(t.Host, strconv.Itoa(t.SSHPort)), o.Timeout)
 		if err != nil {
 			return nil, nil, fmt.Errorf("its ssh server does not answer (%v)", err)
 		}
@@ -175,9 +175,10 @@ func tryTarget(ctx context.Context, o CodeOptions, t CodeTarget, req lend.Reques
 	return g, hk, nil
 }
 
-// presentedKey is the host key the ssh server at addr shows (nothing is
-// authenticated or sent but the handshake).
-func presentedKey(ctx context.Context, addr string, timeout time.Duration) (ssh.PublicKey, error) {
+// PresentedKey is the host key the ssh server at addr shows (nothing is
+// authenticated or sent but the handshake): what this PC checks against an
+// announcement, and what the lender grants (the same key the other PC sees).
+func PresentedKey(ctx context.Context, addr string, timeout time.Duration) (ssh.PublicKey, error) {
 	d := net.Dialer{Timeout: timeout}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
