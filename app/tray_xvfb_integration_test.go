@@ -198,7 +198,7 @@ func TestRealTrayUnderXvfb(t *testing.T) {
 	})
 	cpu := choice(menu(), "Vision: CPU")
 	click(t, bus, name, cpu.id)
-	m = waitMenu("the switch in progress", func(m []menuItem) bool { return hasLabel(m, "Switching vision to the CPU: loading the model...") })
+	waitMenu("the switch in progress", func(m []menuItem) bool { return hasLabel(m, "Switching vision to the CPU: loading the model...") })
 	// The toolkit ticks a check box when clicked; the tray puts the tick back
 	// where the service says vision runs until the switch is done.
 	m = waitMenu("the check mark still on the second PC", func(m []menuItem) bool {

@@ -122,7 +122,8 @@ func (w *Watcher) Run(ctx context.Context, out func(Update)) error {
 		lastErr = ""
 		backoff = minB
 		out(Update{State: st})
-		if err := w.follow(ctx, c, st.Seq, wait, out); err != nil && ctx.Err() == nil {
+		// follow returns only when the stream ended, always with its error.
+		if err := w.follow(ctx, c, st.Seq, wait, out); ctx.Err() == nil {
 			logf("control API: event stream ended: %v", err)
 			// Re-read the state at once: a restarted service answers quickly,
 			// and a gone one is reported by the next State call.

@@ -611,7 +611,7 @@ func BenchmarkRelay(b *testing.B) {
 			fair0, fairWarm, naive := e.fair(b, "enc-0"), e.fair(b, "enc-warm"), e.naive(b)
 			floor(picSize, "")
 			fair0(img)
-			type acc struct{ ms, enc, cpuR, cpuA float64 }
+			type acc struct{ ms, enc float64 }
 			sums := map[string]*acc{}
 			add := func(name string, d time.Duration, enc float64) {
 				if sums[name] == nil {

@@ -542,8 +542,8 @@ func (g *gui) trayMenu(name string) (win, image.Image) {
 		}
 		return false
 	})
-	img := g.settled("the tray menu drawn", menu.rect(), nil)
-	img = g.keepShot(name)
+	g.settled("the tray menu drawn", menu.rect(), nil)
+	img := g.keepShot(name)
 	g.click(40, 40, "1")
 	g.until("the tray menu closed", func() bool {
 		for _, r := range g.search("--classname", "strata-tray.exe") {
@@ -639,7 +639,7 @@ func TestWindowsGUIUnderWine(t *testing.T) {
 	g.keepShot("installer-strata-empty")
 	g.key("Return") // Install
 	g.until("the service registered and running", func() bool { return g.state() != nil })
-	_, img = g.installerPage("the Finish page", img)
+	g.installerPage("the Finish page", img)
 	g.keepShot("installer-finish")
 	if v := g.regValue(regKey, "StrataRoot"); v != "" {
 		t.Errorf("the installer remembered a Strata folder (%q) though none was chosen", v)

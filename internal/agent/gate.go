@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 
 	"github.com/strata-companion/companion/internal/agentcmd"
 )
@@ -124,15 +123,6 @@ func killAgent(pid int, self string) error {
 		return err
 	}
 	return p.Kill()
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v != "" && strings.EqualFold(v, s) {
-			return true
-		}
-	}
-	return false
 }
 
 func clipCmd(s string) string {

@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sync"
 
 	"github.com/strata-companion/companion/internal/account"
 )
@@ -140,6 +139,3 @@ func kind(m os.FileMode) string {
 	}
 	return "not a plain file"
 }
-
-// tokens are the Windows tokens Command took, by command (see Release).
-var tokens sync.Map

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/windows"
@@ -84,6 +85,9 @@ func WriteFile(path string, data []byte, perm os.FileMode, a *account.Account, c
 	}
 	return atomicfile.WriteChecked(path, data, perm, check)
 }
+
+// tokens are the Windows tokens Command took, by command (see Release).
+var tokens sync.Map
 
 // Command is name with args in dir, to run as a (nil: as this process,
 // with this process's environment plus env): with the token of a's

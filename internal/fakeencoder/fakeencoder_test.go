@@ -3,13 +3,14 @@ package fakeencoder
 import (
 	"bytes"
 	"encoding/binary"
-	"github.com/strata-companion/companion/internal/testenv"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 func files(t *testing.T) (dir, mm, model string) {
@@ -28,7 +29,6 @@ func files(t *testing.T) (dir, mm, model string) {
 // run is the stand-in running in this process.
 type run struct {
 	in   *io.PipeWriter
-	out  *bytes.Buffer
 	errb *testenv.Buffer
 	done chan int
 }

@@ -4,8 +4,6 @@
 // and can tell another account's listener from Strata's own.
 package portowner
 
-import "strings"
-
 // Owner is the process listening on a port.
 type Owner struct {
 	PID     int // 0 when the socket's process cannot be told
@@ -48,9 +46,6 @@ func Listeners(port int) []Owner { return listeners(port) }
 // ListenerUIDs are the accounts of the sockets listening on port (a
 // cheap look: no process is scanned).
 func ListenerUIDs(port int) []int { return listenerUIDs(port) }
-
-// cmdline joins argv as one line for people to read.
-func cmdline(argv []string) string { return strings.Join(argv, " ") }
 
 func itoa(n int) string {
 	if n == 0 {

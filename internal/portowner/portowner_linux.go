@@ -100,3 +100,6 @@ func listening(file string, port int, out map[string]int, order *[]string) {
 		*order = append(*order, fs[9])
 	}
 }
+
+// cmdline joins argv as one line for people to read.
+func cmdline(argv []string) string { return strings.Join(argv, " ") }

@@ -9,6 +9,10 @@ import (
 	"golang.org/x/sys/windows/registry"
 )
 
+// The display-adapter class in the Windows registry: one numbered subkey
+// (0000, 0001, ...) per installed adapter driver.
+const displayClassKey = `SYSTEM\CurrentControlSet\Control\Class\{4d36e968-e325-11ce-bfc1-08002be10318}`
+
 // probeOSGPUs reads every display adapter's VRAM from the registry value
 // HardwareInformation.qwMemorySize (64-bit, any vendor). WMI's AdapterRAM is
 // never used: it is 32-bit and caps at 4 GB.

@@ -9,10 +9,6 @@ import (
 	"github.com/strata-companion/companion/internal/nvsmi"
 )
 
-// The display-adapter class in the Windows registry: one numbered subkey
-// (0000, 0001, ...) per installed adapter driver.
-const displayClassKey = `SYSTEM\CurrentControlSet\Control\Class\{4d36e968-e325-11ce-bfc1-08002be10318}`
-
 var venRE = regexp.MustCompile(`(?i)ven_([0-9a-f]{4})`)
 
 // vendorFromHardwareID reads the vendor from a hardware id such as

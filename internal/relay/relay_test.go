@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/relay/remote"
-	"github.com/strata-companion/companion/internal/remotecmd"
 )
 
 func TestSplitENC(t *testing.T) {
@@ -87,13 +86,4 @@ func TestReadyAtOnceAndBoundedErrWhenThePCNeverAnswers(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run after QUIT: %v", err)
 	}
-}
-
-func mustQuote(t *testing.T, goos string, argv []string) string {
-	t.Helper()
-	s, err := remotecmd.Quote(goos, argv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }

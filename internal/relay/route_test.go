@@ -379,7 +379,6 @@ func driveOne(t *testing.T, opt Options, request string) []string {
 	return []string{strings.TrimSpace(ready), strings.TrimSpace(reply)}
 }
 
-// isTrue and isFalse read a *bool detail as the wire's true or false: nil
-// (the key absent) is neither.
-func isTrue(b *bool) bool  { return b != nil && *b }
+// isFalse reads a *bool detail as the wire's false: nil (the key absent) is
+// not false.
 func isFalse(b *bool) bool { return b != nil && !*b }

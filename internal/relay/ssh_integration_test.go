@@ -22,6 +22,7 @@ import (
 	"github.com/strata-companion/companion/internal/events"
 	"github.com/strata-companion/companion/internal/fakeencoder"
 	"github.com/strata-companion/companion/internal/relay/remote"
+	"github.com/strata-companion/companion/internal/remotecmd"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/testenv"
 )
@@ -524,3 +525,17 @@ func TestFiveHundredPicturesLeakNothingIntegration(t *testing.T) {
 		t.Errorf("%d events, %d of them pictures, for 500 pictures", len(evs), pictures)
 	}
 }
+
+// mustQuote is argv quoted for goos's login shell (remotecmd.Quote).
+func mustQuote(t *testing.T, goos string, argv []string) string {
+	t.Helper()
+	s, err := remotecmd.Quote(goos, argv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// isTrue reads a *bool detail as the wire's true: nil (the key absent) is
+// not true.
+func isTrue(b *bool) bool { return b != nil && *b }

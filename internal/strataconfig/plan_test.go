@@ -625,12 +625,11 @@ func mustRead(t *testing.T, p string) []byte {
 // is never replaced: plan, apply of an older plan, and restore.
 func TestReadOnlyConfigIsRefusedAndKept(t *testing.T) {
 	in, base := fixture(t, "gpu-2space.json", false)
-	ch, err := PlanVision(in.Config, req(base, settings.PlacementCPU))
-	if err != nil {
+	if _, err := PlanVision(in.Config, req(base, settings.PlacementCPU)); err != nil {
 		t.Fatal(err)
 	}
 	apply(t, in.Config, req(base, settings.PlacementOff)) // a backup to restore
-	ch, err = PlanVision(in.Config, req(base, settings.PlacementCPU))
+	ch, err := PlanVision(in.Config, req(base, settings.PlacementCPU))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,22 +21,20 @@ import (
 	"github.com/strata-companion/companion/internal/locations"
 	"github.com/strata-companion/companion/internal/owner"
 	"github.com/strata-companion/companion/internal/settings"
-	"github.com/strata-companion/companion/internal/sshx"
 	"github.com/strata-companion/companion/internal/stratainstall"
 	"github.com/strata-companion/companion/service/daemon"
 )
 
 // visionOptions are the vision command's own flags.
 type visionOptions struct {
-	dryRun   bool
-	device   string
-	threads  int
-	host     string
-	relay    string
-	vramMiB  int
-	noProbe  bool
-	settings string
-	yes      bool
+	dryRun  bool
+	device  string
+	threads int
+	host    string
+	relay   string
+	vramMiB int
+	noProbe bool
+	yes     bool
 }
 
 // visionCmd is `vision`: where pictures are read.
@@ -196,27 +194,6 @@ func checkVisionFlags(what string, o visionOptions) error {
 		return fmt.Errorf("--relay is for `vision remote` and `vision cpu`")
 	}
 	return nil
-}
-
-func describePlacement(what string) string {
-	if what == "restore" {
-		return "as in its newest backup"
-	}
-	return settings.Placement(what).Words("")
-}
-
-func joinEndpoint(e sshx.Endpoint) string {
-	out := e.Host
-	if strings.Contains(out, ":") {
-		out = "[" + out + "]"
-	}
-	if e.User != "" {
-		out = e.User + "@" + out
-	}
-	if e.Port != 0 {
-		out += ":" + strconv.Itoa(e.Port)
-	}
-	return out
 }
 
 // repairVision has the service put back what Strata's setup took from the

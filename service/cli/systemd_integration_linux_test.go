@@ -30,9 +30,7 @@ func bootSystemd(t *testing.T, binds ...string) *container {
 	t.Helper()
 	name := fmt.Sprintf("sctest-%d", os.Getpid())
 	args := []string{"-D", "/", "--volatile=yes", "-b", "-M", name, "--register=no", "--keep-unit", "--console=passive"}
-	for _, b := range binds {
-		args = append(args, b)
-	}
+	args = append(args, binds...)
 	args = append(args, "--", "systemd.firstboot=off")
 	cmd := exec.Command("systemd-nspawn", args...)
 	logf, _ := os.Create(filepath.Join(t.TempDir(), "nspawn.log"))

@@ -23,7 +23,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -203,21 +202,4 @@ func (s *Server) waitSlot(w http.ResponseWriter, r *http.Request) (release func(
 		l.waitTotal--
 		l.mu.Unlock()
 	}, true
-}
-
-// nrOpen is the kernel's ceiling for a process's descriptor limit.
-func nrOpen() uint64 {
-	b, err := os.ReadFile("/proc/sys/fs/nr_open")
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.ParseUint(string(trimNL(b)), 10, 64)
-	return n
-}
-
-func trimNL(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
-		b = b[:len(b)-1]
-	}
-	return b
 }

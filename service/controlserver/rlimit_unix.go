@@ -2,7 +2,11 @@
 
 package controlserver
 
-import "syscall"
+import (
+	"os"
+	"strconv"
+	"syscall"
+)
 
 // fdCeiling caps the descriptor limit asked for (the kernel's nr_open may
 // be a billion; a million is far beyond what the bounds let callers hold).
@@ -38,4 +42,21 @@ func RaiseFDLimit() (uint64, error) {
 		}
 	}
 	return rl.Cur, nil
+}
+
+// nrOpen is the kernel's ceiling for a process's descriptor limit.
+func nrOpen() uint64 {
+	b, err := os.ReadFile("/proc/sys/fs/nr_open")
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseUint(string(trimNL(b)), 10, 64)
+	return n
+}
+
+func trimNL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
 }

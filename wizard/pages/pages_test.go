@@ -334,7 +334,7 @@ func TestEveryPageSecondPC(t *testing.T) {
 		t.Fatalf("typed %q %q", addr.Text, user.Text)
 	}
 	// Enter in a field probes.
-	h.win.Canvas().Focused().(fyne.Focusable).TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
+	h.win.Canvas().Focused().TypedKey(&fyne.KeyEvent{Name: fyne.KeyReturn})
 	// The host key question: the fingerprint is shown, Trust answers it.
 	h.settleUntil(h.ui.ModalOpen)
 	h.must("Trust this PC?", demo.HostKey.Fingerprint)

@@ -117,5 +117,3 @@ func (o owner) restore(path, backup string) error {
 	}
 	return nil
 }
-
-func endpoint(r *settings.Remote) string { return own.Endpoint(r) }

@@ -30,7 +30,7 @@ type standInAPI struct {
 
 func (s *standInAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Authorization") != "Bearer tok" {
-		http.Error(w, `{"error":"no token"}`, 401)
+		http.Error(w, `{"error":"no token"}`, http.StatusUnauthorized)
 		return
 	}
 	s.mu.Lock()
