@@ -72,7 +72,14 @@ vet: deps $(STATICCHECK)
 # Mode 1777 like /tmp: some tests run a program as another account.)
 test: vet
 	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/st-XXXXXX"); chmod 1777 "$$tmp"; \
+	shared=$$(dirname "$$tmp"); before=$$(stat -c %a "$$shared"); \
 	TMPDIR=$$tmp go test -race -count=1 -timeout 40m ./...; rc=$$?; \
+	for d in "$$shared:$$before" "$$tmp:1777"; do \
+	  now=$$(stat -c %a "$${d%:*}"); \
+	  if [ "$$now" != "$${d##*:}" ]; then \
+	    echo "a test changed the mode of $${d%:*} from $${d##*:} to $$now: no test may touch a temp folder other accounts share (testenv.OpenPath opens a test's own folders)"; rc=1; \
+	  fi; \
+	done; \
 	left=$$(find "$$tmp" -mindepth 1 -maxdepth 1 ! -name '*.lock' ! -name 'go-build*' -printf '  %f\n'); \
 	rm -rf "$$tmp"; \
 	if [ -n "$$left" ]; then \

@@ -212,8 +212,8 @@ func setup(b *testing.B, l link) *env {
 	b.Cleanup(func() { os.RemoveAll(e.remoteDir) })
 	os.Chmod(e.remoteDir, 0o755)
 	e.spool = filepath.Join(e.remoteDir, "spool")
-	os.Mkdir(e.spool, 0o1777)
-	os.Chmod(e.spool, 0o1777)
+	os.Mkdir(e.spool, 0o777)
+	os.Chmod(e.spool, os.ModeSticky|0o777)
 
 	e.user = testenv.NewUser(b)
 	for _, rc := range []string{".profile", ".bashrc", ".shrc"} {

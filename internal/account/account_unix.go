@@ -238,7 +238,8 @@ func GrantRead(path, dir string, a *Account) error {
 	}
 	for d := filepath.Dir(path); ; d = filepath.Dir(d) {
 		if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o011 != 0o011 {
-			os.Chmod(d, st.Mode().Perm()|0o011)
+			// Only search is added: a sticky or setgid bit stays.
+			os.Chmod(d, st.Mode()&(os.ModePerm|os.ModeSticky|os.ModeSetgid)|0o011)
 		}
 		if d == dir || d == filepath.Dir(d) {
 			return nil

@@ -41,7 +41,7 @@ func TestScratchCleanupTouchesOnlyItsOwnFolders(t *testing.T) {
 	os.Chmod(filepath.Dir(base), 0o755)
 	parent := filepath.Join(base, "tmp") // as /tmp: everyone writes, sticky
 	os.Mkdir(parent, 0o777)
-	os.Chmod(parent, 0o1777)
+	os.Chmod(parent, os.ModeSticky|0o777)
 	// The agent's user (nobody) and its files.
 	victim := filepath.Join(base, "home")
 	os.Mkdir(victim, 0o755)

@@ -1,6 +1,7 @@
 package docscheck
 
 import (
+	"fmt"
 	"go/ast"
 	"go/build/constraint"
 	"go/parser"
@@ -59,6 +60,9 @@ type pkgInfo struct {
 	path    string
 	main    bool
 	imports map[string]bool
+	// code: the folder has a Go file besides doc.go (a folder with doc.go
+	// alone holds tests only).
+	code bool
 }
 
 // moduleGraph reads the module's packages and their imports among
@@ -88,6 +92,7 @@ func moduleGraph(t *testing.T, root string) map[string]*pkgInfo {
 			pkgs[dir] = p
 		}
 		p.main = p.main || f.Name.Name == "main"
+		p.code = p.code || filepath.Base(rel) != "doc.go"
 		for _, im := range f.Imports {
 			ip, _ := strconv.Unquote(im.Path.Value)
 			if ip == mod {
@@ -277,5 +282,141 @@ func TestPackageDiagramIsTrue(t *testing.T) {
 			problems = append(problems, "the diagram draws "+from+" -> "+to+", which "+from+" does not import")
 		}
 	}
+	// Complete: every package of the product is drawn, and every import
+	// between drawn packages is an arrow or a path of arrows.
+	drawn := map[string]bool{}
+	for _, path := range ids {
+		drawn[path] = true
+	}
+	down := map[string][]string{}
+	for _, l := range diagram {
+		if m := diagramArrow.FindStringSubmatch(l); m != nil && ids[m[1]] != "" && ids[m[2]] != "" {
+			down[ids[m[1]]] = append(down[ids[m[1]]], ids[m[2]])
+		}
+	}
+	for _, p := range sortedPkgs(pkgs) {
+		if !inDiagram(*p) {
+			continue
+		}
+		if !drawn[p.path] {
+			problems = append(problems, "the diagram leaves out "+p.path)
+			continue
+		}
+		for _, to := range sortedKeys(p.imports) {
+			if q := pkgs[to]; q != nil && inDiagram(*q) && !reaches(down, p.path, to) {
+				problems = append(problems, "the diagram has no path "+p.path+" -> "+to+", an import")
+			}
+		}
+	}
+	if len(problems) > 0 || os.Getenv("DOCSCHECK_DIAGRAM") == "1" {
+		t.Logf("the diagram as the packages are (DOCSCHECK_DIAGRAM=1 prints it):\n%s", diagramOf(pkgs))
+	}
 	report(t, "mistakes in docs/architecture.md's package diagram", problems)
+}
+
+// inDiagram: a package of the product (the diagram leaves out the tools
+// and stand-ins, which are main packages below the top folder, bench/,
+// assets/gen, and the folders that hold only tests).
+func inDiagram(p pkgInfo) bool {
+	switch {
+	case !p.code, p.main && strings.Contains(p.path, "/"), p.path == "assets/gen",
+		p.path == "bench" || strings.HasPrefix(p.path, "bench/"):
+		return false
+	}
+	return true
+}
+
+func reaches(down map[string][]string, from, to string) bool {
+	seen := map[string]bool{}
+	var walk func(string) bool
+	walk = func(p string) bool {
+		if p == to {
+			return true
+		}
+		if seen[p] {
+			return false
+		}
+		seen[p] = true
+		for _, q := range down[p] {
+			if walk(q) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(from)
+}
+
+// diagramOf is the mermaid block for the real graph: the product's
+// packages in four layers and the transitive reduction of their imports
+// (an arrow a longer path implies is left out).
+func diagramOf(pkgs map[string]*pkgInfo) string {
+	var shown []*pkgInfo
+	for _, p := range sortedPkgs(pkgs) {
+		if inDiagram(*p) {
+			shown = append(shown, p)
+		}
+	}
+	edges := map[string][]string{}
+	for _, p := range shown {
+		for _, to := range sortedKeys(p.imports) {
+			if q := pkgs[to]; q != nil && inDiagram(*q) {
+				edges[p.path] = append(edges[p.path], to)
+			}
+		}
+	}
+	id := func(path string) string { return strings.NewReplacer("/", "_", "-", "_", ".", "root").Replace(path) }
+	var b strings.Builder
+	b.WriteString("```mermaid\nflowchart TD\n")
+	for i, layer := range []struct {
+		title string
+		in    func(p *pkgInfo) bool
+	}{
+		{"programs", func(p *pkgInfo) bool { return p.main }},
+		{"the programs' packages", func(p *pkgInfo) bool { return !p.main && isProgramPackage(p.path) }},
+		{"internal libraries", func(p *pkgInfo) bool { return !p.main && !isProgramPackage(p.path) && len(edges[p.path]) > 0 }},
+		{"leaves (import no package of the module)", func(p *pkgInfo) bool { return !p.main && !isProgramPackage(p.path) && len(edges[p.path]) == 0 }},
+	} {
+		fmt.Fprintf(&b, "  subgraph L%d[\"%s\"]\n", i, layer.title)
+		for _, p := range shown {
+			if layer.in(p) {
+				fmt.Fprintf(&b, "    %s[\"%s\"]\n", id(p.path), p.path)
+			}
+		}
+		b.WriteString("  end\n")
+	}
+	for _, p := range shown {
+		for _, to := range edges[p.path] {
+			// Implied: another import of p reaches to.
+			implied := false
+			for _, via := range edges[p.path] {
+				if via != to && reaches(edges, via, to) {
+					implied = true
+					break
+				}
+			}
+			if !implied {
+				fmt.Fprintf(&b, "  %s --> %s\n", id(p.path), id(to))
+			}
+		}
+	}
+	b.WriteString("```\n")
+	return b.String()
+}
+
+func sortedPkgs(pkgs map[string]*pkgInfo) []*pkgInfo {
+	var out []*pkgInfo
+	for _, k := range sortedKeys(pkgs) {
+		out = append(out, pkgs[k])
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

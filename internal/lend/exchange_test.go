@@ -43,7 +43,7 @@ func TestParseCode(t *testing.T) {
 var req = Request{PublicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBWZ+test", Comment: "strata-companion@pc", From: "pc"}
 
 // run pairs over a pipe: the lender with book, this PC with code.
-func run(t *testing.T, book Book, code Code, lender func(net.Conn) error) (*Grant, error, int) {
+func run(t *testing.T, book Book, code Code, lender func(net.Conn) error) (*Grant, int, error) {
 	t.Helper()
 	a, b := net.Pipe()
 	granted := 0
@@ -71,18 +71,18 @@ func run(t *testing.T, book Book, code Code, lender func(net.Conn) error) (*Gran
 	case <-time.After(10 * time.Second):
 		t.Fatal("the lender's half did not end")
 	}
-	return g, err, granted
+	return g, granted, err
 }
 
 func TestPairWithTheRightCode(t *testing.T) {
 	code, _ := NewCode()
 	book := NewMemBook(code, time.Minute)
-	g, err, n := run(t, book, code, nil)
+	g, n, err := run(t, book, code, nil)
 	if err != nil || g == nil || g.HostKey != "ssh-ed25519 HOST" || n != 1 {
 		t.Fatalf("Pair = %+v, %v (granted %d times)", g, err, n)
 	}
 	// Single use: the same code again is refused, and nothing is granted.
-	_, err, n = run(t, book, code, nil)
+	_, n, err = run(t, book, code, nil)
 	var r *RefusedError
 	if !errors.As(err, &r) || r.Kind != RefusedUsed || n != 0 {
 		t.Fatalf("second use = %v (granted %d)", err, n)
@@ -100,7 +100,7 @@ func TestWrongCodesBurnTheCode(t *testing.T) {
 		wrong = Code(strings.Repeat("3", CodeLen))
 	}
 	for i := 1; i <= MaxTries; i++ {
-		_, err, n := run(t, book, wrong, nil)
+		_, n, err := run(t, book, wrong, nil)
 		var r *RefusedError
 		if !errors.As(err, &r) || n != 0 {
 			t.Fatalf("try %d: %v (granted %d)", i, err, n)
@@ -114,7 +114,7 @@ func TestWrongCodesBurnTheCode(t *testing.T) {
 		}
 	}
 	// Burned: even the right code no longer pairs.
-	_, err, n := run(t, book, code, nil)
+	_, n, err := run(t, book, code, nil)
 	var r *RefusedError
 	if !errors.As(err, &r) || r.Kind != RefusedBurned || n != 0 {
 		t.Fatalf("right code after burning = %v (granted %d)", err, n)
@@ -125,7 +125,7 @@ func TestExpiredCode(t *testing.T) {
 	code, _ := NewCode()
 	book := NewMemBook(code, time.Minute)
 	book.Now = func() time.Time { return time.Now().Add(2 * time.Minute) }
-	_, err, n := run(t, book, code, nil)
+	_, n, err := run(t, book, code, nil)
 	var r *RefusedError
 	if !errors.As(err, &r) || r.Kind != RefusedExpired || n != 0 {
 		t.Fatalf("expired = %v (granted %d)", err, n)
@@ -143,7 +143,7 @@ func TestImpostorIsRefused(t *testing.T) {
 		})
 	}
 	// Its Serve checks our confirmation against its own code: a wrong one.
-	g, err, _ := run(t, nil, code, impostor)
+	g, _, err := run(t, nil, code, impostor)
 	var r *RefusedError
 	if g != nil || !errors.As(err, &r) || r.Kind != RefusedWrong {
 		t.Fatalf("impostor = %+v, %v", g, err)
@@ -161,7 +161,7 @@ func TestImpostorIsRefused(t *testing.T) {
 		body, _ := json.Marshal(Grant{HostKey: "ssh-ed25519 IMPOSTOR"})
 		return writeFrame(c, m4{Grant: body, Confirm: make([]byte, 32)})
 	}
-	g, err, _ = run(t, nil, code, forger)
+	g, _, err = run(t, nil, code, forger)
 	if g != nil || !errors.Is(err, ErrImpostor) {
 		t.Fatalf("forger = %+v, %v", g, err)
 	}
@@ -268,7 +268,7 @@ func TestEavesdropperCannotReplay(t *testing.T) {
 		t.Fatalf("replay: granted %v, answer %+v", granted, last.RefusedError)
 	}
 	// The real code still works afterwards (the replay cost one try).
-	if g, err, _ := run(t, book, code, nil); err != nil || g == nil {
+	if g, _, err := run(t, book, code, nil); err != nil || g == nil {
 		t.Fatalf("the real code after a replay: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ package lender
 
 import (
 	"context"
+	"strings"
 
 	"github.com/strata-companion/companion/internal/account"
 )
@@ -18,4 +19,11 @@ func endAgents(ctx context.Context, o Options, _ *account.Account, dir string) i
 		return 0
 	}
 	return 1
+}
+
+// endAgentsStep ends, on Windows, every process whose program is in the
+// agent folder.
+func endAgentsStep(dir string) Step {
+	return Step{Say: "end the lent agent and its encoder now", Argv: []string{"powershell.exe", "-NoProfile", "-NonInteractive", "-Command",
+		"Get-Process | Where-Object { $_.Path -like '" + strings.ReplaceAll(dir, "'", "''") + "\\*' } | Stop-Process -Force"}}
 }

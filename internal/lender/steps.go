@@ -135,10 +135,3 @@ func agentDirWords(goos string) string {
 	}
 	return "~/strata-companion"
 }
-
-// endAgentsStep ends, on Windows, every process whose program is in the
-// agent folder.
-func endAgentsStep(dir string) Step {
-	return Step{Say: "end the lent agent and its encoder now", Argv: []string{"powershell.exe", "-NoProfile", "-NonInteractive", "-Command",
-		"Get-Process | Where-Object { $_.Path -like '" + strings.ReplaceAll(dir, "'", "''") + "\\*' } | Stop-Process -Force"}}
-}

@@ -51,9 +51,7 @@ func chownTree(t *testing.T, dir string, cred *syscall.Credential) {
 		}
 		return nil
 	})
-	for d := filepath.Dir(dir); d != "/" && d != "/tmp"; d = filepath.Dir(d) {
-		os.Chmod(d, 0o755)
-	}
+	testenv.OpenPath(t, filepath.Dir(dir))
 }
 
 // uidOf is the real uid of a running process.

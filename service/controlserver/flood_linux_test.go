@@ -19,6 +19,7 @@ import (
 	"github.com/strata-companion/companion/internal/controlapi"
 	"github.com/strata-companion/companion/internal/controlapi/ownertest"
 	"github.com/strata-companion/companion/internal/events"
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 const envFlood = "STRATA_TEST_FLOOD" // addr, token, count
@@ -90,14 +91,7 @@ func TestALongPollFloodLeavesTheOwnerAnswered(t *testing.T) {
 	if b, err := os.ReadFile(self); err != nil || os.WriteFile(bin, b, 0o755) != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(t.TempDir(), 0o755)
-	for d := bin; d != "/" && d != "/tmp"; {
-		d = d[:strings.LastIndex(d, "/")]
-		if d == "" {
-			break
-		}
-		os.Chmod(d, 0o755)
-	}
+	testenv.OpenPath(t, bin)
 	const n = 3000
 	cmd := exec.Command(bin, "-test.run=^TestFloodHelper$", "-test.v")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s,%d", envFlood, addr, s.ReadToken(), n))

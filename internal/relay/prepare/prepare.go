@@ -213,7 +213,7 @@ func (s *preparation) agent(ctx context.Context) (*client, error) {
 	}
 	if err == nil {
 		fmt.Fprintln(p, "the agent is up to date")
-	} else if cl, err = s.installAgent(ctx, agentBin, agentSum, filesCmd); err != nil {
+	} else if cl, err = s.installAgent(ctx, agentBin, agentSum, filesCmd, err); err != nil {
 		return nil, err
 	}
 	res.RemoteDir = cl.info.Dir
@@ -255,13 +255,15 @@ func (s *preparation) filesCommandAllowing(installs []string) (string, error) {
 }
 
 // installAgent copies the agent through the remote shell and starts its
-// file session (filesCmd), which must be the build just copied.
-func (s *preparation) installAgent(ctx context.Context, agentBin, agentSum, filesCmd string) (*client, error) {
+// file session (filesCmd), which must be the build just copied. first is
+// why the agent already there did not serve (said when no install is
+// possible: it is often the real cause).
+func (s *preparation) installAgent(ctx context.Context, agentBin, agentSum, filesCmd string, first error) (*client, error) {
 	p, dir := s.p, s.o.Remote.RemoteDir
 	fmt.Fprintf(p, "installing the agent (%s) in %s ...\n", filepath.Base(agentBin), dir)
 	if err := bootstrapAgent(ctx, s.conn, s.res.OS, dir, agentBin, p); err != nil {
 		if strings.Contains(err.Error(), "only runs the Strata Companion agent") {
-			return nil, fmt.Errorf("the second PC's agent is missing or another build, and the companion's key there is agent-only, so it cannot install one: pair the second PC again (strata-service remote pair, or the setup wizard's Pair), which installs this build with your own login")
+			return nil, fmt.Errorf("the second PC's agent did not serve (%v), and the companion's key there is agent-only, so it cannot install another: if it is missing or another build, pair the second PC again (strata-service remote pair, or the setup wizard's Pair), which installs this build with your own login", strings.TrimSpace(first.Error()))
 		}
 		return nil, err
 	}
