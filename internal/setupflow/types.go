@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/strata-companion/companion/internal/nvsmi"
 	"github.com/strata-companion/companion/internal/settings"
 )
 
@@ -113,18 +114,11 @@ type Finder interface {
 	Inspect(ctx context.Context, root string) (Install, error)
 }
 
-// GPU is one graphics card.
-type GPU struct {
-	Index    int
-	Name     string
-	TotalMiB int
-	FreeMiB  int
-	Driver   string
-}
-
 // Machine is what the probe found on this PC.
 type Machine struct {
-	GPUs     []GPU
+	// GPUs are the NVIDIA cards nvidia-smi reports: the one record of a GPU
+	// from nvidia-smi, as the probe and the agent read it.
+	GPUs     []nvsmi.GPU
 	CPU      string
 	Cores    int
 	Threads  int
@@ -275,7 +269,7 @@ type HostKey struct {
 type RemoteReport struct {
 	Address  string
 	OS, Arch string
-	GPUs     []GPU
+	GPUs     []nvsmi.GPU
 	RTTms    float64
 	// MBps both ways over the ssh connection.
 	UpMBps, DownMBps float64

@@ -17,6 +17,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/lend"
 	"github.com/strata-companion/companion/internal/measure"
+	"github.com/strata-companion/companion/internal/nvsmi"
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/setupflow"
 )
@@ -181,7 +182,7 @@ type prober struct{ w *World }
 
 // Local is the canned PC: an RTX 4080 16 GB with Strata's model loaded.
 var Local = setupflow.Machine{
-	GPUs:    []setupflow.GPU{{Index: 0, Name: "NVIDIA GeForce RTX 4080", TotalMiB: 16376, FreeMiB: 2214, Driver: "581.57"}},
+	GPUs:    []nvsmi.GPU{{Index: 0, Name: "NVIDIA GeForce RTX 4080", TotalMiB: 16376, FreeMiB: 2214, Driver: "581.57"}},
 	CPU:     "AMD Ryzen 7 7800X3D 8-Core Processor",
 	Cores:   8,
 	Threads: 16,
@@ -198,7 +199,7 @@ func (p prober) Probe(ctx context.Context, progress func(setupflow.Progress)) (*
 		return nil, err
 	}
 	m := Local
-	m.GPUs = append([]setupflow.GPU(nil), Local.GPUs...)
+	m.GPUs = append([]nvsmi.GPU(nil), Local.GPUs...)
 	return &m, nil
 }
 
@@ -343,7 +344,7 @@ func (r remote) Probe(ctx context.Context, t setupflow.RemoteTarget, confirm set
 	}
 	return &setupflow.RemoteReport{
 		Address: t.String(), OS: "windows", Arch: "amd64",
-		GPUs:  []setupflow.GPU{{Index: 0, Name: "NVIDIA GeForce RTX 3060 Laptop GPU", TotalMiB: 6144, FreeMiB: 5790, Driver: "581.57"}},
+		GPUs:  []nvsmi.GPU{{Index: 0, Name: "NVIDIA GeForce RTX 3060 Laptop GPU", TotalMiB: 6144, FreeMiB: 5790, Driver: "581.57"}},
 		RTTms: 0.9, UpMBps: 112, DownMBps: 111,
 	}, nil
 }

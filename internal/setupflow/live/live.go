@@ -114,10 +114,12 @@ type Prober struct {
 	last    *probe.Report
 }
 
-func convertGPUs(gs []probe.GPU) []setupflow.GPU {
-	var out []setupflow.GPU
+// convertGPUs keeps nvidia-smi's record of each card (the wizard shows
+// NVIDIA cards, the ones the encoder can use).
+func convertGPUs(gs []probe.GPU) []nvsmi.GPU {
+	var out []nvsmi.GPU
 	for _, g := range gs {
-		out = append(out, setupflow.GPU{Index: g.Index, Name: g.Name, TotalMiB: g.TotalMiB, FreeMiB: g.FreeMiB, Driver: g.Driver})
+		out = append(out, g.GPU)
 	}
 	return out
 }
@@ -177,7 +179,7 @@ func (p *Prober) RecommendMeasured(local *setupflow.Machine, r *setupflow.Remote
 		facts = &probe.RemoteFacts{Host: r.Address, Reachable: true, RTT: msDuration(r.RTTms),
 			UpBytesPerSec: r.UpMBps * 1e6, DownBytesPerSec: r.DownMBps * 1e6}
 		for _, g := range r.GPUs {
-			facts.GPUs = append(facts.GPUs, probe.GPU{GPU: nvsmi.GPU{Index: g.Index, Name: g.Name, TotalMiB: g.TotalMiB, FreeMiB: g.FreeMiB, UsedMiB: g.TotalMiB - g.FreeMiB, Driver: g.Driver}, Vendor: "NVIDIA", Source: probe.SourceNvidiaSMI})
+			facts.GPUs = append(facts.GPUs, probe.GPU{GPU: g, Vendor: "NVIDIA", Source: probe.SourceNvidiaSMI})
 		}
 	}
 	rec := probe.RecommendMeasured(rep, facts, measured)
