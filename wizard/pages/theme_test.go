@@ -29,7 +29,8 @@ func contrast(a, b color.Color) float64 {
 }
 
 // Issue 40: the faint grey detail text (LowImportance labels, drawn in
-// ColorNameDisabled) reaches WCAG AA, 4.5:1, on the background of the
+// ColorNameDisabled), and the words of warnings, successes and errors,
+// reach WCAG AA, 4.5:1, on the background of the
 // wizard's pages and cards, in the light and the dark theme; the rest of
 // fyne's theme is left as it is.
 func TestDetailTextReachesWCAGAA(t *testing.T) {
@@ -39,10 +40,14 @@ func TestDetailTextReachesWCAGAA(t *testing.T) {
 	name := map[fyne.ThemeVariant]string{theme.VariantLight: "light", theme.VariantDark: "dark"}
 	for _, v := range []fyne.ThemeVariant{theme.VariantLight, theme.VariantDark} {
 		bg := Theme().Color(theme.ColorNameBackground, v)
-		if r := contrast(Theme().Color(theme.ColorNameDisabled, v), bg); r < 4.5 {
-			t.Errorf("%s: detail text at %.2f:1 on the background, below 4.5:1", name[v], r)
-		} else {
-			t.Logf("%s: detail text %.2f:1 (fyne's own: %.2f:1)", name[v], r, contrast(theme.DefaultTheme().Color(theme.ColorNameDisabled, v), bg))
+		// The colours of the labels' importances the wizard uses: Low
+		// (detail), Warning, Success, Danger.
+		for _, n := range []fyne.ThemeColorName{theme.ColorNameDisabled, theme.ColorNameWarning, theme.ColorNameSuccess, theme.ColorNameError} {
+			if r := contrast(Theme().Color(n, v), bg); r < 4.5 {
+				t.Errorf("%s: %s text at %.2f:1 on the background, below 4.5:1", name[v], n, r)
+			} else {
+				t.Logf("%s: %s text %.2f:1 (fyne's own: %.2f:1)", name[v], n, r, contrast(theme.DefaultTheme().Color(n, v), bg))
+			}
 		}
 		for _, n := range []fyne.ThemeColorName{theme.ColorNameForeground, theme.ColorNameBackground, theme.ColorNamePrimary} {
 			if Theme().Color(n, v) != theme.DefaultTheme().Color(n, v) {
