@@ -208,7 +208,7 @@ func (s *preparation) agent(ctx context.Context) (*client, error) {
 		fi, serr := cl.stat(SelfName)
 		if serr != nil || fi.SHA256 != agentSum {
 			cl.close()
-			cl, err = nil, errors.New("stale")
+			cl, err = nil, errors.New("it is another build than this PC's")
 		}
 	}
 	if err == nil {
