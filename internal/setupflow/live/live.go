@@ -114,8 +114,9 @@ type Prober struct {
 	last    *probe.Report
 }
 
-// convertGPUs keeps nvidia-smi's record of each card (the wizard shows
-// NVIDIA cards, the ones the encoder can use).
+// convertGPUs keeps each card's record in nvidia-smi's shape (a card the
+// probe found elsewhere, in sysfs or the registry, fills the same fields);
+// the probe's Vendor and Source stay the probe's.
 func convertGPUs(gs []probe.GPU) []nvsmi.GPU {
 	var out []nvsmi.GPU
 	for _, g := range gs {
