@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-companion/companion/internal/account"
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 // nobody is the install's owner in these tests: an ordinary account.
@@ -28,9 +29,7 @@ func needRoot(t *testing.T) {
 func ownerDir(t *testing.T) string {
 	t.Helper()
 	base := t.TempDir()
-	for _, d := range []string{base, filepath.Dir(base)} {
-		os.Chmod(d, 0o755)
-	}
+	testenv.OpenPath(t, base)
 	dir := filepath.Join(base, "strata")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)

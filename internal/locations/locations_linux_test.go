@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 // A normal user's programs find the same settings and state as a root
@@ -25,8 +27,7 @@ func TestNormalUserFindsTheMachinesSettings(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "locations.test")
 	data, _ := os.ReadFile(self)
 	os.WriteFile(bin, data, 0o755)
-	os.Chmod(filepath.Dir(bin), 0o755)
-	os.Chmod(filepath.Dir(filepath.Dir(bin)), 0o755)
+	testenv.OpenPath(t, bin)
 	cmd := exec.Command(bin, "-test.run", "TestPrintLocations", "-test.v")
 	cmd.Env = append(os.Environ(), "LOCATIONS_PRINT=1", EnvHome+"=", "HOME=/nonexistent")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-companion/companion/internal/settings"
 	"github.com/strata-companion/companion/internal/strataconfig"
+	"github.com/strata-companion/companion/internal/testenv"
 )
 
 // Issue 32, Medium: root's `remote prepare` uploaded whatever file
@@ -19,9 +20,7 @@ func TestPrepareSendsOnlyWhatTheOwnerCouldRead(t *testing.T) {
 		t.Skip("needs root: a root process preparing from another account's install")
 	}
 	base := t.TempDir()
-	for _, d := range []string{base, filepath.Dir(base)} {
-		os.Chmod(d, 0o755)
-	}
+	testenv.OpenPath(t, base)
 	dir := filepath.Join(base, "strata")
 	os.Mkdir(dir, 0o755)
 	secret := filepath.Join(base, "root-only.bin")
