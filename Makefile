@@ -52,9 +52,12 @@ demo-tools:
 # staticcheck, pinned: installed once into bin/tools/ (through the Go module
 # proxy) and run for Linux and for Windows, whose own files have findings of
 # their own. Its checks are in staticcheck.conf. Both runs reuse the build
-# cache and staticcheck's own cache: seconds when nothing changed.
+# cache and staticcheck's own cache: seconds when nothing changed. That cache
+# lives in bin/tools/ beside the program, not in ~/.cache: make test leaves
+# nothing in the home folder (make clean removes it with the rest of bin/).
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK := bin/tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+export STATICCHECK_CACHE := $(CURDIR)/bin/tools/staticcheck-cache
 
 $(STATICCHECK):
 	GOBIN=$(CURDIR)/$(dir $(STATICCHECK)) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
