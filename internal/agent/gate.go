@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/strata-companion/companion/internal/agentcmd"
+	"github.com/strata-companion/companion/internal/framing"
 )
 
 // Gate is the forced command of the companion's key on the second PC:
@@ -38,7 +39,8 @@ import (
 //
 // What the line may hold is agentcmd's one definition (the relay builds
 // with it, the agent parses with it); what is admitted is agentcmd.Policy.
-// Anything else, a shell included, is refused with a sentence and exit 126.
+// Anything else, a shell included, is refused with framing.GateRefusal and
+// exit framing.GateRefusalStatus (126).
 // run executes an allowed agent command line (argv without the program).
 func Gate(args []string, original string, run func(argv []string) int, stderr io.Writer) int {
 	g, err := agentcmd.ParseArgs(append([]string{string(agentcmd.VerbGate)}, args...))
@@ -57,8 +59,8 @@ func Gate(args []string, original string, run func(argv []string) int, stderr io
 	pins := gatePins{allow: g.Gate.Allow, encoder: g.Gate.Encoder, keys: g.Gate.Keys}
 	argv, err := gateCheckWith(original, self, pins)
 	if err != nil {
-		fmt.Fprintf(stderr, "this key only runs the Strata Companion agent: %v (asked for: %q)\n", err, clipCmd(original))
-		return 126
+		fmt.Fprintf(stderr, "%s: %v (asked for: %q)\n", framing.GateRefusal, err, clipCmd(original))
+		return framing.GateRefusalStatus
 	}
 	if argv[0] == string(agentcmd.VerbKill) {
 		pid, _ := strconv.Atoi(argv[1])

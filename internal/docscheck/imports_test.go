@@ -195,27 +195,13 @@ func TestNoUpwardImports(t *testing.T) {
 		}
 	}
 	// An arrow between two folders is up when the other folder reaches back.
-	reaches := func(from, to string) bool {
-		seen := map[string]bool{from: true}
-		todo := []string{from}
-		for len(todo) > 0 {
-			c := todo[0]
-			todo = todo[1:]
-			for n := range comps[c] {
-				if n == to {
-					return true
-				}
-				if !seen[n] {
-					seen[n] = true
-					todo = append(todo, n)
-				}
-			}
-		}
-		return false
+	compDown := map[string][]string{}
+	for a, tos := range comps {
+		compDown[a] = sortedKeys(tos)
 	}
 	for a, tos := range comps {
 		for b, arrows := range tos {
-			if reaches(b, a) {
+			if reaches(compDown, b, a) {
 				sort.Strings(arrows)
 				problems = append(problems, a+" and "+b+" import each other through their folders: "+strings.Join(arrows, ", "))
 			}
@@ -326,6 +312,7 @@ func inDiagram(p pkgInfo) bool {
 	return true
 }
 
+// reaches: a path of arrows in down leads from from to to.
 func reaches(down map[string][]string, from, to string) bool {
 	seen := map[string]bool{}
 	var walk func(string) bool

@@ -116,8 +116,9 @@ type Finder interface {
 
 // Machine is what the probe found on this PC.
 type Machine struct {
-	// GPUs are the NVIDIA cards nvidia-smi reports: the one record of a GPU
-	// from nvidia-smi, as the probe and the agent read it.
+	// GPUs are the cards the probe found, each in nvidia-smi's record (the
+	// one GPU record, as the probe and the agent read it; a card found in
+	// sysfs or the registry fills the same fields).
 	GPUs     []nvsmi.GPU
 	CPU      string
 	Cores    int

@@ -5,6 +5,7 @@ package controlserver
 import (
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -50,13 +51,6 @@ func nrOpen() uint64 {
 	if err != nil {
 		return 0
 	}
-	n, _ := strconv.ParseUint(string(trimNL(b)), 10, 64)
+	n, _ := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 	return n
-}
-
-func trimNL(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
-		b = b[:len(b)-1]
-	}
-	return b
 }

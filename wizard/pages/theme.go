@@ -8,8 +8,9 @@ import (
 )
 
 // Theme is the wizard's theme: fyne's own, except the colours of text that
-// fyne draws too faint to read. Detail text first. A label of LowImportance (the hints, "Not possible here: ...", where
-// and when a trial was measured, the steps still ahead) is drawn in
+// fyne draws too faint to read. Detail text first. A label of
+// LowImportance (the hints, "Not possible here: ...", where and when a
+// trial was measured, the steps still ahead) is drawn in
 // theme.ColorNameDisabled, which fyne makes #e3e3e3 on white (1.3:1) and
 // #39393a on #171718 (1.6:1): too faint to read. Here it is a grey with
 // WCAG AA contrast (at least 4.5:1) on the background in both variants;

@@ -262,7 +262,7 @@ func (s *preparation) installAgent(ctx context.Context, agentBin, agentSum, file
 	p, dir := s.p, s.o.Remote.RemoteDir
 	fmt.Fprintf(p, "installing the agent (%s) in %s ...\n", filepath.Base(agentBin), dir)
 	if err := bootstrapAgent(ctx, s.conn, s.res.OS, dir, agentBin, p); err != nil {
-		if strings.Contains(err.Error(), "only runs the Strata Companion agent") {
+		if strings.Contains(err.Error(), framing.GateRefusal) {
 			return nil, fmt.Errorf("the second PC's agent did not serve (%v), and the companion's key there is agent-only, so it cannot install another: if it is missing or another build, pair the second PC again (strata-service remote pair, or the setup wizard's Pair), which installs this build with your own login", strings.TrimSpace(first.Error()))
 		}
 		return nil, err
