@@ -44,6 +44,8 @@ type gui struct {
 	step  time.Duration
 	shotN int
 	logs  []*os.File
+	// activeTitle is wine's colour of an active window's caption (read once).
+	activeTitle *[3]uint8
 }
 
 // screen is the size of wine's virtual desktop (all of the X display).
@@ -145,6 +147,42 @@ func (g *gui) x(args ...string) string {
 // focus gives r the keyboard: a click on its title bar (xdotool's
 // windowactivate does not reach windows inside wine's desktop).
 func (g *gui) focus(r win) { g.click(r.x+r.w/2, r.y+10, "1") }
+
+// activate clicks r's title bar until wine draws it as the active window
+// (its caption in wine's ActiveTitle colour), so the next key reaches r. A
+// window as it appears is the taskbar's but drawn inactive, and a Return
+// then is sometimes lost (a page that never moved on).
+func (g *gui) activate(what string, r win) {
+	g.t.Helper()
+	if g.activeTitle == nil {
+		f := strings.Fields(g.regValue(`HKCU\Control Panel\Colors`, "ActiveTitle"))
+		var c [3]uint8
+		for i := 0; i < 3 && len(f) == 3; i++ {
+			n, err := strconv.Atoi(f[i])
+			if err != nil || n < 0 || n > 255 {
+				g.t.Fatalf("wine's ActiveTitle colour is %q", f)
+			}
+			c[i] = uint8(n)
+		}
+		if len(f) != 3 {
+			g.t.Fatalf("wine's ActiveTitle colour is %q (HKCU\\Control Panel\\Colors)", f)
+		}
+		g.activeTitle = &c
+	}
+	caption := image.Rect(r.x+r.w/2, r.y+6, r.x+r.w*3/4, r.y+14)
+	g.until(what+": the window active", func() bool {
+		img, _ := g.screenshot()
+		if near(img, caption, *g.activeTitle, 8) > caption.Dx()*caption.Dy()/2 {
+			return true
+		}
+		// A click on the title bar of a window wine shows as the taskbar's
+		// but draws inactive does not activate it; one on the empty
+		// desktop first, then on the title bar, does.
+		g.click(40, 40, "1")
+		g.focus(r)
+		return false
+	})
+}
 
 // key presses keys in the active window.
 func (g *gui) key(keys ...string) { g.x(append([]string{"key", "--delay", "120"}, keys...)...) }
@@ -515,7 +553,7 @@ func (g *gui) installerPage(what string, before image.Image) (win, image.Image) 
 	// service gives itself (Strata's Ctrl-Break needs one; on Windows it
 	// lives in the service's own session, never on the desktop) takes the
 	// keyboard focus when it appears.
-	g.focus(w)
+	g.activate(what, w)
 	img := g.settled(what, w.rect(), before)
 	for _, r := range g.windows(setupTitle) {
 		if r.w < 400 {
