@@ -36,11 +36,13 @@ import (
 // a deadline (step); what it asserts is in the registry, the files and the
 // service's state, and the screenshots are kept.
 type gui struct {
-	t     *testing.T
-	disp  *testenv.Display
-	w     *testenv.Wine
-	dir   string // screenshots and logs of this run
-	keep  string // where the named screenshots go as windows-NAME.png ("" = not kept)
+	t    *testing.T
+	disp *testenv.Display
+	w    *testenv.Wine
+	dir  string // screenshots and logs of this run
+	keep string // where the named screenshots go as windows-NAME.png ("" = not kept)
+	// step is the deadline of one step. Under a whole make test on 2 cores
+	// wine once took 19 s to turn an installer page: a deadline, not a wait.
 	step  time.Duration
 	shotN int
 	logs  []*os.File
@@ -55,7 +57,7 @@ func newGUI(t *testing.T) *gui {
 	testenv.LookPath(t, "xdotool", "xwininfo", "import")
 	disp := testenv.StartDisplay(t, screenW, screenH)
 	w := testenv.WineFor(t, disp.Env)
-	g := &gui{t: t, disp: disp, w: w, dir: t.TempDir(), keep: os.Getenv("STRATA_WINDOWS_SHOTS"), step: 30 * time.Second}
+	g := &gui{t: t, disp: disp, w: w, dir: t.TempDir(), keep: os.Getenv("STRATA_WINDOWS_SHOTS"), step: 90 * time.Second}
 	if d := os.Getenv("STRATA_WINDOWS_RUN_DIR"); d != "" {
 		g.dir = d // every screenshot and log of the run kept there (debugging)
 	}
@@ -155,17 +157,10 @@ func (g *gui) focus(r win) { g.click(r.x+r.w/2, r.y+10, "1") }
 func (g *gui) activate(what string, r win) {
 	g.t.Helper()
 	if g.activeTitle == nil {
-		f := strings.Fields(g.regValue(`HKCU\Control Panel\Colors`, "ActiveTitle"))
+		v := g.regValue(`HKCU\Control Panel\Colors`, "ActiveTitle")
 		var c [3]uint8
-		for i := 0; i < 3 && len(f) == 3; i++ {
-			n, err := strconv.Atoi(f[i])
-			if err != nil || n < 0 || n > 255 {
-				g.t.Fatalf("wine's ActiveTitle colour is %q", f)
-			}
-			c[i] = uint8(n)
-		}
-		if len(f) != 3 {
-			g.t.Fatalf("wine's ActiveTitle colour is %q (HKCU\\Control Panel\\Colors)", f)
+		if n, err := fmt.Sscanf(v, "%d %d %d", &c[0], &c[1], &c[2]); n != 3 || err != nil {
+			g.t.Fatalf("wine's ActiveTitle colour (HKCU\\Control Panel\\Colors) is %q: %v", v, err)
 		}
 		g.activeTitle = &c
 	}
